@@ -1,0 +1,51 @@
+"""Shared helpers for tests: small scenarios built from dicts, and scripted battles."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from traveller_env.rules.dice import ScriptedDice
+from traveller_env.scenario import build_battle
+
+AVERAGE = {"STR": 7, "DEX": 7, "END": 7, "INT": 7, "EDU": 7, "SOC": 7}
+
+
+def fighter(position, weapon="autorifle", skills=None, drawn=True, **overrides) -> dict[str, Any]:
+    """A combatant dict with average characteristics (all DMs 0)."""
+    c = {"name": "fighter", "characteristics": dict(AVERAGE),
+         "skills": {"gun_combat.slug": 1} if skills is None else skills,
+         "weapon": weapon, "armour": "none", "position": list(position), "drawn": drawn}
+    chars = overrides.pop("chars", None)
+    if chars:
+        c["characteristics"].update(chars)
+    c.update(overrides)
+    return c
+
+
+def scenario(blue: list[dict], red: list[dict], width: int = 20, height: int = 10,
+             terrain: list[str] | None = None, max_rounds: int = 20, **options) -> dict:
+    """A two-side scenario dict (sides ``blue`` and ``red``); options default to no hastening
+    and no reactions so that scripted rolls stay short, unless asked for."""
+    opts = {"hastening": False, "reactions": False, "comms_range_m": 30}
+    opts.update(options)
+    sc = {"name": "test", "map": {"width": width, "height": height}, "max_rounds": max_rounds,
+          "options": opts,
+          "sides": [{"name": "blue", "combatants": copy.deepcopy(blue)},
+                    {"name": "red", "combatants": copy.deepcopy(red)}]}
+    if terrain is not None:
+        sc["map"]["terrain"] = terrain
+    return sc
+
+
+def scripted(sc: dict, rolls) -> tuple[Any, ScriptedDice]:
+    """Build a battle whose dice are exactly ``rolls`` (a list of tuples, one per roll)."""
+    dice = ScriptedDice(rolls)
+    return build_battle(sc, dice=dice), dice
+
+
+@pytest.fixture
+def make_scenario():
+    return scenario

@@ -1,0 +1,128 @@
+"""The battle map (R8.1): a grid of 1.5 m squares with terrain, line of sight and cover.
+
+Coordinates are ``(x, y)`` with ``x`` to the east and ``y`` to the south. Line of sight and
+cover are computed exactly (integer arithmetic on doubled coordinates) and cached per pair of
+squares, since the map never changes during a battle.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+__all__ = ["GridMap", "SQUARE_M", "OPEN", "DIFFICULT", "COVER", "WALL", "DIRECTIONS"]
+
+SQUARE_M = 1.5
+OPEN, DIFFICULT, COVER, WALL = ".", "~", "c", "#"
+TERRAIN_CHARS = (OPEN, DIFFICULT, COVER, WALL)
+
+# Compass directions; north is -y (R8.1).
+DIRECTIONS: dict[str, tuple[int, int]] = {
+    "N": (0, -1), "NE": (1, -1), "E": (1, 0), "SE": (1, 1),
+    "S": (0, 1), "SW": (-1, 1), "W": (-1, 0), "NW": (-1, -1),
+}
+
+Square = tuple[int, int]
+
+
+def _segment_enters_square(a: Square, b: Square, sq: Square) -> bool:
+    """Does the segment between the centres of ``a`` and ``b`` pass through the interior of
+    ``sq``? Touching a corner does not count (R8.1).
+
+    Segments join square centres, so they never run along a grid line; a positive-length
+    overlap with the closed square therefore means the interior is crossed.
+    """
+    # Doubled coordinates: centres at 2x+1, square sq spans [2x, 2x+2].
+    x0, y0 = 2 * a[0] + 1, 2 * a[1] + 1
+    dx, dy = 2 * (b[0] - a[0]), 2 * (b[1] - a[1])
+    t_lo, t_hi = Fraction(0), Fraction(1)
+    for p0, d, lo, hi in ((x0, dx, 2 * sq[0], 2 * sq[0] + 2), (y0, dy, 2 * sq[1], 2 * sq[1] + 2)):
+        if d == 0:
+            if not lo < p0 < hi:
+                return False
+            continue
+        t1, t2 = Fraction(lo - p0, d), Fraction(hi - p0, d)
+        if t1 > t2:
+            t1, t2 = t2, t1
+        t_lo, t_hi = max(t_lo, t1), min(t_hi, t2)
+        if t_lo >= t_hi:
+            return False
+    return t_lo < t_hi
+
+
+class GridMap:
+    """Terrain, passability, distances, line of sight and cover for one map."""
+
+    def __init__(self, width: int, height: int, terrain: list[str] | None = None) -> None:
+        self.width = width
+        self.height = height
+        rows = terrain if terrain is not None else [OPEN * width] * height
+        self.rows = tuple(rows)
+        self.walls = frozenset(
+            (x, y) for y, row in enumerate(rows) for x, ch in enumerate(row) if ch == WALL
+        )
+        self.cover_squares = frozenset(
+            (x, y) for y, row in enumerate(rows) for x, ch in enumerate(row) if ch == COVER
+        )
+        self._los_cache: dict[tuple[Square, Square], bool] = {}
+        self._cover_cache: dict[tuple[Square, Square], bool] = {}
+
+    def terrain(self, sq: Square) -> str:
+        """The terrain character of a square."""
+        return self.rows[sq[1]][sq[0]]
+
+    def in_bounds(self, sq: Square) -> bool:
+        """True when the square lies on the map."""
+        return 0 <= sq[0] < self.width and 0 <= sq[1] < self.height
+
+    def passable(self, sq: Square) -> bool:
+        """On the map and not a wall."""
+        return self.in_bounds(sq) and sq not in self.walls
+
+    def step_cost_m(self, sq: Square) -> float:
+        """Metres of movement it costs to enter ``sq`` (R8.1: 1.5, or 3 when difficult)."""
+        return 2 * SQUARE_M if self.terrain(sq) == DIFFICULT else SQUARE_M
+
+    def cuts_corner(self, frm: Square, to: Square) -> bool:
+        """A diagonal step may not cut the corner of a wall (R8.1)."""
+        dx, dy = to[0] - frm[0], to[1] - frm[1]
+        if dx == 0 or dy == 0:
+            return False
+        return (frm[0] + dx, frm[1]) in self.walls or (frm[0], frm[1] + dy) in self.walls
+
+    @staticmethod
+    def distance_m(a: Square, b: Square) -> float:
+        """Length of the segment between square centres, in metres (R8.1)."""
+        return math.hypot(a[0] - b[0], a[1] - b[1]) * SQUARE_M
+
+    def line_of_sight(self, a: Square, b: Square) -> bool:
+        """True when the centre-to-centre segment crosses no wall square (R8.1)."""
+        key = (a, b) if a <= b else (b, a)
+        cached = self._los_cache.get(key)
+        if cached is None:
+            cached = not any(self._crossed(key[0], key[1], self.walls))
+            self._los_cache[key] = cached
+        return cached
+
+    def cover_between(self, shooter: Square, target: Square) -> bool:
+        """True when the segment passes through a low-cover square adjacent to the target.
+
+        Whether the target counts as *in cover* also depends on its stance (R8.1, R5.3); the
+        caller checks that.
+        """
+        key = (shooter, target)
+        cached = self._cover_cache.get(key)
+        if cached is None:
+            tx, ty = target
+            near = {(tx + dx, ty + dy) for dx in (-1, 0, 1) for dy in (-1, 0, 1)
+                    if (dx or dy)} & self.cover_squares
+            cached = any(self._crossed(shooter, target, near))
+            self._cover_cache[key] = cached
+        return cached
+
+    def _crossed(self, a: Square, b: Square, squares) -> list[Square]:
+        lo_x, hi_x = min(a[0], b[0]), max(a[0], b[0])
+        lo_y, hi_y = min(a[1], b[1]), max(a[1], b[1])
+        return [sq for sq in squares
+                if lo_x <= sq[0] <= hi_x and lo_y <= sq[1] <= hi_y and sq != a and sq != b
+                and _segment_enters_square(a, b, sq)]
