@@ -134,6 +134,12 @@ class Battle:
         """The combatant that must decide now (``None`` once the battle is over)."""
         return None if self.done else self._decider
 
+    @property
+    def pending_attack(self) -> _PendingAttack | None:
+        """The attack waiting for its target's reaction (R3.6): ``attacker``, ``target``,
+        ``melee``, ``dms`` (before the reaction) and ``range_m``; ``None`` otherwise."""
+        return self._pending
+
     def in_play(self, cid: str) -> bool:
         """True while the combatant takes part (R2.5: a downed member of the acting tied group
         stays in play until the group has finished)."""
@@ -417,10 +423,20 @@ class Battle:
         else:
             self._do_turn_action(action)
 
-    def end_turn_forced(self, reason: str) -> None:
-        """End the current turn from outside the rules (an environment's ``penalize`` mode)."""
-        if self.phase == "turn" and not self.done:
-            self._end_turn(reason)
+    def forfeit(self, label: str, reason: str) -> None:
+        """Record an illegal choice and take the do-nothing default instead: ``haste:no`` in a
+        declaration, ``react:none`` in a reaction, ``end_turn`` in a turn (used by an
+        environment's ``illegal_action: penalize`` mode)."""
+        if self.done:
+            return
+        self._emit({"type": "illegal_action", "actor": self._decider, "label": label,
+                    "reason": reason})
+        if self.phase == "haste":
+            self._do_haste(False)
+        elif self.phase == "reaction":
+            self._do_reaction("none")
+        else:
+            self._end_turn("illegal action")
 
     def _emit(self, event: dict) -> None:
         self.events.append(event)

@@ -1,0 +1,353 @@
+"""The PettingZoo AEC environment: a thin adapter over the rules engine."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import AECEnv
+from pettingzoo.utils import wrappers
+
+from .encoding import ActionCatalogue
+from .observations import ObservationBuilder
+from .rules.battle import Battle
+from .rules.dice import Dice
+from .scenario import Scenario, build_battle, load_scenario, with_options
+
+__all__ = ["TravellerEnv", "raw_env", "env"]
+
+ScenarioSource = str | Path | Mapping[str, Any] | Scenario
+
+
+class TravellerEnv(AECEnv):
+    """Mongoose Traveller (2e) personal combat, one combatant per agent.
+
+    ## Description
+    Agents are the scenario's combatants (``<side>_<index>``, ``possible_agents`` in scenario
+    order). ``agent_selection`` follows the rules (see README, RULES.md R2-R3): at the start of
+    each round, when hastening is on, every able combatant declares haste in Initiative order;
+    then turns run in dynamic Initiative order. The acting agent keeps the selection for
+    consecutive steps until its budget (one Significant + one Minor, or three Minor; R2.1) is
+    spent or it ends its turn (and, per R2.3, while it can still hand out a leadership bonus or
+    impose a penalty). When a combatant is attacked and reactions are on, the selection passes
+    to it for one step (its reaction), then back to the attacker.
+
+    ## Action Space
+    ``Discrete(N)``, the same for every agent and fixed for the scenario. ``action_labels[i]``
+    names action ``i``: ``end_turn``, ``move:<N|NE|E|SE|S|SW|W|NW>:<squares>`` (north is -y;
+    1 up to the scenario's best movement, 4 for humans), ``stance:<stand|crouch|prone>``,
+    ``draw``, ``reload``, ``aim:<agent>``, ``attack:<agent>``, ``leadership``,
+    ``direct:<agent>`` (hand a leadership bonus), ``hamper:<agent>`` (impose a penalty),
+    ``react:<none|dodge|parry>``, ``haste:<yes|no>``. ``action_index(label)`` is the inverse.
+    The ``action_mask`` is 1 exactly where the engine accepts the action for the selected agent;
+    every other agent sees an all-zero mask.
+
+    ## Observation Space
+    ``Dict({"observation": Box(float32, (D,)), "action_mask": Box(int8, (N,))})``. The vector
+    is the agent's own block, then one block per slot: its allies (scenario order, itself
+    excluded), then its enemies, padded to the largest side so every agent has the same ``D``.
+    ``observation_labels[j]`` names entry ``j`` (``self.aim_dm``, ``enemy0.line_of_sight``, ...)
+    and ``observation_slots(agent)`` says which combatant sits in each slot.
+
+    * own block: position (/ map size), wounds as fractions of STR/DEX/END lost, stance
+      (one-hot), weapon drawn, melee weapon, ammunition (/ magazine), spare magazines
+      (/ starting spares), aim DM (/ 6; the aimed-at slot has ``aimed`` = 1), Minor and
+      Significant actions used, what the budget still allows, haste, leadership bonus and
+      penalty held, bonuses / penalties it may hand out (/ 10), current Initiative (/ 30),
+      draw/reload progress, round (/ ``max_rounds``), the phase (haste declaration, turn,
+      reaction; one-hot) and whether a pending attack on it is a melee attack;
+    * per slot: present, in play, relative position, distance (/ 4x the observer's weapon
+      range), its range band for the observer's weapon (R5.1, one-hot incl. "beyond"),
+      adjacent, line of sight, in cover from the observer, stance, wounds, weapon drawn,
+      melee weapon, aimed at by the observer, bonus / penalty held, has acted this round,
+      haste, Initiative (/ 30), and whether it is the attacker awaiting the observer's reaction.
+
+    Every entry lies in [-1, 1] (clipped in the rare extremes of Initiative).
+    ``state()`` returns the global state for centralised critics (``state_labels`` names it).
+
+    ## Rewards
+    Set in the scenario's ``rewards`` (defaults ``win: 1.0, loss: -1.0, draw: 0.0,
+    damage_dealt: 0.0, damage_taken: 0.0, shared: true``). ``win``/``loss``/``draw`` go to every
+    agent still in ``agents`` when the battle ends (a truncation or mutual elimination is a
+    draw). ``damage_dealt`` and ``damage_taken`` are per point of damage after armour, added as
+    given (use a negative ``damage_taken`` to penalise); with ``shared: true`` every agent of a
+    side gets its side's sum, otherwise only the attacker / target. With ``illegal_action:
+    penalize`` an illegal action earns its agent -1.
+
+    ## Episode End
+    An incapacitated combatant terminates (R6.3) once out of play (R2.5) and must take its dead
+    step (``step(None)``). When at most one side is left every agent terminates (R8.2); after
+    ``max_rounds`` every agent is truncated. ``infos[agent]["events"]`` holds the battle events
+    since that agent's previous step (JSON-serialisable dicts, see README "Event log").
+
+    ## Arguments
+    ``scenario``: built-in name, path or dict; ``render_mode``: ``None``, ``"ansi"`` or
+    ``"rgb_array"``; keyword options override the scenario's ``options`` (``hastening``,
+    ``reactions``, ``comms_range_m``, ``illegal_action``: ``"raise"`` (default) or
+    ``"penalize"``), and ``max_rounds`` overrides the scenario's.
+
+    ## Version History
+    * v0: initial release.
+    """
+
+    metadata = {"name": "traveller_combat_v0", "render_modes": ["ansi", "rgb_array"],
+                "is_parallelizable": False, "render_fps": 4}
+
+    def __init__(self, scenario: ScenarioSource = "duel", render_mode: str | None = None,
+                 **options: Any) -> None:
+        super().__init__()
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode {render_mode!r} is not supported; use None, "
+                             + " or ".join(repr(m) for m in self.metadata["render_modes"]))
+        sc = load_scenario(scenario)
+        max_rounds = options.pop("max_rounds", None)
+        if max_rounds is not None:
+            if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
+                raise ValueError(f"max_rounds must be a positive integer, got {max_rounds!r}")
+            sc = sc.model_copy(update={"max_rounds": max_rounds})
+        self.scenario: Scenario = with_options(sc, options, source="env options")
+        self.render_mode = render_mode
+        template = build_battle(self.scenario, seed=0)
+        self._catalogue = ActionCatalogue(template)
+        self._obs_builder = ObservationBuilder(template)
+        self.possible_agents = [c.id for c in template.combatants]
+        self.agents = []
+        self._side_of = {c.id: c.side for c in template.combatants}
+        n, d = self._catalogue.n, self._obs_builder.size
+        self._action_space = spaces.Discrete(n)
+        self._observation_space = spaces.Dict({
+            "observation": spaces.Box(-1.0, 1.0, shape=(d,), dtype=np.float32),
+            "action_mask": spaces.Box(0, 1, shape=(n,), dtype=np.int8),
+        })
+        self.observation_spaces = {a: self._observation_space for a in self.possible_agents}
+        self.action_spaces = {a: self._action_space for a in self.possible_agents}
+        self.state_space = spaces.Box(-1.0, 1.0, shape=(self._obs_builder.state_size,),
+                                      dtype=np.float32)
+        self.battle: Battle | None = None
+
+    # ------------------------------------------------------------------ public metadata
+    @property
+    def action_labels(self) -> list[str]:
+        """The label of each action index."""
+        return list(self._catalogue.labels)
+
+    def action_index(self, label: str) -> int:
+        """The index of an action label (``ValueError`` when it is not in the space)."""
+        return self._catalogue.index(label)
+
+    @property
+    def observation_labels(self) -> list[str]:
+        """The name of each entry of the observation vector."""
+        return list(self._obs_builder.labels)
+
+    @property
+    def state_labels(self) -> list[str]:
+        """The name of each entry of ``state()``."""
+        return list(self._obs_builder.state_labels)
+
+    def observation_slots(self, agent: str) -> list[str | None]:
+        """Which combatant sits in each slot of ``agent``'s observation."""
+        self._check_agent(agent)
+        return self._obs_builder.slots(agent)
+
+    def observation_space(self, agent: str) -> spaces.Dict:
+        """The (cached) observation space; the same object on every call."""
+        self._check_agent(agent)
+        return self._observation_space
+
+    def action_space(self, agent: str) -> spaces.Discrete:
+        """The (cached) action space; the same object on every call."""
+        self._check_agent(agent)
+        return self._action_space
+
+    def _check_agent(self, agent: str) -> None:
+        if agent not in self._side_of:
+            raise ValueError(f"unknown agent {agent!r}; agents: {', '.join(self.possible_agents)}")
+
+    # ------------------------------------------------------------------ AEC API
+    def reset(self, seed: int | None = None, options: dict | None = None) -> None:
+        """Start a new battle. ``seed`` (an int) fixes every roll; ``None`` draws a fresh one.
+
+        ``options`` is accepted for API compatibility and unused: scenario options are fixed
+        at construction (PettingZoo's ``api_test`` passes arbitrary reset options).
+        """
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int | np.integer)):
+            raise TypeError(f"seed must be an int or None, got {type(seed).__name__} {seed!r}")
+        self.seed = int(seed) if seed is not None else secrets.randbits(63)
+        self.battle = build_battle(self.scenario, dice=Dice(self.seed))
+        self.agents = list(self.possible_agents)
+        self.rewards = dict.fromkeys(self.agents, 0.0)
+        self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
+        self.terminations = dict.fromkeys(self.agents, False)
+        self.truncations = dict.fromkeys(self.agents, False)
+        self._cursor = dict.fromkeys(self.agents, 0)
+        self.infos = {a: {"events": []} for a in self.agents}
+        self._skip_agent_selection = None
+        self.agent_selection = self.battle.current_agent
+        self._refresh_info(self.agent_selection)
+
+    def observe(self, agent: str) -> dict[str, np.ndarray]:
+        """``{"observation": float32 vector, "action_mask": int8 mask}`` for ``agent``."""
+        self._check_agent(agent)
+        obs = self._obs_builder.observe(self.battle, agent)
+        return {"observation": obs, "action_mask": self._mask_for(agent)}
+
+    def action_mask(self, agent: str | None = None) -> np.ndarray:
+        """The action mask of ``agent`` (default: the selected agent)."""
+        return self._mask_for(self.agent_selection if agent is None else agent)
+
+    def _mask_for(self, agent: str) -> np.ndarray:
+        b = self.battle
+        if b.done or agent != b.current_agent or agent != self.agent_selection:
+            return np.zeros(self._catalogue.n, dtype=np.int8)
+        return self._catalogue.mask(b)
+
+    def state(self) -> np.ndarray:
+        """The global state vector (see ``state_labels``)."""
+        return self._obs_builder.state(self.battle)
+
+    def step(self, action: int | np.integer | None) -> None:
+        """Take ``action`` (an index into ``action_labels``) for the selected agent."""
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        b = self.battle
+        if action is None:
+            raise ValueError(f"{agent}: action None is only for agents that are terminated or "
+                             "truncated; this agent must choose an action")
+        if isinstance(action, bool) or not isinstance(action, int | np.integer) or not (
+                0 <= int(action) < self._catalogue.n):
+            raise ValueError(f"{agent}: action {action!r} is out of range; expected an int in "
+                             f"[0, {self._catalogue.n})")
+        act = self._catalogue.actions[int(action)]
+        self._cumulative_rewards[agent] = 0.0
+        first_event = len(b.events)
+        self._cursor[agent] = first_event
+        reason = b.why_illegal(act)
+        penalty = 0.0
+        if reason is not None:
+            if self.scenario.options.illegal_action == "raise":
+                raise ValueError(f"{agent}: illegal action {act.label!r} "
+                                 f"(index {int(action)}): {reason}")
+            b.forfeit(act.label, reason)
+            penalty = -1.0
+        else:
+            b.apply(act)
+        self._clear_rewards()
+        self._score(b.events, first_event)
+        if penalty:
+            self.rewards[agent] += penalty
+        self._update_dones()
+        self._accumulate_rewards()
+        if not b.done:
+            self.agent_selection = b.current_agent
+        self._deads_step_first()
+        for a in self.agents:
+            if self.terminations[a] or self.truncations[a]:
+                self._refresh_info(a)
+        self._refresh_info(self.agent_selection)
+
+    # ------------------------------------------------------------------ helpers
+    def _refresh_info(self, agent: str) -> None:
+        if agent in self.infos:
+            b = self.battle
+            self.infos[agent] = {"events": b.events[self._cursor[agent]:],
+                                 "phase": b.phase, "round": b.round}
+
+    def _score(self, events: list[dict], start: int) -> None:
+        """Rewards from the events of this step (see the class docstring, "Rewards")."""
+        r = self.scenario.rewards
+        live = self.rewards
+        for ev in events[start:]:
+            t = ev["type"]
+            if t == "attack" and ev["damage"] and (r.damage_dealt or r.damage_taken):
+                self._give(ev["actor"], r.damage_dealt * ev["damage"], r.shared)
+                self._give(ev["target"], r.damage_taken * ev["damage"], r.shared)
+            elif t == "end":
+                winner = ev["winner"]
+                for a in live:
+                    if winner is None:
+                        live[a] += r.draw
+                    elif self.battle.side_names[self._side_of[a]] == winner:
+                        live[a] += r.win
+                    else:
+                        live[a] += r.loss
+
+    def _give(self, agent: str, amount: float, shared: bool) -> None:
+        if not amount:
+            return
+        if shared:
+            side = self._side_of[agent]
+            for a in self.rewards:
+                if self._side_of[a] == side:
+                    self.rewards[a] += amount
+        elif agent in self.rewards:
+            self.rewards[agent] += amount
+
+    def outcome_reward(self, side: int | str) -> float:
+        """The terminal reward a side receives for the finished battle's outcome (0 while the
+        battle goes on). Used by the SB3 bridge for a learner removed before the end."""
+        b = self.battle
+        if b is None or not b.done:
+            return 0.0
+        name = side if isinstance(side, str) else b.side_names[side]
+        r = self.scenario.rewards
+        if b.winner is None:
+            return r.draw
+        return r.win if b.winner == name else r.loss
+
+    def _update_dones(self) -> None:
+        b = self.battle
+        for a in self.agents:
+            if b.truncated:
+                self.truncations[a] = True
+            elif b.done or b.by_id[a].out:
+                self.terminations[a] = True
+
+    # ------------------------------------------------------------------ rendering
+    def render(self) -> str | np.ndarray | None:
+        """``"ansi"``: the map and the latest narrated events; ``"rgb_array"``: an image."""
+        if self.render_mode is None:
+            import gymnasium
+
+            gymnasium.logger.warn("render() called without a render_mode; pass render_mode="
+                                  "'ansi' or 'rgb_array' to the constructor")
+            return None
+        from . import render as _render
+
+        if self.render_mode == "ansi":
+            return _render.render_ansi(self.battle)
+        turn_attacks = [e for e in self.battle.events[self._last_turn_start():]
+                        if e["type"] == "attack"]
+        return _render.render_rgb(self.battle, attacks=turn_attacks)
+
+    def _last_turn_start(self) -> int:
+        events = self.battle.events
+        for i in range(len(events) - 1, -1, -1):
+            if events[i]["type"] in ("turn", "round"):
+                return i
+        return 0
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+def raw_env(scenario: ScenarioSource = "duel", render_mode: str | None = None,
+            **options: Any) -> TravellerEnv:
+    """The environment without wrappers (illegal actions raise ``ValueError`` by default)."""
+    return TravellerEnv(scenario=scenario, render_mode=render_mode, **options)
+
+
+def env(scenario: ScenarioSource = "duel", render_mode: str | None = None,
+        **options: Any) -> AECEnv:
+    """The environment with PettingZoo's ``OrderEnforcingWrapper``.
+
+    Out-of-bounds and illegal actions are checked by the environment itself with clear
+    errors, so the assert-based wrappers are not needed.
+    """
+    return wrappers.OrderEnforcingWrapper(raw_env(scenario, render_mode, **options))
