@@ -172,13 +172,17 @@ class TravellerEnv(AECEnv):
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
         """Start a new battle. ``seed`` (an int) fixes every roll; ``None`` draws a fresh one.
 
-        ``options`` is accepted for API compatibility and unused: scenario options are fixed
-        at construction (PettingZoo's ``api_test`` passes arbitrary reset options).
+        ``options`` may hold ``{"dice": <Dice>}`` to replace the seeded dice (e.g.
+        ``ScriptedDice`` in rules tests); other keys are ignored, since scenario options are
+        fixed at construction (PettingZoo's ``api_test`` passes arbitrary reset options).
         """
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int | np.integer)):
             raise TypeError(f"seed must be an int or None, got {type(seed).__name__} {seed!r}")
         self.seed = int(seed) if seed is not None else secrets.randbits(63)
-        self.battle = build_battle(self.scenario, dice=Dice(self.seed))
+        dice = (options or {}).get("dice")
+        if dice is not None and not isinstance(dice, Dice):
+            raise TypeError(f"reset options['dice'] must be a Dice, got {type(dice).__name__}")
+        self.battle = build_battle(self.scenario, dice=dice or Dice(self.seed))
         self.agents = list(self.possible_agents)
         self.rewards = dict.fromkeys(self.agents, 0.0)
         self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)

@@ -1,0 +1,64 @@
+"""The policy interface shared by scripted, random and trained policies.
+
+A policy picks one action index for the selected agent of a ``TravellerEnv``::
+
+    class MyPolicy:
+        name = "mine"
+        def reset(self, seed: int | None = None) -> None: ...
+        def act(self, observation, action_mask, agent, env) -> int: ...
+
+``observation`` is the agent's float32 vector, ``action_mask`` its int8 mask (the chosen
+index must be legal), ``agent`` its id and ``env`` the (unwrapped) environment, whose public
+API (labels, ``observation_slots``, and the read-only battle view) a scripted policy may read
+but never mutate. Each policy draws randomness only from its own generator, seeded by
+``reset(seed)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+__all__ = ["Policy", "RandomPolicy", "legal_indices"]
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """What every policy implements (see the module docstring)."""
+
+    name: str
+
+    def reset(self, seed: int | None = None) -> None:
+        """Start a new battle; re-seed the policy's own generator."""
+
+    def act(self, observation: np.ndarray, action_mask: np.ndarray, agent: str,
+            env: Any) -> int:
+        """Return a legal action index for ``agent``."""
+
+
+def legal_indices(action_mask: np.ndarray) -> np.ndarray:
+    """Indices where the mask is 1; ``ValueError`` if none (never for a selected agent)."""
+    legal = np.flatnonzero(action_mask)
+    if legal.size == 0:
+        raise ValueError("the action mask allows no action: is this agent the selected one?")
+    return legal
+
+
+class RandomPolicy:
+    """``random``: uniform over the legal actions (the floor every behaviour must beat)."""
+
+    name = "random"
+
+    def __init__(self, seed: int | None = None) -> None:
+        self.rng = np.random.default_rng(seed)
+
+    def reset(self, seed: int | None = None) -> None:
+        """Re-seed the generator (``None`` keeps the current stream)."""
+        if seed is not None:
+            self.rng = np.random.default_rng(seed)
+
+    def act(self, observation: np.ndarray, action_mask: np.ndarray, agent: str,
+            env: Any) -> int:
+        """A uniformly random legal action."""
+        return int(self.rng.choice(legal_indices(action_mask)))
