@@ -17,8 +17,9 @@ from .observations import ObservationBuilder
 from .rules.battle import Battle
 from .rules.dice import Dice
 from .scenario import Scenario, build_battle, load_scenario, with_options
+from .view import BattleView
 
-__all__ = ["TravellerEnv", "raw_env", "env"]
+__all__ = ["TravellerEnv", "env", "raw_env"]
 
 ScenarioSource = str | Path | Mapping[str, Any] | Scenario
 
@@ -134,6 +135,13 @@ class TravellerEnv(AECEnv):
     def action_labels(self) -> list[str]:
         """The label of each action index."""
         return list(self._catalogue.labels)
+
+    @property
+    def view(self) -> BattleView:
+        """A read-only view of the current battle (for scripted policies; see ``view.py``)."""
+        if self.battle is None:
+            raise RuntimeError("call reset() before reading the battle view")
+        return BattleView(self.battle)
 
     def action_index(self, label: str) -> int:
         """The index of an action label (``ValueError`` when it is not in the space)."""

@@ -29,7 +29,7 @@ from .checks import characteristic_dm, roll_check, skill_dm, skill_level
 from .combatant import Combatant
 from .grid import DIRECTIONS, SQUARE_M, GridMap
 
-__all__ = ["Battle", "RulesOptions", "Decision", "IllegalActionError", "range_dm"]
+__all__ = ["Battle", "Decision", "IllegalActionError", "RulesOptions", "range_dm"]
 
 
 class IllegalActionError(ValueError):
@@ -455,9 +455,8 @@ class Battle:
             else:
                 actor.significant = True
             # R4.3 / R4.5: anything else breaks aim and draw/reload progress.
-            if kind != "aim":
-                if not (kind == "attack" and action.arg == actor.aim_target):
-                    self._break_aim(actor)
+            if kind != "aim" and not (kind == "attack" and action.arg == actor.aim_target):
+                self._break_aim(actor)
             if kind not in ("draw", "reload"):
                 actor.ready_kind, actor.ready_count = None, 0
             getattr(self, "_do_" + kind)(actor, action)
@@ -480,13 +479,14 @@ class Battle:
     def _free_action_possible(self, actor: Combatant) -> bool:
         for p in self._pools:
             if p.kind == "bonus" and p.leader == actor.id:
-                if any(self._why_not_free(actor, Action("direct", c.id)) is None
-                       for c in self.combatants):
-                    return True
-            if p.kind == "penalty" and self.by_id[p.leader].side != actor.side:
-                if any(self._why_not_free(actor, Action("hamper", c.id)) is None
-                       for c in self.combatants):
-                    return True
+                kind = "direct"
+            elif p.kind == "penalty" and self.by_id[p.leader].side != actor.side:
+                kind = "hamper"
+            else:
+                continue
+            if any(self._why_not_free(actor, Action(kind, c.id)) is None
+                   for c in self.combatants):
+                return True
         return False
 
     def _break_aim(self, c: Combatant) -> None:

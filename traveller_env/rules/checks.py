@@ -6,8 +6,17 @@ from collections.abc import Mapping
 
 from .dice import Dice
 
-__all__ = ["characteristic_dm", "skill_level", "UNSKILLED_DM", "roll_check", "TARGET_NUMBER",
-           "CHARACTERISTICS"]
+__all__ = [
+    "CHARACTERISTICS",
+    "TARGET_NUMBER",
+    "UNSKILLED_DM",
+    "characteristic_dm",
+    "effect_distribution",
+    "roll_check",
+    "skill_dm",
+    "skill_level",
+    "success_probability",
+]
 
 TARGET_NUMBER = 8
 UNSKILLED_DM = -3
@@ -54,3 +63,17 @@ def roll_check(dice: Dice, dms: Mapping[str, int]) -> tuple[list[int], int, int]
     roll = dice.roll(2)
     total = roll[0] + roll[1] + sum(dms.values())
     return roll, total, total - TARGET_NUMBER
+
+
+# Exact 2D6 distribution: _P2D6[s] = P(2D == s).
+_P2D6 = {s: (6 - abs(s - 7)) / 36 for s in range(2, 13)}
+
+
+def success_probability(dm: int) -> float:
+    """Exact probability that ``2D + dm >= 8`` (R1.2)."""
+    return sum(p for s, p in _P2D6.items() if s + dm >= TARGET_NUMBER)
+
+
+def effect_distribution(dm: int) -> dict[int, float]:
+    """Exact distribution of the Effect of ``2D + dm`` (``{effect: probability}``)."""
+    return {s + dm - TARGET_NUMBER: p for s, p in _P2D6.items()}
