@@ -20,7 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["Policy", "RandomPolicy", "legal_indices"]
+__all__ = ["PassivePolicy", "Policy", "RandomPolicy", "legal_indices"]
 
 
 @runtime_checkable
@@ -62,3 +62,26 @@ class RandomPolicy:
             env: Any) -> int:
         """A uniformly random legal action."""
         return int(self.rng.choice(legal_indices(action_mask)))
+
+
+class PassivePolicy:
+    """``passive``: never acts (``haste:no``, ``react:none``, ``end_turn``); the target of the
+    ``range_*`` scenarios."""
+
+    name = "passive"
+
+    def __init__(self, seed: int | None = None) -> None:
+        pass
+
+    def reset(self, seed: int | None = None) -> None:
+        """Nothing random to reseed."""
+
+    def act(self, observation: np.ndarray, action_mask: np.ndarray, agent: str,
+            env: Any) -> int:
+        """The first legal of end_turn, haste:no, react:none (else any legal action)."""
+        env = getattr(env, "unwrapped", env)
+        for label in ("end_turn", "haste:no", "react:none"):
+            i = env.action_index(label)
+            if action_mask[i]:
+                return i
+        return int(legal_indices(action_mask)[0])

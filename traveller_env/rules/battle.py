@@ -27,6 +27,7 @@ from .actions import (
 )
 from .checks import characteristic_dm, roll_check, skill_dm, skill_level
 from .combatant import Combatant
+from .damage import apply_damage, is_dead, is_incapacitated
 from .grid import DIRECTIONS, SQUARE_M, GridMap
 
 __all__ = ["Battle", "Decision", "IllegalActionError", "RulesOptions", "range_dm"]
@@ -467,8 +468,8 @@ class Battle:
     def _maybe_auto_end(self, actor: Combatant) -> None:
         """R2.3: the turn passes by itself once the budget is spent, unless free leadership
         actions remain possible."""
-        if self.done or self.phase != "turn":
-            return
+        if self.done or self.phase != "turn" or self._decider != actor.id:
+            return  # not (or no longer) this combatant's turn: never end another's turn
         sig, minors = self.budget_left(actor.id)
         if sig or minors > 0:
             return
@@ -653,20 +654,12 @@ class Battle:
         self._maybe_auto_end(attacker)
 
     def _take_damage(self, c: Combatant, damage: int) -> None:
-        """R6.2: END first, then the higher of STR and DEX (STR on a tie), then the other."""
+        """R6.2-R6.3 (see ``damage.apply_damage``)."""
         ch = c.chars
-        take = min(damage, ch["END"])
-        ch["END"] -= take
-        rest = damage - take
-        first = "STR" if ch["STR"] >= ch["DEX"] else "DEX"
-        second = "DEX" if first == "STR" else "STR"
-        for k in (first, second):
-            take = min(rest, ch[k])
-            ch[k] -= take
-            rest -= take
-        if ch["END"] == 0 and (ch["STR"] == 0 or ch["DEX"] == 0):
+        ch["STR"], ch["DEX"], ch["END"] = apply_damage(ch["STR"], ch["DEX"], ch["END"], damage)
+        if is_incapacitated(ch["STR"], ch["DEX"], ch["END"]):
             c.down = True
-            c.dead = ch["STR"] == 0 and ch["DEX"] == 0
+            c.dead = is_dead(ch["STR"], ch["DEX"], ch["END"])
 
     def _incapacitate(self, c: Combatant, by: Combatant) -> None:
         stays = c.id in self._group  # R2.5: downed by a member of its own tied group
