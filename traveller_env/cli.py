@@ -1,2 +1,242 @@
-def main():
-    pass
+"""The ``traveller`` command line.
+
+Commands (one function each; ``COMMANDS`` maps a name to its help, its argument set-up and its
+handler, so that later commands such as ``train``, ``eval`` or ``tournament`` are one entry
+more):
+
+* ``traveller simulate --scenario squad --seed 1 [--json out.jsonl] [--gif out.gif] [--quiet]``
+  plays one battle with uniformly random legal actions and prints the narrated log and a
+  summary;
+* ``traveller scenarios`` lists the built-in scenarios.
+
+A bad scenario prints its message on stderr and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
+
+from .scenario import ScenarioError, build_battle, builtin_scenarios, load_scenario
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from .rules.battle import Battle
+
+__all__ = ["COMMANDS", "Command", "build_parser", "main", "play_random", "result_line"]
+
+PROG = "traveller"
+
+
+class Command(NamedTuple):
+    """One subcommand: its help line, a function adding its arguments, and its handler
+    (which returns the exit status)."""
+
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+# ---------------------------------------------------------------------------- playing
+def play_random(battle: Battle, rng: random.Random,
+                on_turn_end: Callable[[Battle, list[dict[str, Any]]], None] | None = None,
+                ) -> int:
+    """Play ``battle`` to its end, each decision a uniformly random legal action drawn with
+    ``rng`` (separate from the battle's dice). After every action that ends a turn (or the
+    battle), ``on_turn_end(battle, attacks)`` is called with that turn's attack events, each
+    copied with ``actor_pos`` and ``target_pos`` (the squares at the time of the attack).
+    Returns the number of actions taken."""
+    steps = 0
+    attacks: list[dict[str, Any]] = []
+    while not battle.done:
+        before = len(battle.events)
+        battle.apply(rng.choice(battle.legal_actions()))
+        steps += 1
+        new = battle.events[before:]
+        for e in new:
+            if e.get("type") == "attack":
+                a, t = battle.by_id[e["actor"]], battle.by_id[e["target"]]
+                attacks.append({**e, "actor_pos": list(a.pos), "target_pos": list(t.pos)})
+        if any(e.get("type") in ("end_turn", "end") for e in new):
+            if on_turn_end is not None:
+                on_turn_end(battle, attacks)
+            attacks = []
+    return steps
+
+
+def result_line(battle: Battle) -> str:
+    """``Winner: blue after 7 rounds.``, ``Draw: ...`` or ``Truncated: ...`` for a finished
+    battle (``In progress: ...`` otherwise)."""
+    rounds = f"{battle.round} round" + ("" if battle.round == 1 else "s")
+    if not battle.done:
+        return f"In progress: round {battle.round}."
+    if battle.winner is not None:
+        return f"Winner: {battle.winner} after {rounds}."
+    if battle.truncated:
+        return f"Truncated: no winner after {rounds} (max_rounds reached)."
+    return f"Draw: no one left able to fight after {rounds}."
+
+
+def _caption(battle: Battle, events: Sequence[dict[str, Any]],
+             attacks: Sequence[dict[str, Any]]) -> str:
+    ended = [e.get("actor") for e in events if e.get("type") == "end_turn"]
+    begun = [e.get("actor") for e in events if e.get("type") == "turn"]
+    actor = ended[-1] if ended else begun[-1] if begun else None  # no end_turn: battle over
+    head = f"Round {battle.round} - " + (f"{actor}'s turn" if actor is not None else "start")
+    if attacks:
+        hits = sum(1 for a in attacks if a.get("hit"))
+        misses = len(attacks) - hits
+        head += (f" - {hits} hit{'' if hits == 1 else 's'}, "
+                 f"{misses} miss{'' if misses == 1 else 'es'}")
+    if battle.done:
+        head += " - " + result_line(battle)
+    return head
+
+
+# ---------------------------------------------------------------------------- simulate
+def _add_simulate_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--scenario", default="squad",
+                   help="built-in scenario name or path to a scenario YAML (default: squad)")
+    p.add_argument("--seed", type=int, default=1,
+                   help="seed of the battle's dice and of the random action choices (default: 1)")
+    p.add_argument("--json", metavar="PATH", type=Path,
+                   help="write the event log as JSON lines to PATH")
+    p.add_argument("--gif", metavar="PATH", type=Path,
+                   help="write an animated replay to PATH (one frame per turn)")
+    p.add_argument("--fps", type=float, default=4.0, help="frames per second of --gif (4)")
+    p.add_argument("--cell", type=int, default=None,
+                   help="pixels per square in --gif (default: chosen from the map size)")
+    p.add_argument("--quiet", action="store_true",
+                   help="print only the summary, not the narrated log")
+
+
+def _cmd_simulate(args: argparse.Namespace) -> int:
+    battle = build_battle(args.scenario, seed=args.seed)
+    rng = random.Random(args.seed)
+    frames: list[np.ndarray] = []
+    on_turn_end = None
+    if args.gif is not None:
+        from .render import render_rgb
+
+        frames.append(render_rgb(battle, cell=args.cell,
+                                 caption=_caption(battle, battle.events, [])))
+        seen = [len(battle.events)]
+
+        def on_turn_end(b: Battle, attacks: list[dict[str, Any]]) -> None:
+            events = b.events[seen[0]:]
+            seen[0] = len(b.events)
+            frames.append(render_rgb(b, attacks=attacks, cell=args.cell,
+                                     caption=_caption(b, events, attacks)))
+
+    steps = play_random(battle, rng, on_turn_end)
+
+    out: TextIO = sys.stdout
+    if not args.quiet:
+        from .rules.narrate import narrate_log
+
+        for line in narrate_log(battle.events):
+            print(line, file=out)
+        print(file=out)
+    _print_summary(battle, steps, args, out)
+
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        with args.json.open("w", encoding="utf-8") as fh:
+            for e in battle.events:
+                fh.write(json.dumps(e) + "\n")
+        print(f"Event log: {args.json} ({len(battle.events)} events)", file=out)
+    if args.gif is not None:
+        from .render import write_gif
+
+        write_gif(frames, args.gif, fps=args.fps)
+        print(f"Replay: {args.gif} ({len(frames)} frames)", file=out)
+    return 0
+
+
+def _print_summary(battle: Battle, steps: int, args: argparse.Namespace, out: TextIO) -> None:
+    from .render import combatant_line
+
+    print(result_line(battle), file=out)
+    print(f"Scenario {args.scenario}, seed {args.seed}: {battle.round} rounds, {steps} actions, "
+          f"{len(battle.events)} events.", file=out)
+    width = max(len(c.id) for c in battle.combatants)
+    nwidth = max(len(c.name) for c in battle.combatants)
+    for c in battle.combatants:
+        print("  " + combatant_line(battle, c, width, nwidth), file=out)
+
+
+# ---------------------------------------------------------------------------- scenarios
+def _add_scenarios_args(p: argparse.ArgumentParser) -> None:
+    del p  # no options
+
+
+def _cmd_scenarios(args: argparse.Namespace) -> int:
+    del args
+    names = builtin_scenarios()
+    width = max((len(n) for n in names), default=0)
+    for name in names:
+        sc = load_scenario(name)
+        sides = " vs ".join(f"{s.name} {len(s.combatants)}" for s in sc.sides)
+        print(f"{name:<{width}}  {sc.map.width}x{sc.map.height}, {sides}: "
+              f"{sc.description.strip() or '(no description)'}")
+    return 0
+
+
+#: Subcommands by name. Add ``train``, ``eval``, ``tournament``... here.
+COMMANDS: dict[str, Command] = {
+    "simulate": Command("play one battle with uniformly random legal actions",
+                        _add_simulate_args, _cmd_simulate),
+    "scenarios": Command("list the built-in scenarios", _add_scenarios_args, _cmd_scenarios),
+}
+
+
+# ---------------------------------------------------------------------------- entry point
+def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The top-level parser and a dict of its subparsers by command name."""
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="Mongoose Traveller 2e personal combat simulator.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers: dict[str, argparse.ArgumentParser] = {}
+    for name, cmd in COMMANDS.items():
+        p = sub.add_parser(name, help=cmd.help, description=cmd.help)
+        cmd.add_arguments(p)
+        p.set_defaults(_run=cmd.run)
+        subparsers[name] = p
+    return parser, subparsers
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line (``argv`` defaults to ``sys.argv[1:]``); return the exit status:
+    0 on success, 2 on a usage error or a bad scenario (message on stderr, no traceback),
+    1 when an output file cannot be written."""
+    parser, _ = build_parser()
+    args = parser.parse_args(argv)
+    run = getattr(args, "_run", None)
+    if run is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return run(args)
+    except ScenarioError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # output piped into e.g. `head`: stop quietly
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return 1
+    except OSError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

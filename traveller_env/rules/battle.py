@@ -221,6 +221,7 @@ class Battle:
         else:
             dms["DEX"] = a.dm("DEX")
             rdm = range_dm(self.grid.distance_m(a.pos, t.pos), w.range_m)
+            # Beyond 4x Range the attack is illegal; -99 keeps hit chances at 0 for scoring.
             dms["range"] = rdm if rdm is not None else -99
             if a.aim_target == target and a.aim_dm:
                 dms["aim"] = a.aim_dm
@@ -640,7 +641,10 @@ class Battle:
             self._take_damage(target, damage)
         self._emit({
             "type": "attack", "actor": attacker.id, "target": target.id,
-            "weapon": attacker.weapon.name, "melee": p.melee, "range_m": round(p.range_m, 3),
+            "weapon": attacker.weapon.name, "damage_dice": str(attacker.weapon.damage),
+            "melee": p.melee, "range_m": round(p.range_m, 3),
+            "actor_pos": list(attacker.pos), "target_pos": list(target.pos),
+            "ammo_left": attacker.ammo if not p.melee else None,
             "reaction": reaction, "roll": roll, "dms": dms, "total": total, "effect": effect,
             "hit": hit, "damage_roll": damage_roll, "damage": damage,
             "protection": target.armour.protection,
@@ -685,7 +689,9 @@ class Battle:
             c.init_mod_now += delta
             applies = "current_round"
         self._emit({"type": "initiative_change", "actor": c.id, "change": delta,
-                    "reason": reason, "applies_to": applies})
+                    "reason": reason, "applies_to": applies,
+                    "initiative": c.current_initiative,
+                    "next_round_change": c.init_mod_next})
 
     def _do_haste(self, yes: bool) -> None:
         c = self.by_id[self._decider]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["apply_damage", "is_incapacitated", "is_dead"]
+__all__ = ["apply_damage", "is_dead", "is_incapacitated"]
 
 
 def apply_damage(str_: int, dex: int, end: int, damage: int) -> tuple[int, int, int]:
