@@ -24,8 +24,14 @@ from traveller_env.rules.checks import TARGET_NUMBER
 from traveller_env.rules.damage import apply_damage, is_incapacitated
 from traveller_env.rules.dice import DiceExpr
 
-__all__ = ["AimProblem", "AimSolution", "solve", "problem_from_battle", "OptimalAimPolicy",
-           "BUDGETS"]
+__all__ = [
+    "BUDGETS",
+    "AimProblem",
+    "AimSolution",
+    "OptimalAimPolicy",
+    "problem_from_battle",
+    "solve",
+]
 
 MAX_AIM = 6
 # Budget states (minors used, significant used) in which the turn still has actions (R2.1).

@@ -7,6 +7,7 @@ the field path (``sides[0].combatants[1].weapon``), the bad value and what is al
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from functools import lru_cache
@@ -29,8 +30,15 @@ from .rules.dice import Dice, parse_dice
 from .rules.equipment import Armour, Weapon
 from .rules.grid import TERRAIN_CHARS, WALL, GridMap
 
-__all__ = ["ScenarioError", "Scenario", "load_scenario", "load_equipment", "builtin_scenarios",
-           "build_battle", "config_dir"]
+__all__ = [
+    "Scenario",
+    "ScenarioError",
+    "build_battle",
+    "builtin_scenarios",
+    "config_dir",
+    "load_equipment",
+    "load_scenario",
+]
 
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9-]*$")
 _SKILL_RE = re.compile(r"^[a-z][a-z_]*(\.[a-z][a-z_]*)?$")
@@ -84,10 +92,22 @@ class WeaponSpec(_Strict):
         parse_dice(v)
         return v
 
+    @field_validator("range", mode="before")
+    @classmethod
+    def _range_kind(cls, v: Any) -> Any:
+        # Checked before the float|'melee' union so that errors name 'range' itself, not a
+        # union member ('range.float').
+        if isinstance(v, str) and v != "melee":
+            try:
+                float(v)
+            except ValueError:
+                raise ValueError("range must be a positive number of metres or 'melee'") from None
+        return v
+
     @field_validator("range")
     @classmethod
     def _range(cls, v: float | str) -> float | str:
-        if v != "melee" and v <= 0:
+        if v != "melee" and not 0 < v < math.inf:
             raise ValueError("range must be a positive number of metres or 'melee'")
         return v
 
@@ -161,6 +181,13 @@ class CharacteristicsSpec(_Strict):
     INT: int = Field(ge=1, le=15)
     EDU: int = Field(ge=1, le=15)
     SOC: int = Field(ge=1, le=15)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _whole_number(cls, v: Any) -> Any:
+        if isinstance(v, bool):  # YAML yes/no/true would otherwise pass as 1 or 0
+            raise ValueError("a characteristic is a whole number from 1 to 15")
+        return v
 
 
 class CombatantSpec(_Strict):

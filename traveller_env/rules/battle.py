@@ -119,6 +119,9 @@ class Battle:
         self._group_queue: list[str] = []
         self._pools: list[_Pool] = []
         self._pending: _PendingAttack | None = None
+        # The most squares a Move action can cover in this battle (R4.6: 4 for humans).
+        self.max_move_squares = max(1, max(int(c.movement_m // SQUARE_M)
+                                           for c in self.combatants))
         self._roll_initiative()
         self._start_round()
 
@@ -174,10 +177,6 @@ class Battle:
         acts += [Action("haste", h) for h in ("yes", "no")]
         return acts
 
-    @property
-    def max_move_squares(self) -> int:
-        """The most squares a Move action can cover in this battle (R4.6: 4 for humans)."""
-        return max(1, max(int(c.movement_m // SQUARE_M) for c in self.combatants))
 
     def distance_m(self, a: str, b: str) -> float:
         """Range in metres between two combatants (R8.1)."""
@@ -388,27 +387,42 @@ class Battle:
     def _move_path(self, actor: Combatant, direction: str,
                    squares: int) -> list[tuple[int, int]] | str:
         """The squares a move enters, or why it cannot be made (R4.6, R8.1)."""
+        path, reason = self._walk(actor, direction, squares)
+        return path if reason is None else reason
+
+    def _walk(self, actor: Combatant, direction: str,
+              squares: int) -> tuple[list[tuple[int, int]], str | None]:
+        """Walk up to ``squares`` steps; return the legal prefix and, if it stopped short,
+        why the next step is refused. Legality is monotone: every prefix of a legal move is
+        legal, so the prefix length is the longest legal move in that direction."""
         dx, dy = DIRECTIONS[direction]
         budget = actor.movement_m / 4 if actor.stance == "prone" else actor.movement_m
         occupied = {c.pos for c in self.combatants if not c.out and c is not actor}
+        grid = self.grid
         pos, spent, path = actor.pos, 0.0, []
         for step in range(1, squares + 1):
             nxt = (pos[0] + dx, pos[1] + dy)
-            if not self.grid.in_bounds(nxt):
-                return f"step {step} leaves the map"
-            if nxt in self.grid.walls:
-                return f"step {step} enters a wall at {list(nxt)}"
-            if self.grid.cuts_corner(pos, nxt):
-                return f"step {step} cuts the corner of a wall (R8.1)"
+            if not grid.in_bounds(nxt):
+                return path, f"step {step} leaves the map"
+            if nxt in grid.walls:
+                return path, f"step {step} enters a wall at {list(nxt)}"
+            if grid.cuts_corner(pos, nxt):
+                return path, f"step {step} cuts the corner of a wall (R8.1)"
             if nxt in occupied:
-                return f"step {step} enters an occupied square {list(nxt)} (R8.1)"
-            spent += self.grid.step_cost_m(nxt)
+                return path, f"step {step} enters an occupied square {list(nxt)} (R8.1)"
+            spent += grid.step_cost_m(nxt)
             if step > 1 and spent > budget + 1e-9:
-                return (f"{squares} squares {direction} cost {spent:g} m, more than the "
-                        f"{budget:g} m of movement (R4.6)")
+                return path, (f"{squares} squares {direction} cost {spent:g} m, more than "
+                              f"the {budget:g} m of movement (R4.6)")
             path.append(nxt)
             pos = nxt
-        return path
+        return path, None
+
+    def move_reach(self, cid: str) -> dict[str, int]:
+        """For each direction, the most squares a Move action can cover now (0: none)."""
+        c = self.by_id[cid]
+        limit = self.max_move_squares
+        return {d: len(self._walk(c, d, limit)[0]) for d in DIRECTIONS}
 
     # ------------------------------------------------------------------ applying actions
     def apply(self, action: Action | str) -> None:
