@@ -1,0 +1,205 @@
+"""Environment speed, side by side with PettingZoo references (issue 7).
+
+Plays uniformly random legal actions (the same sampler everywhere: ``np.flatnonzero(mask)``
+then a seeded choice) for a fixed number of AEC steps in each environment, in one process,
+and prints the median steps per second over several repeats:
+
+* PettingZoo's ``tictactoe_v3.env()`` and ``connect_four_v3.env()`` (references users know);
+* our ``env()`` and ``raw_env()`` on ``duel``, ``squad`` and a generated 16-vs-16 scenario;
+* a do-nothing AEC environment (fixed observation, two agents alternating) with and without
+  PettingZoo's ``OrderEnforcingWrapper``: the ceiling of any AEC environment in CPython.
+
+It also reports the engine alone (legal actions + apply, no PettingZoo) in actions per second
+and the memory of one environment instance. No timing is asserted anywhere.
+
+    python experiments/bench_env.py --steps 20000 --repeats 5 --json results/bench_env.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import platform
+import statistics
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import AECEnv
+from pettingzoo.utils import wrappers
+
+import traveller_env
+from traveller_env.encoding import ActionCatalogue
+from traveller_env.scenario import build_battle
+
+
+class DoNothingEnv(AECEnv):
+    """Two agents alternate forever; the observation is fixed. The AEC ceiling."""
+
+    metadata = {"name": "do_nothing_v0", "render_modes": [], "is_parallelizable": False}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.possible_agents = ["a", "b"]
+        self._obs = {"observation": np.zeros(8, dtype=np.float32),
+                     "action_mask": np.ones(4, dtype=np.int8)}
+        self._obs_space = spaces.Dict({
+            "observation": spaces.Box(-1, 1, (8,), np.float32),
+            "action_mask": spaces.Box(0, 1, (4,), np.int8)})
+        self._act_space = spaces.Discrete(4)
+
+    def observation_space(self, agent: str) -> spaces.Space:
+        return self._obs_space
+
+    def action_space(self, agent: str) -> spaces.Space:
+        return self._act_space
+
+    def reset(self, seed: int | None = None, options: dict | None = None) -> None:
+        self.agents = list(self.possible_agents)
+        self.rewards = {"a": 0.0, "b": 0.0}
+        self._cumulative_rewards = {"a": 0.0, "b": 0.0}
+        self.terminations = {"a": False, "b": False}
+        self.truncations = {"a": False, "b": False}
+        self.infos = {"a": {}, "b": {}}
+        self.agent_selection = "a"
+
+    def observe(self, agent: str) -> dict:
+        return self._obs
+
+    def step(self, action: int) -> None:
+        self.agent_selection = "b" if self.agent_selection == "a" else "a"
+
+
+def big_scenario(n: int = 16) -> dict:
+    """An n-vs-n open-field firefight (rifles), generated."""
+    width, height = 60, 2 * n + 2
+
+    def side(name: str, x: int) -> dict:
+        return {"name": name, "combatants": [
+            {"name": f"{name}{i}", "characteristics": dict.fromkeys(
+                ("STR", "DEX", "END", "INT", "EDU", "SOC"), 7),
+             "skills": {"gun_combat.slug": 1}, "weapon": "autorifle", "armour": "jack",
+             "position": [x, 1 + 2 * i], "drawn": True} for i in range(n)]}
+
+    terrain = ["." * width] * height
+    return {"name": f"battle{n}v{n}", "map": {"width": width, "height": height,
+                                              "terrain": terrain},
+            "max_rounds": 20, "sides": [side("blue", 2), side("red", width - 3)]}
+
+
+def run_aec(env: Any, steps: int, seed: int = 0) -> float:
+    """Steps per second of random legal play for ``steps`` AEC steps (resets included)."""
+    rng = np.random.default_rng(seed)
+    episode = 0
+    env.reset(seed=seed)
+    start = time.perf_counter()
+    for _ in range(steps):
+        if not env.agents:
+            episode += 1
+            env.reset(seed=seed + episode)
+        obs, _, term, trunc, _ = env.last()
+        if term or trunc:
+            env.step(None)
+            continue
+        mask = obs["action_mask"]
+        env.step(int(rng.choice(np.flatnonzero(mask))))
+    return steps / (time.perf_counter() - start)
+
+
+def run_engine(scenario: Any, actions: int, seed: int = 0) -> float:
+    """Engine alone: legal-action mask + apply, in actions per second."""
+    rng = np.random.default_rng(seed)
+    battle = build_battle(scenario, seed=seed)
+    cat = ActionCatalogue(battle)
+    episode = 0
+    start = time.perf_counter()
+    for _ in range(actions):
+        if battle.done:
+            episode += 1
+            battle = build_battle(scenario, seed=seed + episode)
+        legal = np.flatnonzero(cat.mask(battle))
+        battle.apply(cat.actions[int(rng.choice(legal))])
+    return actions / (time.perf_counter() - start)
+
+
+def instance_memory_kib(factory: Any) -> float:
+    """Memory allocated by creating and resetting one environment instance."""
+    gc.collect()
+    tracemalloc.start()
+    env = factory()
+    env.reset(seed=0)
+    current, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    del env
+    return current / 1024
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run every benchmark and print the table (and JSON with ``--json``)."""
+    parser = argparse.ArgumentParser(description="AEC environment speed benchmark")
+    parser.add_argument("--steps", type=int, default=20_000, help="AEC steps per repeat")
+    parser.add_argument("--repeats", type=int, default=5, help="repeats (median is reported)")
+    parser.add_argument("--json", type=Path, default=None, help="write the results here")
+    args = parser.parse_args(argv)
+
+    from pettingzoo.classic import connect_four_v3, tictactoe_v3
+
+    big = big_scenario(16)
+    cases: dict[str, Any] = {
+        "tictactoe_v3 env()": tictactoe_v3.env,
+        "connect_four_v3 env()": connect_four_v3.env,
+        "do-nothing + OrderEnforcingWrapper": lambda: wrappers.OrderEnforcingWrapper(
+            DoNothingEnv()),
+        "do-nothing raw": DoNothingEnv,
+    }
+    for name, sc in (("duel", "duel"), ("squad", "squad"), ("16v16", big)):
+        cases[f"traveller env() {name}"] = lambda sc=sc: traveller_env.env(scenario=sc)
+        cases[f"traveller raw_env() {name}"] = lambda sc=sc: traveller_env.raw_env(scenario=sc)
+    results: dict[str, dict] = {}
+    for name, factory in cases.items():
+        env = factory()
+        run_aec(env, min(2000, args.steps))  # warm-up (caches, imports)
+        rates = [run_aec(env, args.steps, seed=r) for r in range(args.repeats)]
+        results[name] = {"steps_per_s": statistics.median(rates), "repeats": rates}
+        print(f"{name:<38}{statistics.median(rates):>12,.0f} steps/s", flush=True)
+    for name, sc in (("duel", "duel"), ("squad", "squad"), ("16v16", big)):
+        rates = [run_engine(sc, args.steps, seed=r) for r in range(args.repeats)]
+        results[f"engine alone {name}"] = {"actions_per_s": statistics.median(rates),
+                                           "repeats": rates}
+        print(f"{'engine alone ' + name:<38}{statistics.median(rates):>12,.0f} actions/s")
+    memory = {name: instance_memory_kib(lambda sc=sc: traveller_env.env(scenario=sc))
+              for name, sc in (("duel", "duel"), ("squad", "squad"), ("16v16", big))}
+    for name, kib in memory.items():
+        print(f"{'memory per env() ' + name:<38}{kib:>12,.0f} KiB")
+
+    def rate(key: str) -> float:
+        return results[key]["steps_per_s"]
+
+    ratios = {
+        "duel env() / tictactoe env()": rate("traveller env() duel") / rate("tictactoe_v3 env()"),
+        "duel env() / do-nothing+OrderEnforcing": rate("traveller env() duel")
+        / rate("do-nothing + OrderEnforcingWrapper"),
+        "squad env() / tictactoe env()": rate("traveller env() squad")
+        / rate("tictactoe_v3 env()"),
+        "16v16 env() / duel env()": rate("traveller env() 16v16") / rate("traveller env() duel"),
+    }
+    print()
+    for k, v in ratios.items():
+        print(f"{k:<44}{v:>8.2f}x")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        payload = {"machine": {"python": platform.python_version(),
+                               "processor": platform.processor() or platform.machine()},
+                   "steps": args.steps, "repeats": args.repeats, "results": results,
+                   "memory_kib": memory, "ratios": ratios}
+        args.json.write_text(json.dumps(payload, indent=2) + "\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
