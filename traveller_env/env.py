@@ -76,7 +76,8 @@ class TravellerEnv(AECEnv):
     agent still in ``agents`` when the battle ends (a truncation or mutual elimination is a
     draw). ``damage_dealt`` and ``damage_taken`` are per point of damage after armour, added as
     given (use a negative ``damage_taken`` to penalise); with ``shared: true`` every agent of a
-    side gets its side's sum, otherwise only the attacker / target. With ``illegal_action:
+    side gets its side's sum, otherwise only the attacker / target. ``per_round`` (default 0)
+    goes to every agent each time a new round begins (round 2 on). With ``illegal_action:
     penalize`` an illegal action earns its agent -1.
 
     ## Episode End
@@ -157,6 +158,11 @@ class TravellerEnv(AECEnv):
         """The name of each entry of ``state()``."""
         return list(self._obs_builder.state_labels)
 
+    def side_of(self, agent: str) -> int:
+        """The side index (0 or 1, scenario order) of an agent."""
+        self._check_agent(agent)
+        return self._side_of[agent]
+
     def observation_slots(self, agent: str) -> list[str | None]:
         """Which combatant sits in each slot of ``agent``'s observation."""
         self._check_agent(agent)
@@ -227,6 +233,8 @@ class TravellerEnv(AECEnv):
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
+            if self.agents:  # the restored selection's info may predate the fatal step
+                self._refresh_info(self.agent_selection)
             return
         b = self.battle
         if action is None:
@@ -237,15 +245,16 @@ class TravellerEnv(AECEnv):
             raise ValueError(f"{agent}: action {action!r} is out of range; expected an int in "
                              f"[0, {self._catalogue.n})")
         act = self._catalogue.actions[int(action)]
+        reason = b.why_illegal(act)
+        if reason is not None and self.scenario.options.illegal_action == "raise":
+            # Refused before any state changes (the accumulated reward stays for a retry).
+            raise ValueError(f"{agent}: illegal action {act.label!r} "
+                             f"(index {int(action)}): {reason}")
         self._cumulative_rewards[agent] = 0.0
         first_event = len(b.events)
         self._cursor[agent] = first_event
-        reason = b.why_illegal(act)
         penalty = 0.0
         if reason is not None:
-            if self.scenario.options.illegal_action == "raise":
-                raise ValueError(f"{agent}: illegal action {act.label!r} "
-                                 f"(index {int(action)}): {reason}")
             b.forfeit(act.label, reason)
             penalty = -1.0
         else:
@@ -280,6 +289,9 @@ class TravellerEnv(AECEnv):
             if t == "attack" and ev["damage"] and (r.damage_dealt or r.damage_taken):
                 self._give(ev["actor"], r.damage_dealt * ev["damage"], r.shared)
                 self._give(ev["target"], r.damage_taken * ev["damage"], r.shared)
+            elif t == "round" and r.per_round:
+                for a in live:
+                    live[a] += r.per_round
             elif t == "end":
                 winner = ev["winner"]
                 for a in live:

@@ -161,7 +161,9 @@ class OptionsSpec(_Strict):
 class RewardsSpec(_Strict):
     """``rewards``: reward terms of the environment (team-shared unless ``shared: false``).
 
-    ``damage_dealt`` / ``damage_taken`` are per point of damage (after armour).
+    ``damage_dealt`` / ``damage_taken`` are per point of damage (after armour);
+    ``per_round`` goes to every agent in play each time a new round begins (round 2 on), e.g.
+    a small negative value to prefer quick victories.
     """
 
     win: float = 1.0
@@ -169,6 +171,7 @@ class RewardsSpec(_Strict):
     draw: float = 0.0
     damage_dealt: float = 0.0
     damage_taken: float = 0.0
+    per_round: float = 0.0
     shared: bool = True
 
 

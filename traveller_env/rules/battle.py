@@ -395,34 +395,36 @@ class Battle:
         """Walk up to ``squares`` steps; return the legal prefix and, if it stopped short,
         why the next step is refused. Legality is monotone: every prefix of a legal move is
         legal, so the prefix length is the longest legal move in that direction."""
-        dx, dy = DIRECTIONS[direction]
         budget = actor.movement_m / 4 if actor.stance == "prone" else actor.movement_m
-        occupied = {c.pos for c in self.combatants if not c.out and c is not actor}
-        grid = self.grid
-        pos, spent, path = actor.pos, 0.0, []
-        for step in range(1, squares + 1):
-            nxt = (pos[0] + dx, pos[1] + dy)
-            if not grid.in_bounds(nxt):
-                return path, f"step {step} leaves the map"
-            if nxt in grid.walls:
-                return path, f"step {step} enters a wall at {list(nxt)}"
-            if grid.cuts_corner(pos, nxt):
-                return path, f"step {step} cuts the corner of a wall (R8.1)"
-            if nxt in occupied:
-                return path, f"step {step} enters an occupied square {list(nxt)} (R8.1)"
-            spent += grid.step_cost_m(nxt)
-            if step > 1 and spent > budget + 1e-9:
-                return path, (f"{squares} squares {direction} cost {spent:g} m, more than "
-                              f"the {budget:g} m of movement (R4.6)")
-            path.append(nxt)
-            pos = nxt
-        return path, None
+        path, reason, cost_failure = self.grid.walk(actor.pos, direction, budget, squares)
+        occupied = self._occupied(actor)
+        for i, sq in enumerate(path):
+            if sq in occupied:  # checked before the step's cost (R8.1)
+                return list(path[:i]), f"step {i + 1} enters an occupied square {list(sq)} (R8.1)"
+        if cost_failure:
+            return list(path[:-1]), reason
+        return list(path), reason
+
+    def _occupied(self, actor: Combatant) -> set[tuple[int, int]]:
+        return {c.pos for c in self.combatants if not c.out and c is not actor}
 
     def move_reach(self, cid: str) -> dict[str, int]:
         """For each direction, the most squares a Move action can cover now (0: none)."""
         c = self.by_id[cid]
         limit = self.max_move_squares
-        return {d: len(self._walk(c, d, limit)[0]) for d in DIRECTIONS}
+        budget = c.movement_m / 4 if c.stance == "prone" else c.movement_m
+        occupied = self._occupied(c)
+        walk = self.grid.walk
+        reach = {}
+        for d in DIRECTIONS:
+            path, _, cost_failure = walk(c.pos, d, budget, limit)
+            k = len(path) - 1 if cost_failure else len(path)
+            for i in range(k):
+                if path[i] in occupied:
+                    k = i
+                    break
+            reach[d] = k
+        return reach
 
     # ------------------------------------------------------------------ applying actions
     def apply(self, action: Action | str) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-__all__ = ["GridMap", "SQUARE_M", "OPEN", "DIFFICULT", "COVER", "WALL", "DIRECTIONS"]
+__all__ = ["COVER", "DIFFICULT", "DIRECTIONS", "OPEN", "SQUARE_M", "WALL", "GridMap"]
 
 SQUARE_M = 1.5
 OPEN, DIFFICULT, COVER, WALL = ".", "~", "c", "#"
@@ -66,6 +66,7 @@ class GridMap:
         )
         self._los_cache: dict[tuple[Square, Square], bool] = {}
         self._cover_cache: dict[tuple[Square, Square], bool] = {}
+        self._walk_cache: dict[tuple, tuple] = {}
 
     def terrain(self, sq: Square) -> str:
         """The terrain character of a square."""
@@ -89,6 +90,47 @@ class GridMap:
         if dx == 0 or dy == 0:
             return False
         return (frm[0] + dx, frm[1]) in self.walls or (frm[0], frm[1] + dy) in self.walls
+
+    def walk(self, pos: Square, direction: str, budget_m: float,
+             squares: int) -> tuple[tuple[Square, ...], str | None, bool]:
+        """Walk up to ``squares`` steps from ``pos`` ignoring other combatants (R4.6, R8.1).
+
+        Returns ``(path, reason, cost_failure)``: the legal prefix of squares entered, why the
+        next step is refused (``None`` if all were legal), and whether that refusal is the
+        movement budget (checked after occupancy, so the caller can order its reasons).
+        Cached: the map never changes.
+        """
+        key = (pos, direction, budget_m, squares)
+        hit = self._walk_cache.get(key)
+        if hit is not None:
+            return hit
+        dx, dy = DIRECTIONS[direction]
+        x, y = pos
+        spent, path = 0.0, []
+        result = None
+        for step in range(1, squares + 1):
+            nxt = (x + dx, y + dy)
+            if not self.in_bounds(nxt):
+                result = (tuple(path), f"step {step} leaves the map", False)
+                break
+            if nxt in self.walls:
+                result = (tuple(path), f"step {step} enters a wall at {list(nxt)}", False)
+                break
+            if self.cuts_corner((x, y), nxt):
+                result = (tuple(path), f"step {step} cuts the corner of a wall (R8.1)", False)
+                break
+            spent += self.step_cost_m(nxt)
+            if step > 1 and spent > budget_m + 1e-9:
+                result = (tuple(path) + (nxt,),
+                          f"{squares} squares {direction} cost {spent:g} m, more than the "
+                          f"{budget_m:g} m of movement (R4.6)", True)
+                break
+            path.append(nxt)
+            x, y = nxt
+        if result is None:
+            result = (tuple(path), None, False)
+        self._walk_cache[key] = result
+        return result
 
     @staticmethod
     def distance_m(a: Square, b: Square) -> float:

@@ -1,0 +1,146 @@
+"""Evaluation helpers for learned and scripted policies (issue 5).
+
+* ``play_battle``: one seeded battle with a policy per agent, returning the finished battle;
+* ``evaluate_range``: rounds to incapacitate and aims before the first shot in ``range_*``
+  scenarios, with 95% intervals, beside the exact optimum of ``agents.aiming``;
+* ``evaluate_matchup``: wins, draws and losses of a policy against an opponent, sides swapped
+  half of the time, with Wilson 95% intervals;
+* ``wilson_interval`` and ``mean_interval``: the interval arithmetic.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+import traveller_env
+from traveller_env.rules.battle import Battle
+
+from .base import PassivePolicy, Policy
+
+__all__ = ["evaluate_matchup", "evaluate_range", "mean_interval", "play_battle",
+           "wilson_interval"]
+
+Z95 = 1.959963984540054
+
+
+def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion (``(0, 1)`` when ``n == 0``)."""
+    if n == 0:
+        return 0.0, 1.0
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def mean_interval(values: Sequence[float], z: float = Z95) -> tuple[float, float, float]:
+    """``(mean, low, high)``: normal-approximation 95% interval of the mean."""
+    arr = np.asarray(values, dtype=float)
+    if arr.size == 0:
+        return math.nan, math.nan, math.nan
+    mean = float(arr.mean())
+    if arr.size == 1:
+        return mean, mean, mean
+    half = z * float(arr.std(ddof=1)) / math.sqrt(arr.size)
+    return mean, mean - half, mean + half
+
+
+def play_battle(env: Any, policies: Mapping[str, Policy], seed: int) -> Battle:
+    """Play one battle on ``env`` (a ``TravellerEnv``) with ``policies[agent]`` per agent."""
+    env = getattr(env, "unwrapped", env)
+    for i, p in enumerate({id(p): p for p in policies.values()}.values()):
+        p.reset(seed * 7919 + i)
+    env.reset(seed=seed)
+    for agent in env.agent_iter():
+        obs, _, term, trunc, _ = env.last()
+        if term or trunc:
+            env.step(None)
+            continue
+        action = policies[agent].act(obs["observation"], obs["action_mask"], agent, env)
+        env.step(int(action))
+    return env.battle
+
+
+def aims_before_first_shot(events: Sequence[dict], shooter: str) -> int | None:
+    """Aim actions the shooter took before its first attack (None: it never attacked)."""
+    aims = 0
+    for ev in events:
+        if ev.get("actor") != shooter:
+            continue
+        if ev["type"] == "aim":
+            aims += 1
+        elif ev["type"] == "attack":
+            return aims
+    return None
+
+
+def evaluate_range(policy: Policy, battles: int = 200, seed: int = 10_000,
+                   bands: Sequence[str] = ("short", "medium", "long", "extreme"),
+                   optimum: Mapping[str, Mapping[str, Any]] | None = None) -> list[dict]:
+    """The policy as ``blue_0`` in each ``range_<band>`` scenario against a passive target.
+
+    Per band: mean rounds to incapacitate (battles that never incapacitate count as the
+    scenario's ``max_rounds``, a conservative floor), its 95% interval, the share
+    incapacitated, the mean and most common number of aims before the first shot, and,
+    when ``optimum`` (from ``experiments/aiming_optimum.py``) is given, the ratio to it.
+    """
+    rows = []
+    for band in bands:
+        scenario = f"range_{band}"
+        env = traveller_env.raw_env(scenario)
+        policies = {"blue_0": policy, "red_0": PassivePolicy()}
+        rounds, aims, downs = [], [], 0
+        for i in range(battles):
+            b = play_battle(env, policies, seed + i)
+            won = b.winner == "blue"
+            downs += won
+            rounds.append(b.round if won else b.options.max_rounds)
+            a = aims_before_first_shot(b.events, "blue_0")
+            if a is not None:
+                aims.append(a)
+        mean, lo, hi = mean_interval(rounds)
+        values, counts = np.unique(aims, return_counts=True) if aims else ([], [])
+        row = {"scenario": scenario, "battles": battles, "mean_rounds": mean,
+               "ci95": [lo, hi], "incapacitated": downs / battles,
+               "mean_aims_before_first_shot": float(np.mean(aims)) if aims else math.nan,
+               "modal_aims_before_first_shot": int(values[np.argmax(counts)]) if aims else None}
+        if optimum and scenario in optimum:
+            opt = optimum[scenario]
+            row["optimal_rounds"] = opt["expected_rounds"]
+            row["optimal_aims"] = opt["optimal_aims_before_first_shot"]
+            row["ratio_to_optimum"] = mean / opt["expected_rounds"]
+        rows.append(row)
+    return rows
+
+
+def evaluate_matchup(policy: Policy, opponent: Policy, scenario: str = "duel",
+                     battles: int = 200, seed: int = 20_000,
+                     make_env: Callable[[str], Any] | None = None) -> dict:
+    """Wins/draws/losses of ``policy`` against ``opponent``; sides alternate by battle."""
+    env = (make_env or traveller_env.raw_env)(scenario)
+    env = getattr(env, "unwrapped", env)
+    names = [s.name for s in env.scenario.sides]
+    wins = draws = losses = 0
+    rounds = []
+    for i in range(battles):
+        mine = i % 2  # side index the evaluated policy plays
+        policies = {a: (policy if env.side_of(a) == mine else opponent)
+                    for a in env.possible_agents}
+        b = play_battle(env, policies, seed + i)
+        rounds.append(b.round)
+        if b.winner is None:
+            draws += 1
+        elif b.winner == names[mine]:
+            wins += 1
+        else:
+            losses += 1
+    lo, hi = wilson_interval(wins, battles)
+    return {"scenario": scenario, "opponent": getattr(opponent, "name", "?"),
+            "battles": battles, "wins": wins, "draws": draws, "losses": losses,
+            "win_rate": wins / battles, "win_ci95": [lo, hi],
+            "mean_rounds": float(np.mean(rounds))}

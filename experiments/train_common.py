@@ -1,0 +1,178 @@
+"""Shared pieces of the training scripts: arguments, run folders, safe saving, plots.
+
+Kept beside the scripts (CleanRL style: each experiment stays one readable file, with the
+boilerplate here).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import inspect
+import itertools
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["PoolCheckpointCallback", "add_dataclass_args", "atomic_save_model",
+           "atomic_write_bytes", "learning_curve", "make_run_dir", "print_matchups",
+           "write_json"]
+
+
+def _field_docs(cls: type) -> dict[str, str]:
+    """The string literal under each dataclass field (CleanRL's per-field docstrings)."""
+    tree = ast.parse(inspect.getsource(cls))
+    body = tree.body[0].body
+    docs = {}
+    for node, nxt in itertools.pairwise(body):
+        if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+                and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant)
+                and isinstance(nxt.value.value, str)):
+            docs[node.target.id] = nxt.value.value.strip()
+    return docs
+
+
+def add_dataclass_args(parser: argparse.ArgumentParser, cls: type) -> None:
+    """Add one ``--flag`` per field of the ``Args`` dataclass, with its docstring as help."""
+    docs = _field_docs(cls)
+    for f in dataclasses.fields(cls):
+        flag = "--" + f.name.replace("_", "-")
+        default = (f.default if f.default is not dataclasses.MISSING
+                   else f.default_factory())  # type: ignore[misc]
+        help_text = f"{docs.get(f.name, '')} (default: {default!r})"
+        if isinstance(default, bool):
+            parser.add_argument(flag, dest=f.name, default=default,
+                                action=argparse.BooleanOptionalAction, help=help_text)
+        elif isinstance(default, list):
+            parser.add_argument(flag, dest=f.name, default=default, nargs="*", help=help_text)
+        else:
+            parser.add_argument(flag, dest=f.name, default=default, type=type(default),
+                                help=help_text)
+
+
+def make_run_dir(runs_dir: str | Path, exp_name: str, seed: int) -> Path:
+    """``runs/<exp>__<seed>__<unix time>``, created (the run name carries the seed)."""
+    run = Path(runs_dir) / f"{exp_name}__{seed}__{int(time.time())}"
+    run.mkdir(parents=True, exist_ok=False)
+    return run
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that a crash never leaves a truncated file in its place:
+    write a temporary file in the same folder, flush it to disk, then rename over."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def versions() -> dict[str, str]:
+    """Versions of the packages a run depends on."""
+    import importlib.metadata as md
+
+    out = {}
+    for pkg in ("traveller-tactics", "gymnasium", "pettingzoo", "stable-baselines3",
+                "sb3-contrib", "torch", "numpy"):
+        try:
+            out[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            out[pkg] = "not installed"
+    return out
+
+
+def write_json(path: Path, payload: dict, with_versions: bool = False) -> None:
+    """Write JSON atomically (with package versions when asked)."""
+    if with_versions:
+        payload = {**payload, "versions": versions()}
+    atomic_write_bytes(Path(path), (json.dumps(payload, indent=2, default=str) + "\n").encode())
+
+
+def atomic_save_model(model: Any, path: Path, scenario: str) -> None:
+    """Save an SB3 model atomically, with the scenario it was trained for recorded beside it
+    (``<model>.meta.json``: scenario, spaces) so the loader can explain a mismatch."""
+    import io
+
+    buf = io.BytesIO()
+    model.save(buf)
+    atomic_write_bytes(Path(path), buf.getvalue())
+    meta = {"scenario": scenario, "observation_shape": list(model.observation_space.shape),
+            "n_actions": int(model.action_space.n)}
+    write_json(Path(path).with_suffix(".meta.json"), meta)
+
+
+def learning_curve(monitor_csv: Path, png: Path, title: str, window: int = 200) -> None:
+    """Plot episode return against timesteps from a ``VecMonitor`` CSV (rolling mean)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    rows = []
+    with open(monitor_csv) as fh:
+        for line in fh:
+            if line.startswith("#") or line.startswith("r,"):
+                continue
+            r, length, _t = line.strip().split(",")[:3]
+            rows.append((float(r), int(length)))
+    if not rows:
+        return
+    returns = np.array([r for r, _ in rows])
+    steps = np.cumsum([n for _, n in rows])
+    w = max(1, min(window, len(returns) // 5 or 1))
+    smooth = np.convolve(returns, np.ones(w) / w, mode="valid")
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot(steps, returns, ".", alpha=0.08, ms=2, label="episode return")
+    ax.plot(steps[w - 1:], smooth, lw=2, label=f"rolling mean ({w} episodes)")
+    ax.set_xlabel("environment steps (all training envs)")
+    ax.set_ylabel("episode return")
+    ax.set_title(title)
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    tmp = Path(png).with_suffix(".tmp.png")
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    os.replace(tmp, png)
+
+
+def print_matchups(rows: list[dict]) -> None:
+    """Win/draw/loss table with Wilson 95% intervals."""
+    print(f"{'scenario':<10}{'opponent':<12}{'W':>5}{'D':>5}{'L':>5}{'win rate (95% CI)':>26}")
+    for r in rows:
+        lo, hi = r["win_ci95"]
+        print(f"{r['scenario']:<10}{r['opponent']:<12}{r['wins']:>5}{r['draws']:>5}"
+              f"{r['losses']:>5}{r['win_rate']:>10.3f} [{lo:.3f}, {hi:.3f}]")
+
+
+class PoolCheckpointCallback:
+    """Self-play pool: save the learning policy every ``every`` steps into ``pool_dir``."""
+
+    def __new__(cls, pool_dir: Path, every: int):
+        from stable_baselines3.common.callbacks import BaseCallback
+
+        class _Callback(BaseCallback):
+            def __init__(self) -> None:
+                super().__init__()
+                self.next_save = every
+
+            def _on_step(self) -> bool:
+                if self.num_timesteps >= self.next_save:
+                    self.next_save += every
+                    atomic_save_model(self.model, Path(pool_dir) /
+                                      f"ckpt_{self.num_timesteps:09d}.zip", scenario="duel")
+                return True
+
+        return _Callback()
+
