@@ -13,7 +13,7 @@ import numpy as np
 from .rules.actions import STANCES
 from .rules.battle import Battle, range_dm
 
-__all__ = ["ObservationBuilder", "SELF_FIELDS", "SLOT_FIELDS", "PHASES"]
+__all__ = ["PHASES", "SELF_FIELDS", "SLOT_FIELDS", "ObservationBuilder"]
 
 PHASES = ("haste", "turn", "reaction")
 INIT_SCALE = 30.0

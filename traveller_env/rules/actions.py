@@ -12,8 +12,16 @@ from typing import NamedTuple
 
 from .grid import DIRECTIONS
 
-__all__ = ["Action", "STANCES", "REACTIONS", "MINOR_KINDS", "SIGNIFICANT_KINDS", "FREE_KINDS",
-           "TARGETED_KINDS", "parse_action"]
+__all__ = [
+    "FREE_KINDS",
+    "MINOR_KINDS",
+    "REACTIONS",
+    "SIGNIFICANT_KINDS",
+    "STANCES",
+    "TARGETED_KINDS",
+    "Action",
+    "parse_action",
+]
 
 STANCES = ("stand", "crouch", "prone")
 REACTIONS = ("none", "dodge", "parry")

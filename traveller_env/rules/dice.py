@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["DiceExpr", "Dice", "ScriptedDice", "DiceScriptError", "parse_dice"]
+__all__ = ["Dice", "DiceExpr", "DiceScriptError", "ScriptedDice", "parse_dice"]
 
 _DICE_RE = re.compile(r"^\s*(\d+)\s*D\s*(?:([+-])\s*(\d+))?\s*$", re.IGNORECASE)
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from .dice import DiceExpr
 
-__all__ = ["Weapon", "Armour", "HEAVY_SKILL", "THROWN_SKILL"]
+__all__ = ["HEAVY_SKILL", "THROWN_SKILL", "Armour", "Weapon"]
 
 HEAVY_SKILL = "heavy_weapons.portable"
 THROWN_SKILL = "athletics.dexterity"
