@@ -291,7 +291,8 @@ class TravellerEnv(AECEnv):
                 self._give(ev["target"], r.damage_taken * ev["damage"], r.shared)
             elif t == "round" and r.per_round:
                 for a in live:
-                    live[a] += r.per_round
+                    if not self.battle.by_id[a].out:  # not to one awaiting its dead step
+                        live[a] += r.per_round
             elif t == "end":
                 winner = ev["winner"]
                 for a in live:
