@@ -7,7 +7,10 @@ more):
 * ``traveller simulate --scenario squad --seed 1 [--json out.jsonl] [--gif out.gif] [--quiet]``
   plays one battle with uniformly random legal actions and prints the narrated log and a
   summary;
-* ``traveller scenarios`` lists the built-in scenarios.
+* ``traveller scenarios`` lists the built-in scenarios;
+* ``traveller train aiming|leadership [args]`` runs a training script of ``experiments/``;
+* ``traveller eval MODEL --scenario duel --vs marksman,rush`` evaluates a trained model;
+* ``traveller tournament [args]`` runs ``experiments/tournament.py``.
 
 A bad scenario prints its message on stderr and exits with status 2.
 """
@@ -190,11 +193,95 @@ def _cmd_scenarios(args: argparse.Namespace) -> int:
     return 0
 
 
-#: Subcommands by name. Add ``train``, ``eval``, ``tournament``... here.
+# ---------------------------------------------------------------------------- experiments
+EXPERIMENTS = {"aiming": "train_aiming.py", "leadership": "train_leadership.py",
+               "tournament": "tournament.py"}
+
+
+def experiment_main(name: str) -> Callable[[list[str]], int]:
+    """The ``main(argv)`` of a script in the repository's ``experiments/`` folder."""
+    import importlib.util
+
+    folder = Path(__file__).resolve().parents[1] / "experiments"
+    path = folder / EXPERIMENTS[name]
+    if not path.is_file():
+        raise SystemExit(f"{PROG}: error: {path} not found: the experiments ship with the "
+                         "repository (install it with `pip install -e .` from a clone)")
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))  # the scripts import their shared helpers
+    spec = importlib.util.spec_from_file_location(f"_traveller_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.main
+
+
+def _add_train_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("experiment", choices=["aiming", "leadership"],
+                   help="which training script (experiments/train_<name>.py)")
+    p.add_argument("script_args", nargs=argparse.REMAINDER,
+                   help="arguments for the script (see `traveller train aiming --help`)")
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    return experiment_main(args.experiment)(list(args.script_args))
+
+
+def _add_tournament_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("script_args", nargs=argparse.REMAINDER,
+                   help="arguments of experiments/tournament.py (e.g. --policies rush,random "
+                        "--scenarios duel --battles 200)")
+
+
+def _cmd_tournament(args: argparse.Namespace) -> int:
+    return experiment_main("tournament")(list(args.script_args))
+
+
+def _add_eval_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", type=Path, help="a MaskablePPO .zip saved by a training script")
+    p.add_argument("--scenario", default="duel", help="scenario to play (default: duel)")
+    p.add_argument("--vs", default="marksman",
+                   help="opponent policies, comma-separated (default: marksman)")
+    p.add_argument("--battles", type=int, default=200, help="battles per opponent")
+    p.add_argument("--seed", type=int, default=20_000, help="first battle seed")
+    p.add_argument("--json", type=Path, default=None, help="write the results here")
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    from agents.evaluation import evaluate_matchup
+    from agents.registry import make_policy
+    from agents.trained import load_policy
+
+    try:
+        learned = load_policy(args.model, args.scenario)
+        rows = [evaluate_matchup(learned, make_policy(name), args.scenario,
+                                 battles=args.battles, seed=args.seed)
+                for name in args.vs.split(",") if name]
+    except ValueError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    print(f"{'scenario':<10}{'opponent':<12}{'W':>5}{'D':>5}{'L':>5}{'win rate (95% CI)':>26}")
+    for r in rows:
+        lo, hi = r["win_ci95"]
+        print(f"{r['scenario']:<10}{r['opponent']:<12}{r['wins']:>5}{r['draws']:>5}"
+              f"{r['losses']:>5}{r['win_rate']:>10.3f} [{lo:.3f}, {hi:.3f}]")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(rows, indent=2) + "\n")
+    return 0
+
+
+#: Subcommands by name.
 COMMANDS: dict[str, Command] = {
     "simulate": Command("play one battle with uniformly random legal actions",
                         _add_simulate_args, _cmd_simulate),
     "scenarios": Command("list the built-in scenarios", _add_scenarios_args, _cmd_scenarios),
+    "train": Command("train a policy (experiments/train_aiming.py, train_leadership.py)",
+                     _add_train_args, _cmd_train),
+    "eval": Command("evaluate a trained model against scripted policies",
+                    _add_eval_args, _cmd_eval),
+    "tournament": Command("rank policies in a round-robin tournament "
+                          "(experiments/tournament.py)", _add_tournament_args,
+                          _cmd_tournament),
 }
 
 
