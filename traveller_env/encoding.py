@@ -4,8 +4,8 @@ The catalogue is fixed for a scenario (it depends only on the combatant ids and 
 movement), so every agent shares one ``Discrete(N)`` space. The mask is built from the
 engine's own legality rules, so ``mask[i] == 1`` exactly when the engine accepts action ``i``:
 ``mask_slow`` asks ``Battle.why_illegal`` about every action; ``mask`` gives the same answer
-faster by skipping whole groups the phase or budget rules out and walking each move direction
-once (tests check that the two agree).
+faster from ``Battle.turn_options`` (legality grouped by kind, each move direction walked
+once); tests check that the two agree.
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ class ActionCatalogue:
         self._moves = {d: sorted(ix, key=lambda i: self.actions[i].squares)
                        for d, ix in moves.items()}
         self._stance = {self.actions[i].arg: i for i in groups["stance"]}
-        self._checked_minor = groups["draw"] + groups["reload"] + groups["aim"]
-        self._checked_significant = groups["attack"] + groups["leadership"]
-        self._free = groups["direct"] + groups["hamper"]
+        self._single = {k: groups[k][0] for k in ("draw", "reload", "leadership")}
+        self._targeted = {k: {self.actions[i].arg: i for i in groups[k]}
+                          for k in ("aim", "attack", "direct", "hamper")}
 
     def index(self, label: str) -> int:
         """Index of an action label; ``ValueError`` listing the pattern when unknown."""
@@ -69,23 +69,22 @@ class ActionCatalogue:
             for i in self._groups["react"]:
                 out[i] = why(actions[i]) is None
             return out
-        cid = battle.current_agent
         out[self._groups["end_turn"]] = 1
-        sig, minors = battle.budget_left(cid)
-        if minors > 0:
-            for d, k in battle.move_reach(cid).items():
-                out[self._moves[d][:k]] = 1
-            stance = battle.by_id[cid].stance
-            for s, i in self._stance.items():
-                out[i] = s != stance
-            for i in self._checked_minor:
-                out[i] = why(actions[i]) is None
-        if sig:
-            for i in self._checked_significant:
-                out[i] = why(actions[i]) is None
-        if battle.held_pools(cid) != (0, 0):
-            for i in self._free:
-                out[i] = why(actions[i]) is None
+        opts = battle.turn_options()
+        for d, k in opts.move_reach.items():
+            out[self._moves[d][:k]] = 1
+        for st in opts.stances:
+            out[self._stance[st]] = 1
+        if opts.draw:
+            out[self._single["draw"]] = 1
+        if opts.reload:
+            out[self._single["reload"]] = 1
+        if opts.leadership:
+            out[self._single["leadership"]] = 1
+        for kind in ("aim", "attack", "direct", "hamper"):
+            index = self._targeted[kind]
+            for target in getattr(opts, kind):
+                out[index[target]] = 1
         return out
 
     def mask_slow(self, battle: Battle) -> np.ndarray:

@@ -60,6 +60,7 @@ _S = {name: i for i, name in enumerate(SELF_FIELDS)}
 _F = {name: i for i, name in enumerate(SLOT_FIELDS)}
 _BANDS = {1: "band_short", 0: "band_medium", -2: "band_long", -4: "band_extreme",
           None: "band_beyond"}
+_BAND_ORDER = ("band_short", "band_medium", "band_long", "band_extreme", "band_beyond")
 
 STATE_FIELDS = ("side", "in_play", "x", "y", "wound_STR", "wound_DEX", "wound_END",
                 "stance_stand", "stance_crouch", "stance_prone", "drawn", "ammo", "aim_dm",
@@ -91,95 +92,109 @@ class ObservationBuilder:
         self.state_labels += [f"phase_{p}" for p in PHASES] + ["round"]
         self.state_size = len(self.state_labels)
         self._init_spares = {c.id: max(1, c.spares) for c in battle.combatants}
+        self._empty_slot = [0.0] * len(SLOT_FIELDS)
+        self._present_only = [1.0] + [0.0] * (len(SLOT_FIELDS) - 1)
+        self._geometry: dict[tuple, tuple[list[float], bool]] = {}
 
     def slots(self, agent: str) -> list[str | None]:
         """Who sits in each slot of ``agent``'s observation (``None``: an empty slot)."""
         return list(self._slots[agent])
 
     def observe(self, battle: Battle, agent: str, out: np.ndarray | None = None) -> np.ndarray:
-        """The observation vector of ``agent`` (float32, every entry in [-1, 1])."""
-        if out is None:
-            out = np.zeros(self.size, dtype=np.float32)
-        else:
-            out[:] = 0.0
+        """The observation vector of ``agent`` (float32, every entry in [-1, 1]).
+
+        Built as one Python list and converted once (much faster than item assignment);
+        the geometry of each pair of squares is cached per weapon.
+        """
         me = battle.by_id[agent]
-        W, H = battle.grid.width, battle.grid.height
-        v = out
-        v[_S["x"]], v[_S["y"]] = me.pos[0] / W, me.pos[1] / H
-        for k in ("STR", "DEX", "END"):
-            v[_S["wound_" + k]] = 1.0 - me.chars[k] / me.max_chars[k]
-        v[_S["stance_" + me.stance]] = 1.0
+        grid = battle.grid
+        W, H = grid.width, grid.height
         w = me.weapon
-        v[_S["drawn"]] = float(me.drawn)
-        v[_S["melee_weapon"]] = float(w.is_melee)
-        if not w.is_melee:
-            v[_S["ammo"]] = me.ammo / w.magazine
-            v[_S["spares"]] = me.spares / self._init_spares[agent]
-        v[_S["aim_dm"]] = me.aim_dm / 6.0
-        v[_S["minors_used"]] = me.minors / 3.0
-        v[_S["significant_used"]] = float(me.significant)
-        deciding_turn = battle.phase == "turn" and battle.current_agent == agent
-        if deciding_turn:
+        mx, my = me.pos
+        chars, maxc = me.chars, me.max_chars
+        stance = me.stance
+        phase = battle.phase
+        if phase == "turn" and battle.current_agent == agent:
             sig, minors = battle.budget_left(agent)
-            v[_S["significant_available"]] = float(sig)
-            v[_S["minors_available"]] = minors / 3.0
-        v[_S["hasty"]] = float(me.hasty)
-        v[_S["holds_bonus"]] = float(me.bonus)
-        v[_S["holds_penalty"]] = float(me.penalty)
+            sig_avail, minors_avail = float(sig), minors / 3.0
+        else:
+            sig_avail = minors_avail = 0.0
         bonuses, penalties = battle.held_pools(agent)
-        v[_S["bonuses_to_hand"]] = bonuses / POOL_SCALE
-        v[_S["penalties_to_impose"]] = penalties / POOL_SCALE
-        v[_S["initiative"]] = me.current_initiative / INIT_SCALE
+        ready = 0.0
         if me.ready_kind:
             needed = w.draw_actions if me.ready_kind == "draw" else w.reload_actions
-            v[_S["ready_progress"]] = me.ready_count / needed
-        v[_S["round"]] = battle.round / battle.options.max_rounds
-        if battle.phase in PHASES:
-            v[_S["phase_" + battle.phase]] = 1.0
+            ready = me.ready_count / needed
         pending = battle.pending_attack
-        if pending is not None and pending.target == agent:
-            v[_S["pending_attack_melee"]] = float(pending.melee)
-        base = len(SELF_FIELDS)
-        stride = len(SLOT_FIELDS)
-        grid = battle.grid
-        for k, oid in enumerate(self._slots[agent]):
+        attacker = pending.attacker if pending is not None and pending.target == agent else None
+        ranged = not w.is_melee
+        v = [
+            mx / W, my / H,
+            1.0 - chars["STR"] / maxc["STR"], 1.0 - chars["DEX"] / maxc["DEX"],
+            1.0 - chars["END"] / maxc["END"],
+            float(stance == "stand"), float(stance == "crouch"), float(stance == "prone"),
+            float(me.drawn), float(w.is_melee),
+            me.ammo / w.magazine if ranged else 0.0,
+            me.spares / self._init_spares[agent] if ranged else 0.0,
+            me.aim_dm / 6.0, me.minors / 3.0, float(me.significant),
+            sig_avail, minors_avail,
+            float(me.hasty), float(me.bonus), float(me.penalty),
+            bonuses / POOL_SCALE, penalties / POOL_SCALE,
+            me.current_initiative / INIT_SCALE, ready,
+            battle.round / battle.options.max_rounds,
+            float(phase == "haste"), float(phase == "turn"), float(phase == "reaction"),
+            float(pending.melee) if attacker is not None else 0.0,
+        ]
+        empty = self._empty_slot
+        geometry = self._geometry
+        by_id = battle.by_id
+        aim_target = me.aim_target
+        for oid in self._slots[agent]:
             if oid is None:
+                v += empty
                 continue
-            o = battle.by_id[oid]
-            s = base + k * stride
-            v[s + _F["present"]] = 1.0
+            o = by_id[oid]
             if o.out:
+                v += self._present_only
                 continue
-            v[s + _F["in_play"]] = 1.0
-            v[s + _F["dx"]] = (o.pos[0] - me.pos[0]) / W
-            v[s + _F["dy"]] = (o.pos[1] - me.pos[1]) / H
-            dist = grid.distance_m(me.pos, o.pos)
-            if w.is_melee:
-                v[s + _F["distance"]] = min(1.0, dist / 6.0)
-            else:
-                v[s + _F["distance"]] = min(1.0, dist / (4 * w.range_m))
-                v[s + _F[_BANDS[range_dm(dist, w.range_m)]]] = 1.0
-            adjacent = max(abs(o.pos[0] - me.pos[0]), abs(o.pos[1] - me.pos[1])) <= 1
-            v[s + _F["adjacent"]] = float(adjacent)
-            v[s + _F["line_of_sight"]] = float(grid.line_of_sight(me.pos, o.pos))
-            v[s + _F["in_cover"]] = float(o.stance != "stand"
-                                          and grid.cover_between(me.pos, o.pos))
-            v[s + _F["stance_" + o.stance]] = 1.0
-            for ch in ("STR", "DEX", "END"):
-                v[s + _F["wound_" + ch]] = 1.0 - o.chars[ch] / o.max_chars[ch]
-            v[s + _F["drawn"]] = float(o.drawn)
-            v[s + _F["melee_weapon"]] = float(o.weapon.is_melee)
-            v[s + _F["aimed"]] = float(me.aim_target == oid)
-            v[s + _F["holds_bonus"]] = float(o.bonus)
-            v[s + _F["holds_penalty"]] = float(o.penalty)
-            v[s + _F["acted"]] = float(o.turn_begun)
-            v[s + _F["hasty"]] = float(o.hasty)
-            v[s + _F["initiative"]] = o.current_initiative / INIT_SCALE
-            v[s + _F["attacking_me"]] = float(pending is not None and pending.target == agent
-                                              and pending.attacker == oid)
+            key = (me.pos, o.pos, w.name)
+            geo = geometry.get(key)
+            if geo is None:
+                geo = geometry[key] = self._pair_geometry(grid, me.pos, o.pos, w)
+            ox, oy = o.pos
+            ostance = o.stance
+            oc, om = o.chars, o.max_chars
+            v += [1.0, 1.0, (ox - mx) / W, (oy - my) / H]
+            v += geo[0]  # distance, five band flags, adjacent, line of sight
+            v += [float(ostance != "stand" and geo[1]),
+                  float(ostance == "stand"), float(ostance == "crouch"),
+                  float(ostance == "prone"),
+                  1.0 - oc["STR"] / om["STR"], 1.0 - oc["DEX"] / om["DEX"],
+                  1.0 - oc["END"] / om["END"],
+                  float(o.drawn), float(o.weapon.is_melee), float(aim_target == oid),
+                  float(o.bonus), float(o.penalty), float(o.turn_begun), float(o.hasty),
+                  o.current_initiative / INIT_SCALE, float(attacker == oid)]
+        arr = np.asarray(v, dtype=np.float32)
         # Every entry is scaled to [-1, 1]; clipping only bites on extreme Initiative/pools.
-        np.clip(out, -1.0, 1.0, out=out)
-        return out
+        np.clip(arr, -1.0, 1.0, out=arr)
+        if out is not None:
+            out[:] = arr
+            return out
+        return arr
+
+    @staticmethod
+    def _pair_geometry(grid, a, b, weapon) -> tuple[list[float], bool]:
+        """Cached per (observer square, other square, weapon): the slot's distance, range-band
+        flags, adjacency and line of sight, plus whether low cover lies on the line."""
+        dist = grid.distance_m(a, b)
+        bands = [0.0] * 5
+        if weapon.is_melee:
+            d = min(1.0, dist / 6.0)
+        else:
+            d = min(1.0, dist / (4 * weapon.range_m))
+            bands[_BAND_ORDER.index(_BANDS[range_dm(dist, weapon.range_m)])] = 1.0
+        adjacent = max(abs(a[0] - b[0]), abs(a[1] - b[1])) <= 1
+        values = [d, *bands, float(adjacent), float(grid.line_of_sight(a, b))]
+        return values, grid.cover_between(a, b)
 
     def state(self, battle: Battle) -> np.ndarray:
         """The global state (every combatant's block, the phase and the round), float32."""

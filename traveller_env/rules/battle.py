@@ -30,7 +30,7 @@ from .combatant import Combatant
 from .damage import apply_damage, is_dead, is_incapacitated
 from .grid import DIRECTIONS, SQUARE_M, GridMap
 
-__all__ = ["Battle", "Decision", "IllegalActionError", "RulesOptions", "range_dm"]
+__all__ = ["Battle", "Decision", "IllegalActionError", "RulesOptions", "TurnOptions", "range_dm"]
 
 
 class IllegalActionError(ValueError):
@@ -50,6 +50,23 @@ class RulesOptions:
     reactions: bool = True
     comms_range_m: float = 30.0
     max_rounds: int = 20
+
+
+class TurnOptions(NamedTuple):
+    """What the deciding combatant may do in its turn (see ``Battle.turn_options``).
+    ``leadership`` is legal whenever a Significant action is (R4.2, R7.4)."""
+
+    significant: bool
+    minors: int
+    move_reach: dict[str, int]
+    stances: tuple[str, ...]
+    draw: bool
+    reload: bool
+    aim: tuple[str, ...]
+    attack: tuple[str, ...]
+    leadership: bool
+    direct: tuple[str, ...]
+    hamper: tuple[str, ...]
 
 
 class Decision(NamedTuple):
@@ -294,20 +311,57 @@ class Battle:
         if kind == "stance":
             return f"already {action.arg}" if actor.stance == action.arg else None
         if kind == "draw":
-            if not actor.weapon.needs_draw:
-                return "bare hands need no draw (R4.5)"
-            return "weapon already drawn" if actor.drawn else None
+            return self._why_not_draw(actor)
         if kind == "reload":
-            w = actor.weapon
-            if w.is_melee:
-                return "a melee weapon has nothing to reload"
-            if actor.ammo > 0:
-                return "the magazine is not empty (R4.5)"
-            return None if actor.spares > 0 else "no spare magazine left (R4.5)"
+            return self._why_not_reload(actor)
         if kind == "move":
             path = self._move_path(actor, action.direction, action.squares)
             return path if isinstance(path, str) else None
         return f"unknown action kind {kind!r}"
+
+    def turn_options(self) -> TurnOptions:
+        """Everything the deciding combatant may do in its turn now, grouped by kind.
+
+        The same answer as asking ``why_illegal`` about every action (tests check this), from
+        the same per-kind rules, without parsing and re-checking the budget per action.
+        """
+        if self.done or self.phase != "turn":
+            raise RuntimeError(f"turn_options() needs a turn decision (phase: {self.phase})")
+        actor = self.by_id[self._decider]
+        sig, minors = self.budget_left(actor.id)
+        enemies = [c.id for c in self.combatants if not c.out and c.side != actor.side]
+        reach: dict[str, int] = {}
+        stances: tuple[str, ...] = ()
+        draw = reload = False
+        aim: tuple[str, ...] = ()
+        if minors > 0:
+            reach = self.move_reach(actor.id)
+            stances = tuple(st for st in STANCES if st != actor.stance)
+            draw = self._why_not_draw(actor) is None
+            reload = self._why_not_reload(actor) is None
+            aim = tuple(t for t in enemies if self._why_not_aim(actor, t) is None)
+        attack = tuple(t for t in enemies if self._why_not_attack(actor, t) is None) if sig else ()
+        direct: tuple[str, ...] = ()
+        hamper: tuple[str, ...] = ()
+        if self._pools:
+            direct = tuple(c.id for c in self.combatants
+                           if self._why_not_free(actor, Action("direct", c.id)) is None)
+            hamper = tuple(c.id for c in self.combatants
+                           if self._why_not_free(actor, Action("hamper", c.id)) is None)
+        return TurnOptions(sig, minors, reach, stances, draw, reload, aim, attack, sig,
+                           direct, hamper)
+
+    def _why_not_draw(self, actor: Combatant) -> str | None:
+        if not actor.weapon.needs_draw:
+            return "bare hands need no draw (R4.5)"
+        return "weapon already drawn" if actor.drawn else None
+
+    def _why_not_reload(self, actor: Combatant) -> str | None:
+        if actor.weapon.is_melee:
+            return "a melee weapon has nothing to reload"
+        if actor.ammo > 0:
+            return "the magazine is not empty (R4.5)"
+        return None if actor.spares > 0 else "no spare magazine left (R4.5)"
 
     def _target(self, actor: Combatant, tid: str | None, what: str) -> Combatant | str:
         t = self.by_id.get(tid)
