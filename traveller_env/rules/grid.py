@@ -121,7 +121,7 @@ class GridMap:
                 break
             spent += self.step_cost_m(nxt)
             if step > 1 and spent > budget_m + 1e-9:
-                result = (tuple(path) + (nxt,),
+                result = ((*path, nxt),
                           f"{squares} squares {direction} cost {spent:g} m, more than the "
                           f"{budget_m:g} m of movement (R4.6)", True)
                 break
