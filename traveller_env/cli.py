@@ -305,6 +305,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     0 on success, 2 on a usage error or a bad scenario (message on stderr, no traceback),
     1 when an output file cannot be written."""
     parser, _ = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # Experiment scripts parse their own options: hand them everything after the command
+    # (argparse's REMAINDER cannot take a leading --option inside a subcommand).
+    if argv[:1] == ["tournament"] and argv[1:2] not in (["-h"], ["--help"]):
+        return experiment_main("tournament")(argv[1:])
+    if argv[:1] == ["train"] and argv[1:2] in (["aiming"], ["leadership"]):
+        return experiment_main(argv[1])(argv[2:])
     args = parser.parse_args(argv)
     run = getattr(args, "_run", None)
     if run is None:

@@ -1,0 +1,62 @@
+"""Policies by name: ``make_policy("rush", seed=0)``, ``parse_policy_list("rush,marksman")``.
+
+``POLICIES`` maps each scripted behaviour's name to its class; a name ending in ``.zip`` is a
+trained ``MaskablePPO`` checkpoint (``agents.trained.load_policy``), which needs the scenario
+it will play. To add a policy, write a class implementing the ``Policy`` protocol (usually a
+``common.ScriptedPolicy`` subclass) and add it to ``POLICIES``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import Policy, RandomPolicy
+from .cover import CoverPolicy
+from .leader import LeaderPolicy
+from .marksman import MarksmanPolicy
+from .rush import RushPolicy
+from .tactician import TacticianPolicy
+
+__all__ = ["POLICIES", "make_policy", "parse_policy_list"]
+
+POLICIES: dict[str, type] = {
+    "random": RandomPolicy,
+    "rush": RushPolicy,
+    "marksman": MarksmanPolicy,
+    "cover": CoverPolicy,
+    "leader": LeaderPolicy,
+    "tactician": TacticianPolicy,
+}
+
+
+def make_policy(name: str, seed: int | None = None, scenario: Any = None,
+                **params: Any) -> Policy:
+    """A new policy by registry name (``params`` go to its constructor), or a trained one
+    from a ``.zip`` path (``scenario`` required: the checkpoint is checked against it)."""
+    if name.endswith(".zip"):
+        if scenario is None:
+            raise ValueError(f"{name}: a trained policy needs the scenario it will play")
+        from .trained import load_policy
+
+        return load_policy(name, scenario, seed=seed, **params)
+    cls = POLICIES.get(name)
+    if cls is None:
+        raise ValueError(f"unknown policy {name!r}; known: {', '.join(POLICIES)}, "
+                         "or a path to a MaskablePPO .zip")
+    return cls(seed=seed, **params)
+
+
+def parse_policy_list(text: str) -> list[str]:
+    """Split ``"rush,marksman"`` into names, checking each (``ValueError`` on an unknown
+    name or a duplicate)."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise ValueError("no policy given")
+    for n in names:
+        if not n.endswith(".zip") and n not in POLICIES:
+            raise ValueError(f"unknown policy {n!r}; known: {', '.join(POLICIES)}, "
+                             "or a path to a MaskablePPO .zip")
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ValueError(f"policy listed twice: {', '.join(dupes)}")
+    return names

@@ -1,0 +1,452 @@
+"""Round-robin tournament of policies on built-in (or any) scenarios.
+
+    python experiments/tournament.py --policies rush,marksman,cover,leader,tactician,random \
+        --scenarios duel,squad,ambush --battles 200 --seed 0 --workers 2 --out results/t
+
+Every pair of policies meets on every scenario, ``--battles`` times with each side
+assignment (A plays side 0 and B side 1, then B side 0 and A side 1); battle ``i`` of a
+pairing uses battle seed ``--seed + i`` for both assignments, and each side's policy is seeded
+from that battle seed and its side, so the table depends only on the arguments (not on the
+number of workers or the order games finish in). Games run in parallel processes
+(``--workers``, default: all cores) with a progress bar.
+
+Outputs in ``--out``: ``pairings.csv`` (win/draw/loss per scenario and ordered pairing, from
+the first policy's side of the table, with Wilson 95% intervals, mean rounds and damage),
+``ratings.csv`` (per policy: record, Elo with bootstrap 95% interval, OpenSkill),
+``games.csv`` (one row per battle), ``results.json`` (all of it plus the run's settings),
+``summary.md`` (the tables in Markdown) and ``winrate_heatmap.png``.
+
+``build_parser()`` and ``main(argv)`` are reusable by a ``traveller tournament`` command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from itertools import combinations
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from agents.registry import make_policy, parse_policy_list
+from experiments.stats import bootstrap_elo, openskill_ratings, wilson_interval
+
+__all__ = ["Game", "build_games", "build_parser", "main", "play_game", "run_tournament",
+           "summarise", "write_outputs"]
+
+
+class Game(NamedTuple):
+    """One battle to play: ``side0``'s policy plays the scenario's first side."""
+
+    scenario: str
+    side0: str
+    side1: str
+    index: int
+    seed: int
+
+
+def build_games(policies: Sequence[str], scenarios: Sequence[str], battles: int,
+                seed: int) -> list[Game]:
+    """Every unordered pair on every scenario, ``battles`` seeds, both side assignments."""
+    games = []
+    for sc in scenarios:
+        for a, b in combinations(policies, 2):
+            for i in range(battles):
+                games.append(Game(sc, a, b, i, seed + i))
+                games.append(Game(sc, b, a, i, seed + i))
+    return games
+
+
+def policy_seed(battle_seed: int, side: int) -> int:
+    """The seed a side's policy gets for a battle (independent of the battle's dice)."""
+    return int(np.random.SeedSequence([battle_seed, side, 7919]).generate_state(1)[0])
+
+
+# ---------------------------------------------------------------------------- playing
+_ENVS: dict[str, Any] = {}
+_POLICIES: dict[tuple[str, str, int], Any] = {}
+
+
+def _env_for(scenario: str) -> Any:
+    from traveller_env.env import TravellerEnv
+
+    env = _ENVS.get(scenario)
+    if env is None:
+        env = _ENVS[scenario] = TravellerEnv(scenario)
+    return env
+
+
+def _policy_for(name: str, scenario: str, side: int) -> Any:
+    key = (name, scenario, side)
+    pol = _POLICIES.get(key)
+    if pol is None:
+        pol = _POLICIES[key] = make_policy(name, scenario=scenario)
+    return pol
+
+
+def play_game(game: Game) -> dict[str, Any]:
+    """Play one battle; return its outcome (winner side index or None, rounds, damage).
+
+    Raises ``RuntimeError`` naming the policy, battle and action if a policy picks an
+    illegal action.
+    """
+    env = _env_for(game.scenario)
+    env.reset(seed=game.seed)
+    names = (game.side0, game.side1)
+    pols = []
+    for side, name in enumerate(names):
+        pol = _policy_for(name, game.scenario, side)
+        pol.reset(policy_seed(game.seed, side))
+        pols.append(pol)
+    battle = env.battle
+    side_of = {c.id: c.side for c in battle.combatants}
+    decisions = 0
+    while env.agents:
+        agent = env.agent_selection
+        if env.terminations[agent] or env.truncations[agent]:
+            env.step(None)
+            continue
+        obs = env.observe(agent)
+        mask = obs["action_mask"]
+        action = int(pols[side_of[agent]].act(obs["observation"], mask, agent, env))
+        if not (0 <= action < len(mask)) or not mask[action]:
+            label = env.action_labels[action] if 0 <= action < len(mask) else action
+            raise RuntimeError(f"policy {names[side_of[agent]]!r} chose illegal action "
+                               f"{label!r} for {agent} in {game.scenario} seed {game.seed}")
+        env.step(action)
+        decisions += 1
+    damage = [0, 0]
+    for ev in battle.events:
+        if ev["type"] == "attack":
+            damage[side_of[ev["actor"]]] += ev["damage"]
+    winner = None if battle.winner is None else battle.side_names.index(battle.winner)
+    return {"scenario": game.scenario, "side0": game.side0, "side1": game.side1,
+            "index": game.index, "seed": game.seed, "winner": winner,
+            "rounds": battle.round, "truncated": battle.truncated,
+            "damage0": damage[0], "damage1": damage[1], "decisions": decisions}
+
+
+def _run_chunk(games: list[tuple]) -> list[dict[str, Any]]:
+    """Worker entry point (top level, so spawn-started processes can import it); games come
+    as plain tuples so that pickling them needs no class from this module."""
+    return [play_game(Game(*g)) for g in games]
+
+
+def _init_worker() -> None:
+    try:  # trained policies: one torch thread per worker process
+        import torch
+
+        torch.set_num_threads(1)
+    except ImportError:  # pragma: no cover
+        pass
+
+
+def _chunks(games: Sequence[Game], size: int) -> list[list[Game]]:
+    groups: dict[tuple, list[Game]] = defaultdict(list)
+    for g in games:
+        groups[(g.scenario, g.side0, g.side1)].append(g)
+    out = []
+    for group in groups.values():
+        for k in range(0, len(group), size):
+            out.append(group[k:k + size])
+    return out
+
+
+def run_tournament(policies: Sequence[str], scenarios: Sequence[str], battles: int,
+                   seed: int = 0, workers: int = 1, progress: bool = True,
+                   chunk_size: int = 20) -> list[dict[str, Any]]:
+    """Play every game (see the module docstring); results in a canonical order."""
+    games = build_games(policies, scenarios, battles, seed)
+    chunks = _chunks(games, chunk_size)
+    results: list[dict[str, Any]] = []
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(games), unit="battle", smoothing=0.05)
+    try:
+        if workers <= 1:
+            for chunk in chunks:
+                results.extend(_run_chunk([tuple(g) for g in chunk]))
+                if bar is not None:
+                    bar.update(len(chunk))
+        else:
+            import multiprocessing
+
+            # The worker functions by their importable names, whether this file runs as a
+            # script, as ``experiments.tournament`` or loaded from its path by another command.
+            from experiments.tournament import _init_worker as init
+            from experiments.tournament import _run_chunk as worker
+
+            ctx = multiprocessing.get_context("spawn")
+            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
+                                     initializer=init) as pool:
+                futures = [pool.submit(worker, [tuple(g) for g in chunk]) for chunk in chunks]
+                for fut in as_completed(futures):
+                    part = fut.result()
+                    results.extend(part)
+                    if bar is not None:
+                        bar.update(len(part))
+    finally:
+        if bar is not None:
+            bar.close()
+    order = {sc: k for k, sc in enumerate(scenarios)}
+    results.sort(key=lambda r: (order[r["scenario"]], r["side0"], r["side1"], r["index"]))
+    return results
+
+
+# ---------------------------------------------------------------------------- statistics
+def _record(rows: Iterable[tuple[int, float, float, int]]) -> dict[str, Any]:
+    """Aggregate ``(outcome, dealt, taken, rounds)`` rows; outcome 1 win, 0 draw, -1 loss."""
+    rows = list(rows)
+    n = len(rows)
+    wins = sum(1 for o, *_ in rows if o == 1)
+    draws = sum(1 for o, *_ in rows if o == 0)
+    losses = n - wins - draws
+    rec: dict[str, Any] = {"n": n, "wins": wins, "draws": draws, "losses": losses}
+    for key, k in (("win", wins), ("draw", draws), ("loss", losses)):
+        lo, hi = wilson_interval(k, n)
+        rec[f"{key}_rate"] = k / n if n else 0.0
+        rec[f"{key}_lo"], rec[f"{key}_hi"] = lo, hi
+    rec["score"] = (wins + 0.5 * draws) / n if n else 0.0
+    rec["mean_rounds"] = float(np.mean([r for *_, r in rows])) if n else 0.0
+    rec["mean_damage_dealt"] = float(np.mean([d for _, d, _, _ in rows])) if n else 0.0
+    rec["mean_damage_taken"] = float(np.mean([t for _, _, t, _ in rows])) if n else 0.0
+    return rec
+
+
+def _perspective(r: dict[str, Any], side: int) -> tuple[int, float, float, int]:
+    w = r["winner"]
+    outcome = 0 if w is None else (1 if w == side else -1)
+    dealt, taken = (r["damage0"], r["damage1"]) if side == 0 else (r["damage1"], r["damage0"])
+    return outcome, dealt, taken, r["rounds"]
+
+
+def summarise(results: Sequence[dict[str, Any]], policies: Sequence[str],
+              scenarios: Sequence[str], bootstrap: int = 200) -> dict[str, Any]:
+    """Tables from game results: ``pairings`` (per scenario and ``all``, per ordered pair,
+    from the first policy's view), ``ratings`` (per policy), ``matrix`` (win rate of row vs
+    column per scenario). Deterministic in ``results``."""
+    per: dict[tuple[str, str, str], list] = defaultdict(list)
+    overall: dict[str, list] = defaultdict(list)
+    for r in results:
+        for side, (me, opp) in enumerate(((r["side0"], r["side1"]), (r["side1"], r["side0"]))):
+            row = _perspective(r, side)
+            per[(r["scenario"], me, opp)].append(row)
+            per[("all", me, opp)].append(row)
+            overall[me].append(row)
+    pairings = []
+    matrix: dict[str, list[list[float | None]]] = {}
+    for sc in [*scenarios, "all"]:
+        mat: list[list[float | None]] = []
+        for me in policies:
+            line: list[float | None] = []
+            for opp in policies:
+                rows = per.get((sc, me, opp))
+                if me == opp or not rows:
+                    line.append(None)
+                    continue
+                rec = _record(rows)
+                pairings.append({"scenario": sc, "policy": me, "opponent": opp, **rec})
+                line.append(rec["win_rate"])
+            mat.append(line)
+        matrix[sc] = mat
+    index = {p: k for k, p in enumerate(policies)}
+    games = []
+    for r in results:
+        w = r["winner"]
+        games.append((index[r["side0"]], index[r["side1"]],
+                      0.5 if w is None else (1.0 if w == 0 else 0.0)))
+    elo, lo, hi = bootstrap_elo(policies, games, resamples=bootstrap, seed=0)
+    skill = openskill_ratings(policies, games, permutations=10, seed=0)
+    ratings = []
+    for k, p in enumerate(policies):
+        rec = _record(overall.get(p, []))
+        ratings.append({"policy": p, **rec, "elo": float(elo[k]), "elo_lo": float(lo[k]),
+                        "elo_hi": float(hi[k]), "openskill_mu": skill[k]["mu"],
+                        "openskill_sigma": skill[k]["sigma"],
+                        "openskill_ordinal": skill[k]["ordinal"]})
+    ratings.sort(key=lambda x: -x["elo"])
+    return {"policies": list(policies), "scenarios": list(scenarios), "pairings": pairings,
+            "ratings": ratings, "matrix": matrix}
+
+
+# ---------------------------------------------------------------------------- output
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def markdown_tables(summary: dict[str, Any]) -> str:
+    """The ratings table and the overall win-rate matrix in Markdown."""
+    lines = ["| policy | battles | W / D / L | win rate (95% CI) | Elo (95% CI) | OpenSkill "
+             "μ ± σ | mean rounds | mean damage dealt / taken |",
+             "|---|---:|---|---|---|---|---:|---|"]
+    for r in summary["ratings"]:
+        lines.append(
+            f"| {r['policy']} | {r['n']} | {r['wins']} / {r['draws']} / {r['losses']} | "
+            f"{_pct(r['win_rate'])} ({_pct(r['win_lo'])}–{_pct(r['win_hi'])}) | "
+            f"{r['elo']:.0f} ({r['elo_lo']:.0f}–{r['elo_hi']:.0f}) | "
+            f"{r['openskill_mu']:.1f} ± {r['openskill_sigma']:.1f} | {r['mean_rounds']:.1f} | "
+            f"{r['mean_damage_dealt']:.1f} / {r['mean_damage_taken']:.1f} |")
+    pols = summary["policies"]
+    out = ["\n".join(lines)]
+    for sc in [*summary["scenarios"], "all"]:
+        mat = summary["matrix"][sc]
+        title = "all scenarios" if sc == "all" else sc
+        rows = [f"Win rate of the row policy against the column policy ({title}; draws "
+                "count as neither):", "",
+                "| | " + " | ".join(pols) + " |", "|---" * (len(pols) + 1) + "|"]
+        for p, line in zip(pols, mat, strict=True):
+            cells = ["–" if v is None else _pct(v) for v in line]
+            rows.append(f"| **{p}** | " + " | ".join(cells) + " |")
+        out.append("\n".join(rows))
+    return "\n\n".join(out) + "\n"
+
+
+def plot_heatmap(summary: dict[str, Any], path: Path) -> None:
+    """Win-rate matrices (all scenarios, then each) as one annotated PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    pols = summary["policies"]
+    panels = ["all", *summary["scenarios"]]
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels) + 1, 4.6),
+                             squeeze=False)
+    im = None
+    for ax, sc in zip(axes[0], panels, strict=True):
+        mat = np.array([[np.nan if v is None else v for v in line]
+                        for line in summary["matrix"][sc]], dtype=float)
+        im = ax.imshow(mat, vmin=0, vmax=1, cmap="RdYlGn")
+        ax.set_xticks(range(len(pols)), pols, rotation=45, ha="right")
+        ax.set_yticks(range(len(pols)), pols if ax is axes[0][0] else [""] * len(pols))
+        ax.set_title("all scenarios" if sc == "all" else sc)
+        for i in range(len(pols)):
+            for j in range(len(pols)):
+                if not np.isnan(mat[i, j]):
+                    ax.text(j, i, f"{100 * mat[i, j]:.0f}", ha="center", va="center",
+                            fontsize=8)
+        ax.set_xlabel("opponent")
+    axes[0][0].set_ylabel("policy (row wins)")
+    fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8, label="win rate")
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+
+
+def write_outputs(summary: dict[str, Any], results: Sequence[dict[str, Any]], out: Path,
+                  run: dict[str, Any]) -> list[Path]:
+    """Write the CSV, JSON, Markdown and PNG files; return their paths."""
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+
+    def write_csv(name: str, rows: list[dict[str, Any]]) -> None:
+        path = out / name
+        with path.open("w", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else [])
+            writer.writeheader()
+            for row in rows:
+                writer.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v)
+                                 for k, v in row.items()})
+        paths.append(path)
+
+    write_csv("pairings.csv", summary["pairings"])
+    write_csv("ratings.csv", summary["ratings"])
+    write_csv("games.csv", list(results))
+    path = out / "results.json"
+    path.write_text(json.dumps({"run": run, **summary}, indent=1))
+    paths.append(path)
+    path = out / "summary.md"
+    path.write_text(f"Command: `{run['command']}`\n\n{markdown_tables(summary)}")
+    paths.append(path)
+    path = out / "winrate_heatmap.png"
+    plot_heatmap(summary, path)
+    paths.append(path)
+    return paths
+
+
+# ---------------------------------------------------------------------------- command line
+def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    """The tournament's arguments (added to ``parser`` when given, e.g. a subcommand's)."""
+    if parser is None:
+        parser = argparse.ArgumentParser(
+            prog="tournament", description="Round-robin tournament of policies.")
+    parser.add_argument("--policies", default="rush,marksman,cover,leader,tactician,random",
+                        help="comma-separated registry names or MaskablePPO .zip paths")
+    parser.add_argument("--scenarios", default="duel,squad,ambush",
+                        help="comma-separated scenario names or paths")
+    parser.add_argument("--battles", type=int, default=200,
+                        help="battles per pairing, scenario and side assignment")
+    parser.add_argument("--seed", type=int, default=0, help="battle i uses seed SEED + i")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                        help="worker processes (default: all cores)")
+    parser.add_argument("--out", default="results/tournament", help="output folder")
+    parser.add_argument("--bootstrap", type=int, default=200,
+                        help="bootstrap resamples for the Elo intervals")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return parser
+
+
+def run_from_args(args: argparse.Namespace, argv: Sequence[str] | None = None) -> int:
+    """Run the tournament described by parsed ``args``; return the exit status."""
+    try:
+        policies = parse_policy_list(args.policies)
+    except ValueError as exc:
+        print(f"tournament: error: {exc}", file=sys.stderr)
+        return 2
+    scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
+    if len(policies) < 2 or not scenarios or args.battles < 1 or args.workers < 1:
+        print("tournament: error: need at least two policies, one scenario, --battles >= 1 "
+              "and --workers >= 1", file=sys.stderr)
+        return 2
+    try:
+        from traveller_env.scenario import load_scenario
+
+        for sc in scenarios:
+            load_scenario(sc)
+        for p in policies:
+            if p.endswith(".zip"):
+                for sc in scenarios:
+                    make_policy(p, scenario=sc)
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"tournament: error: {exc}", file=sys.stderr)
+        return 2
+    start = time.perf_counter()
+    results = run_tournament(policies, scenarios, args.battles, args.seed, args.workers,
+                             progress=not args.no_progress)
+    elapsed = time.perf_counter() - start
+    summary = summarise(results, policies, scenarios, bootstrap=args.bootstrap)
+    cmd = " ".join(["python experiments/tournament.py",
+                    *(sys.argv[1:] if argv is None else list(argv))])
+    run = {"command": cmd, "policies": policies, "scenarios": scenarios,
+           "battles": args.battles, "seed": args.seed, "workers": args.workers,
+           "games": len(results), "elapsed_s": round(elapsed, 1),
+           "cpu_count": os.cpu_count()}
+    paths = write_outputs(summary, results, Path(args.out), run)
+    print(markdown_tables(summary))
+    print(f"{len(results)} battles in {elapsed:.0f} s with {args.workers} worker(s); wrote "
+          + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv`` (default ``sys.argv[1:]``) and run the tournament. A leading ``--``
+    (as a wrapping command may pass through) is ignored."""
+    if argv is not None:
+        argv = list(argv)
+        if argv[:1] == ["--"]:
+            argv = argv[1:]
+    args = build_parser().parse_args(argv)
+    return run_from_args(args, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

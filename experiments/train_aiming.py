@@ -1,0 +1,210 @@
+"""Learn *when and how long to aim* with MaskablePPO, and measure it against the exact optimum.
+
+One policy plays ``blue_0`` in every ``range_*`` scenario (one rifleman, one passive target at
+a chosen distance; reward +1 for the knock-out and -0.05 per extra round) and in ``duel``
+against the scripted ``marksman`` and ``rush`` (win +1, loss -1), all at once through the SB3
+bridge. The report compares, per range band, the learned policy's mean rounds to incapacitate
+and aims before the first shot with the exact optimum of ``agents/aiming.py``, and gives its
+``duel`` win rate against each scripted policy with 95% intervals.
+
+    python experiments/train_aiming.py --total-timesteps 300000 --seed 1
+
+Each run writes to ``runs/<run name>/``: ``model.zip`` (written atomically), ``config.json``
+(the exact arguments, seed and package versions), TensorBoard logs, ``monitor.csv``,
+``learning_curve.png`` and ``evaluation.json``. ``--self-play shared`` puts the learning
+policy in every seat of ``duel``; ``--self-play pool`` plays it against a pool of its own past
+checkpoints (saved every ``--pool-every`` steps).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import random
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from agents.registry import make_policy
+from agents.trained import CheckpointPool, load_policy
+from train_common import (
+    add_dataclass_args,
+    atomic_save_model,
+    learning_curve,
+    make_run_dir,
+    print_matchups,
+    write_json,
+)
+
+import traveller_env
+from agents.aiming import problem_from_battle, solve
+from agents.base import PassivePolicy
+from agents.evaluation import evaluate_matchup, evaluate_range
+from traveller_env.sb3 import TravellerSB3Env
+
+BANDS = ("short", "medium", "long", "extreme")
+
+
+@dataclass
+class Args:
+    """Arguments of the aiming experiment (each is also a ``--flag``)."""
+
+    exp_name: str = "aiming"
+    """the name of this experiment (prefix of the run name)"""
+    seed: int = 1
+    """seed of everything: Python, NumPy, torch, the environments"""
+    total_timesteps: int = 300_000
+    """learner decisions to train for"""
+    bands: str = ",".join(BANDS)
+    """range bands to train on (range_<band> scenarios), comma-separated"""
+    duel_opponents: str = "marksman,rush"
+    """scripted opponents in duel during training, comma-separated ('' for none)"""
+    self_play: str = "none"
+    """'none', 'shared' (one policy in every duel seat) or 'pool' (duel vs past checkpoints)"""
+    pool_every: int = 25_000
+    """self-play pool: save a checkpoint every this many steps"""
+    learning_rate: float = 3e-4
+    """Adam learning rate"""
+    n_steps: int = 512
+    """rollout length per environment"""
+    batch_size: int = 256
+    """minibatch size"""
+    n_epochs: int = 10
+    """PPO epochs per rollout"""
+    gamma: float = 1.0
+    """discount (1: the range reward already prices every extra round)"""
+    gae_lambda: float = 0.95
+    """GAE lambda"""
+    ent_coef: float = 0.01
+    """entropy bonus"""
+    net_arch: str = "64,64"
+    """hidden layer sizes of policy and value networks"""
+    eval_battles: int = 300
+    """evaluation battles per range band and per duel opponent"""
+    torch_threads: int = 1
+    """torch CPU threads (1 is fastest for these small networks on 2 cores)"""
+    runs_dir: str = "runs"
+    """where run folders go"""
+    tags: list[str] = field(default_factory=list)
+    """free-form tags stored in config.json"""
+
+
+def make_envs(args: Args, run_dir: Path) -> list[Any]:
+    """Factories of the training environments (one per band and per duel opponent)."""
+    factories = []
+    for band in [b for b in args.bands.split(",") if b]:
+        factories.append(lambda band=band: TravellerSB3Env(
+            f"range_{band}", learner="blue_0", policies=PassivePolicy()))
+    if args.self_play == "shared":
+        factories.append(lambda: TravellerSB3Env("duel", learner="all"))
+    elif args.self_play == "pool":
+        factories.append(lambda: TravellerSB3Env(
+            "duel", learner="blue", policies=CheckpointPool(run_dir / "pool", "duel",
+                                                            fallback="marksman")))
+    for name in [o for o in args.duel_opponents.split(",") if o]:
+        factories.append(lambda name=name: TravellerSB3Env(
+            "duel", learner="blue", policies=make_policy(name)))
+    return factories
+
+
+def optimum_by_scenario(bands: list[str]) -> dict[str, dict]:
+    """The exact optimum of each range band (``agents.aiming.solve``)."""
+    out = {}
+    for band in bands:
+        scenario = f"range_{band}"
+        sol = solve(problem_from_battle(traveller_env.build_battle(scenario, seed=0),
+                                        "blue_0", "red_0"))
+        out[scenario] = {"expected_rounds": sol.expected_rounds,
+                         "optimal_aims_before_first_shot": sol.aims_before_first_shot()}
+    return out
+
+
+def evaluate(model_path: Path, args: Args) -> dict:
+    """Range bands against the optimum, and duel against each scripted opponent."""
+    bands = [b for b in args.bands.split(",") if b] or list(BANDS)
+    optimum = optimum_by_scenario(bands)
+    learned = load_policy(model_path, "range_long")
+    rows = evaluate_range(learned, battles=args.eval_battles, bands=bands, optimum=optimum)
+    duel_policy = load_policy(model_path, "duel")
+    matchups = [evaluate_matchup(duel_policy, make_policy(name), "duel",
+                                 battles=args.eval_battles)
+                for name in ("marksman", "rush", "random")]
+    return {"range": rows, "duel": matchups}
+
+
+def print_range(rows: list[dict]) -> None:
+    """The range table: learned beside the optimum."""
+    print(f"{'scenario':<15}{'learned rounds (95% CI)':>26}{'optimum':>9}{'ratio':>7}"
+          f"{'aims (mode)':>12}{'optimal aims':>13}{'within 5%':>10}")
+    for r in rows:
+        ok = "yes" if r["ratio_to_optimum"] <= 1.05 else "NO"
+        print(f"{r['scenario']:<15}{r['mean_rounds']:>9.3f} [{r['ci95'][0]:.3f}, "
+              f"{r['ci95'][1]:.3f}]{r['optimal_rounds']:>9.3f}{r['ratio_to_optimum']:>7.3f}"
+              f"{r['modal_aims_before_first_shot']!s:>12}{r['optimal_aims']:>13}{ok:>10}")
+
+
+def train(args: Args) -> Path:
+    """Train, save, evaluate; return the run folder."""
+    import torch
+    from sb3_contrib import MaskablePPO
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecMonitor
+
+    # Seeding: one block, everything derived from args.seed.
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(args.torch_threads)
+
+    run_dir = make_run_dir(args.runs_dir, args.exp_name, args.seed)
+    write_json(run_dir / "config.json", {"args": dataclasses.asdict(args)}, with_versions=True)
+    venv = VecMonitor(DummyVecEnv(make_envs(args, run_dir)), str(run_dir / "monitor.csv"))
+    venv.seed(args.seed)
+    layers = [int(x) for x in args.net_arch.split(",") if x]
+    model = MaskablePPO(
+        "MlpPolicy", venv, learning_rate=args.learning_rate, n_steps=args.n_steps,
+        batch_size=args.batch_size, n_epochs=args.n_epochs, gamma=args.gamma,
+        gae_lambda=args.gae_lambda, ent_coef=args.ent_coef, seed=args.seed, verbose=0,
+        policy_kwargs={"net_arch": layers}, tensorboard_log=str(run_dir / "tb"))
+    callback = None
+    if args.self_play == "pool":
+        from train_common import PoolCheckpointCallback
+
+        callback = PoolCheckpointCallback(run_dir / "pool", args.pool_every)
+    start = time.perf_counter()
+    model.learn(total_timesteps=args.total_timesteps, callback=callback,
+                tb_log_name="ppo", progress_bar=False)
+    train_seconds = time.perf_counter() - start
+    model_path = run_dir / "model.zip"
+    atomic_save_model(model, model_path, scenario="duel")
+    venv.close()
+    learning_curve(run_dir / "monitor.csv", run_dir / "learning_curve.png",
+                   title=f"{args.exp_name} (seed {args.seed})")
+    results = evaluate(model_path, args)
+    results.update(train_seconds=train_seconds, total_timesteps=args.total_timesteps,
+                   fps=args.total_timesteps / train_seconds)
+    write_json(run_dir / "evaluation.json", results)
+    print(f"\ntrained {args.total_timesteps} steps in {train_seconds:.0f} s "
+          f"({args.total_timesteps / train_seconds:.0f} steps/s); run: {run_dir}")
+    print_range(results["range"])
+    print_matchups(results["duel"])
+    print(f"learning curve: {run_dir / 'learning_curve.png'}")
+    return run_dir
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse ``Args`` from the command line and train."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_dataclass_args(parser, Args)
+    ns = parser.parse_args(argv)
+    train(Args(**vars(ns)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,116 @@
+"""The tournament (experiments/tournament.py) and its statistics (experiments/stats.py)."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from experiments.stats import bootstrap_elo, elo_ratings, openskill_ratings, wilson_interval
+from experiments.tournament import build_games, main, run_tournament, summarise
+
+POLICIES = ["rush", "marksman", "random"]
+
+
+# ============================================================================ statistics
+@pytest.mark.parametrize(("k", "n"), [(0, 1), (1, 1), (0, 10), (3, 10), (10, 10), (57, 200)])
+def test_wilson_interval_contains_the_estimate_and_stays_in_0_1(k, n):
+    lo, hi = wilson_interval(k, n)
+    assert 0.0 <= lo <= k / n <= hi <= 1.0
+    assert hi - lo < 1.0
+
+
+def test_wilson_interval_known_value_and_edge_cases():
+    lo, hi = wilson_interval(5, 10)
+    assert lo == pytest.approx(0.2366, abs=1e-4) and hi == pytest.approx(0.7634, abs=1e-4)
+    assert wilson_interval(0, 0) == (0.0, 1.0)
+    with pytest.raises(ValueError):
+        wilson_interval(11, 10)
+
+
+def test_elo_and_openskill_rank_the_stronger_policy_first():
+    # 0 beats 1 eight times in ten; 1 beats 2 eight times in ten; one draw.
+    games = ([(0, 1, 1.0)] * 8 + [(0, 1, 0.0)] * 2 + [(1, 2, 1.0)] * 8 + [(2, 1, 1.0)] * 2
+             + [(0, 2, 0.5)])
+    names = ["a", "b", "c"]
+    elo = elo_ratings(names, games)
+    assert elo[0] > elo[1] > elo[2]
+    assert elo.mean() == pytest.approx(1500)
+    point, lo, hi = bootstrap_elo(names, games, resamples=50, seed=1)
+    assert (lo <= point).all() and (point <= hi).all()
+    skill = openskill_ratings(names, games)
+    assert skill[0]["mu"] > skill[1]["mu"] > skill[2]["mu"]
+
+
+# ============================================================================ a tiny tournament
+@pytest.fixture(scope="module")
+def tiny():
+    results = run_tournament(POLICIES, ["duel", "ambush"], battles=3, seed=11, workers=1,
+                             progress=False)
+    return results, summarise(results, POLICIES, ["duel", "ambush"], bootstrap=20)
+
+
+def test_every_pairing_plays_both_sides_with_the_same_seeds():
+    games = build_games(["a", "b", "c"], ["duel"], battles=2, seed=5)
+    assert len(games) == 3 * 2 * 2
+    ab = [(g.side0, g.side1, g.seed) for g in games if {g.side0, g.side1} == {"a", "b"}]
+    assert sorted(ab) == [("a", "b", 5), ("a", "b", 6), ("b", "a", 5), ("b", "a", 6)]
+
+
+def test_counts_add_up_and_intervals_contain_the_estimates(tiny):
+    results, summary = tiny
+    assert len(results) == 2 * 3 * 2 * 3  # scenarios x pairs x sides x battles
+    by_key = {(p["scenario"], p["policy"], p["opponent"]): p for p in summary["pairings"]}
+    for (sc, a, b), p in by_key.items():
+        assert p["wins"] + p["draws"] + p["losses"] == p["n"]
+        assert p["n"] == (6 if sc != "all" else 12)
+        mirror = by_key[(sc, b, a)]
+        assert (p["wins"], p["draws"], p["losses"]) == (mirror["losses"], mirror["draws"],
+                                                        mirror["wins"])
+        for key in ("win", "draw", "loss"):
+            assert p[f"{key}_lo"] <= p[f"{key}_rate"] <= p[f"{key}_hi"]
+        assert p["win_rate"] == pytest.approx(p["wins"] / p["n"])
+    for r in summary["ratings"]:
+        assert r["n"] == 2 * 2 * 2 * 3
+        assert r["elo_lo"] <= r["elo"] <= r["elo_hi"]
+    total = sum(r["wins"] for r in summary["ratings"])
+    assert total == sum(1 for g in results if g["winner"] is not None)
+    assert summary["ratings"][-1]["policy"] == "random"
+
+
+def test_the_same_seeds_give_the_same_table(tiny):
+    results, summary = tiny
+    again = run_tournament(POLICIES, ["duel", "ambush"], battles=3, seed=11, workers=1,
+                           progress=False)
+    assert again == results
+    assert summarise(again, POLICIES, ["duel", "ambush"], bootstrap=20) == summary
+
+
+def test_a_different_worker_count_gives_the_same_table(tiny):
+    results, summary = tiny
+    parallel = run_tournament(POLICIES, ["duel", "ambush"], battles=3, seed=11, workers=2,
+                              progress=False, chunk_size=2)
+    assert parallel == results
+    assert summarise(parallel, POLICIES, ["duel", "ambush"], bootstrap=20) == summary
+
+
+def test_main_writes_csv_json_and_heatmap(tmp_path, capsys):
+    out = tmp_path / "t"
+    status = main(["--policies", "rush,random", "--scenarios", "duel", "--battles", "2",
+                   "--workers", "1", "--out", str(out), "--no-progress", "--bootstrap", "5"])
+    assert status == 0
+    data = json.loads((out / "results.json").read_text())
+    assert data["run"]["games"] == 4 and data["run"]["battles"] == 2
+    assert {r["policy"] for r in data["ratings"]} == {"rush", "random"}
+    with (out / "pairings.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert {(r["scenario"], r["policy"]) for r in rows} == {
+        ("duel", "rush"), ("duel", "random"), ("all", "rush"), ("all", "random")}
+    assert (out / "winrate_heatmap.png").read_bytes()[:4] == b"\x89PNG"
+    assert "| rush |" in capsys.readouterr().out
+
+
+def test_main_rejects_an_unknown_policy(tmp_path, capsys):
+    assert main(["--policies", "rush,sniper", "--out", str(tmp_path)]) == 2
+    assert "unknown policy 'sniper'" in capsys.readouterr().err
