@@ -10,7 +10,7 @@ from traveller_env.rules.checks import effect_distribution, skill_dm
 from .common import Context, attack_dm, attack_value, bonus_value, threat
 from .marksman import MarksmanPolicy
 
-__all__ = ["LeaderPolicy"]
+__all__ = ["AlwaysLeadPolicy", "LeaderPolicy", "NeverLeadPolicy"]
 
 
 class LeaderPolicy(MarksmanPolicy):
@@ -132,3 +132,27 @@ class LeaderPolicy(MarksmanPolicy):
         if self.should_lead(ctx):
             return ["leadership", *super().turn(ctx)]
         return super().turn(ctx)
+
+
+class AlwaysLeadPolicy(LeaderPolicy):
+    """``always_lead``: the ``leader`` that makes a Leadership check in every turn it can
+    (Significant action available), whatever the odds; bonuses and penalties as ``leader``.
+    A baseline for learned leadership."""
+
+    name = "always_lead"
+
+    def should_lead(self, ctx: Context) -> bool:
+        """Lead whenever the Leadership action is legal."""
+        sig, _ = ctx.budget
+        return bool(sig) and ctx.legal("leadership")
+
+
+class NeverLeadPolicy(LeaderPolicy):
+    """``never_lead``: the ``leader`` that never makes a Leadership check (it still imposes
+    penalties its side earns). A baseline for learned leadership."""
+
+    name = "never_lead"
+
+    def should_lead(self, ctx: Context) -> bool:
+        """Never."""
+        return False

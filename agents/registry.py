@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Policy, RandomPolicy
+from .aiming import OptimalAimPolicy
+from .base import PassivePolicy, Policy, RandomPolicy
 from .cover import CoverPolicy
-from .leader import LeaderPolicy
+from .leader import AlwaysLeadPolicy, LeaderPolicy, NeverLeadPolicy
 from .marksman import MarksmanPolicy
 from .rush import RushPolicy
 from .tactician import TacticianPolicy
@@ -26,6 +27,10 @@ POLICIES: dict[str, type] = {
     "cover": CoverPolicy,
     "leader": LeaderPolicy,
     "tactician": TacticianPolicy,
+    "passive": PassivePolicy,
+    "always_lead": AlwaysLeadPolicy,
+    "never_lead": NeverLeadPolicy,
+    "optimal_aim": OptimalAimPolicy,
 }
 
 

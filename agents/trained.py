@@ -9,7 +9,7 @@ import numpy as np
 
 from traveller_env.env import ScenarioSource, TravellerEnv
 
-__all__ = ["TrainedPolicy", "load_policy"]
+__all__ = ["AssistedPolicy", "CheckpointPool", "TrainedPolicy", "load_policy", "read_meta"]
 
 
 class TrainedPolicy:
@@ -63,13 +63,60 @@ class TrainedPolicy:
         return probs / total
 
 
+class AssistedPolicy:
+    """A model trained through the SB3 bridge with ``assist``/``focus``: it decides only the
+    action kinds in ``focus`` (or hands the decision over with its extra "delegate" action,
+    index N); every other decision is made by the ``assist`` policy."""
+
+    def __init__(self, trained: TrainedPolicy, assist: Any, focus: tuple[str, ...]) -> None:
+        self.trained, self.assist, self.focus = trained, assist, tuple(focus)
+        self.name = trained.name
+        self._focus_masks: dict[int, np.ndarray] = {}
+
+    def reset(self, seed: int | None = None) -> None:
+        """Re-seed the model's sampler and the assistant."""
+        self.trained.reset(seed)
+        self.assist.reset(None if seed is None else seed + 1)
+
+    def act(self, observation: np.ndarray, action_mask: np.ndarray, agent: str,
+            env: Any) -> int:
+        """The model's focus decision, or the assistant's action."""
+        env = getattr(env, "unwrapped", env)
+        focus_mask = self._focus_masks.get(id(env))
+        if focus_mask is None:
+            focus_mask = np.array([lbl.split(":")[0] in self.focus for lbl in env.action_labels])
+            self._focus_masks[id(env)] = focus_mask
+        mine = np.asarray(action_mask).astype(bool) & focus_mask
+        if mine.any():
+            action = self.trained.act(observation, np.append(mine, True), agent, env)
+            if action < len(mine):
+                return action
+        return int(self.assist.act(observation, action_mask, agent, env))
+
+
+def read_meta(path: str | Path) -> dict:
+    """The ``<model>.meta.json`` written beside a model by the training scripts ({} if none)."""
+    import json
+
+    meta = Path(path).with_suffix(".meta.json")
+    if not meta.is_file():
+        return {}
+    try:
+        return json.loads(meta.read_text())
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{meta}: unreadable model metadata: {exc}") from None
+
+
 def load_policy(path: str | Path, scenario: ScenarioSource, deterministic: bool = True,
-                seed: int | None = None, name: str | None = None) -> TrainedPolicy:
+                seed: int | None = None, name: str | None = None,
+                assist: Any = None) -> TrainedPolicy | AssistedPolicy:
     """Load a ``MaskablePPO`` ``.zip`` for ``scenario`` (built-in name, path or dict).
 
-    Raises ``FileNotFoundError`` when the file is missing and ``ValueError`` naming the file
-    and the mismatch when the model's action or observation space does not fit the
-    scenario's (``Discrete(N)`` actions, ``Box((D,))`` observation vectors).
+    A model trained with the bridge's ``assist``/``focus`` (one extra action) comes back as an
+    ``AssistedPolicy``: its assistant is ``assist`` or, by default, the scripted policy named
+    in the model's ``.meta.json``. Raises ``FileNotFoundError`` when the file is missing and
+    ``ValueError`` naming the file and the mismatch when the model's action or observation
+    space does not fit the scenario's (``Discrete(N)`` actions, ``Box((D,))`` observations).
     """
     from sb3_contrib import MaskablePPO
 
@@ -86,11 +133,62 @@ def load_policy(path: str | Path, scenario: ScenarioSource, deterministic: bool 
         raise ValueError(f"{path}: cannot be loaded as a MaskablePPO model: {exc}") from exc
     label = env.scenario.name
     got_act = model.action_space
-    if getattr(got_act, "n", None) != want_act.n:
-        raise ValueError(f"{path}: action space {got_act} does not fit scenario {label!r}, "
-                         f"which has Discrete({want_act.n}) actions")
+    meta = read_meta(path)
+    assisted = bool(meta.get("focus")) and getattr(got_act, "n", None) == want_act.n + 1
+    if getattr(got_act, "n", None) != want_act.n and not assisted:
+        trained_on = f" (trained on {meta['scenario']!r})" if meta.get("scenario") else ""
+        raise ValueError(f"{path}: action space {got_act}{trained_on} does not fit scenario "
+                         f"{label!r}, which has Discrete({want_act.n}) actions")
     got_obs = model.observation_space
     if getattr(got_obs, "shape", None) != want_obs.shape:
         raise ValueError(f"{path}: observation space {got_obs} does not fit scenario "
                          f"{label!r}, whose observation vectors have shape {want_obs.shape}")
-    return TrainedPolicy(model, name or path.stem, deterministic=deterministic, seed=seed)
+    policy = TrainedPolicy(model, name or path.stem, deterministic=deterministic, seed=seed)
+    if not assisted:
+        return policy
+    if assist is None:
+        from .registry import make_policy
+
+        assist = make_policy(meta["assist"], seed=seed)
+    return AssistedPolicy(policy, assist, tuple(meta["focus"]))
+
+
+class CheckpointPool:
+    """Self-play opponents: a pool of past checkpoints of the learning policy.
+
+    At each ``reset`` it picks one ``*.zip`` in ``folder`` uniformly (with its own seeded
+    generator) and plays it, sampling from its action distribution; while the folder is still
+    empty it plays the scripted ``fallback`` policy. Loaded checkpoints are cached.
+    """
+
+    name = "pool"
+
+    def __init__(self, folder: str | Path, scenario: ScenarioSource,
+                 fallback: str = "marksman", seed: int | None = None) -> None:
+        from .registry import make_policy
+
+        self.folder = Path(folder)
+        self.scenario = scenario
+        self.fallback = make_policy(fallback, seed=seed)
+        self.rng = np.random.default_rng(seed)
+        self._loaded: dict[Path, TrainedPolicy] = {}
+        self.current: Any = self.fallback
+
+    def reset(self, seed: int | None = None) -> None:
+        """Pick this battle's opponent from the pool."""
+        if seed is not None:
+            self.rng = np.random.default_rng(seed)
+        checkpoints = sorted(self.folder.glob("*.zip"))
+        if not checkpoints:
+            self.current = self.fallback
+        else:
+            path = checkpoints[int(self.rng.integers(len(checkpoints)))]
+            if path not in self._loaded:
+                self._loaded[path] = load_policy(path, self.scenario, deterministic=False)
+            self.current = self._loaded[path]
+        self.current.reset(None if seed is None else seed + 1)
+
+    def act(self, observation: np.ndarray, action_mask: np.ndarray, agent: str,
+            env: Any) -> int:
+        """The current opponent's action."""
+        return self.current.act(observation, action_mask, agent, env)

@@ -99,16 +99,17 @@ def write_json(path: Path, payload: dict, with_versions: bool = False) -> None:
     atomic_write_bytes(Path(path), (json.dumps(payload, indent=2, default=str) + "\n").encode())
 
 
-def atomic_save_model(model: Any, path: Path, scenario: str) -> None:
+def atomic_save_model(model: Any, path: Path, scenario: str, **extra: Any) -> None:
     """Save an SB3 model atomically, with the scenario it was trained for recorded beside it
-    (``<model>.meta.json``: scenario, spaces) so the loader can explain a mismatch."""
+    (``<model>.meta.json``: scenario, spaces, and ``extra`` such as ``assist``/``focus``) so
+    the loader can rebuild it and explain a mismatch."""
     import io
 
     buf = io.BytesIO()
     model.save(buf)
     atomic_write_bytes(Path(path), buf.getvalue())
     meta = {"scenario": scenario, "observation_shape": list(model.observation_space.shape),
-            "n_actions": int(model.action_space.n)}
+            "n_actions": int(model.action_space.n), **extra}
     write_json(Path(path).with_suffix(".meta.json"), meta)
 
 

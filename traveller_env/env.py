@@ -60,7 +60,8 @@ class TravellerEnv(AECEnv):
       Significant actions used, what the budget still allows, haste, leadership bonus and
       penalty held, bonuses / penalties it may hand out (/ 10), current Initiative (/ 30),
       draw/reload progress, round (/ ``max_rounds``), the phase (haste declaration, turn,
-      reaction; one-hot) and whether a pending attack on it is a melee attack;
+      reaction; one-hot), whether a pending attack on it is a melee attack, its weapon
+      skill's DM (/ 6) and its Leadership check's DM (/ 10);
     * per slot: present, in play, relative position, distance (/ 4x the observer's weapon
       range), its range band for the observer's weapon (R5.1, one-hot incl. "beyond"),
       adjacent, line of sight, in cover from the observer, stance, wounds, weapon drawn,

@@ -12,6 +12,7 @@ import numpy as np
 
 from .rules.actions import STANCES
 from .rules.battle import Battle, range_dm
+from .rules.checks import skill_dm
 
 __all__ = ["PHASES", "SELF_FIELDS", "SLOT_FIELDS", "ObservationBuilder"]
 
@@ -34,6 +35,8 @@ SELF_FIELDS = (
     "round",  # round / max_rounds
     "phase_haste", "phase_turn", "phase_reaction",
     "pending_attack_melee",  # in a reaction: the attack is a melee attack
+    "weapon_skill_dm",  # the DM its weapon skill gives (level, or -3 unskilled) / 6
+    "leadership_dm",  # DM of its Leadership check (skill + best of INT/EDU/SOC) / 10
 )
 
 SLOT_FIELDS = (
@@ -92,6 +95,11 @@ class ObservationBuilder:
         self.state_labels += [f"phase_{p}" for p in PHASES] + ["round"]
         self.state_size = len(self.state_labels)
         self._init_spares = {c.id: max(1, c.spares) for c in battle.combatants}
+        self._skill_dms = {
+            c.id: (skill_dm(c.skills, c.weapon.skill) / 6.0,
+                   (skill_dm(c.skills, "leadership")
+                    + max(c.dm(k) for k in ("INT", "EDU", "SOC"))) / 10.0)
+            for c in battle.combatants}  # skills and INT/EDU/SOC never change in battle
         self._empty_slot = [0.0] * len(SLOT_FIELDS)
         self._present_only = [1.0] + [0.0] * (len(SLOT_FIELDS) - 1)
         self._geometry: dict[tuple, tuple[list[float], bool]] = {}
@@ -143,6 +151,7 @@ class ObservationBuilder:
             battle.round / battle.options.max_rounds,
             float(phase == "haste"), float(phase == "turn"), float(phase == "reaction"),
             float(pending.melee) if attacker is not None else 0.0,
+            *self._skill_dms[agent],
         ]
         empty = self._empty_slot
         geometry = self._geometry

@@ -14,11 +14,12 @@ see PettingZoo issue 1147). ``action_masks()`` serves sb3-contrib's ``MaskablePP
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium import spaces
 
 from .env import ScenarioSource, TravellerEnv
 
@@ -33,6 +34,11 @@ class TravellerSB3Env(gym.Env):
         learner: an agent id, a side name, or ``"all"`` for shared-policy self-play.
         policies: the policies of the other seats: one ``Policy`` for all of them, or a
             mapping from agent id to ``Policy``; seats left out play uniformly at random.
+        assist, focus: the learner decides only the action kinds in ``focus`` (e.g.
+            ``("leadership", "direct")``); its other decisions are made by the ``assist``
+            policy. The action space gains one action, ``delegate_action`` (= N), which hands
+            the current decision to ``assist``; the mask offers the legal focus actions and
+            it. Use ``agents.trained.load_policy`` with the same assist to play the model.
         play_out: when a single learning agent is incapacitated before the end, play the
             battle out and add its side's outcome reward (win/loss/draw) to the last step,
             so that being knocked out is never better than losing.
@@ -43,7 +49,8 @@ class TravellerSB3Env(gym.Env):
 
     def __init__(self, scenario: ScenarioSource = "duel", learner: str = "blue",
                  policies: Any = None, play_out: bool = True,
-                 render_mode: str | None = None, **options: Any) -> None:
+                 render_mode: str | None = None, assist: Any = None,
+                 focus: Iterable[str] | None = None, **options: Any) -> None:
         super().__init__()
         self.aec = TravellerEnv(scenario, render_mode=render_mode, **options)
         self.render_mode = render_mode
@@ -67,6 +74,24 @@ class TravellerSB3Env(gym.Env):
         self.observation_space = self.aec.observation_space(agents[0])["observation"]
         self.action_space = self.aec.action_space(agents[0])
         self.current_agent: str | None = None
+        self.assist = assist
+        self.focus = tuple(focus or ())
+        self.delegate_action: int | None = None
+        if assist is not None or self.focus:
+            if assist is None or not self.focus:
+                raise ValueError("assist and focus go together: a Policy for the learner's "
+                                 "other decisions, and the action kinds the learner decides")
+            kinds = {"end_turn", "move", "stance", "draw", "reload", "aim", "attack",
+                     "leadership", "direct", "hamper", "react", "haste"}
+            unknown = sorted(set(self.focus) - kinds)
+            if unknown:
+                raise ValueError(f"focus: unknown action kinds {unknown}; kinds: "
+                                 f"{', '.join(sorted(kinds))}")
+            n = self.action_space.n
+            self._focus_mask = np.array(
+                [label.split(":")[0] in self.focus for label in self.aec.action_labels])
+            self.delegate_action = n
+            self.action_space = spaces.Discrete(n + 1)
 
     def _resolve_policies(self, policies: Any) -> dict[str, Any]:
         from agents.base import RandomPolicy
@@ -93,7 +118,8 @@ class TravellerSB3Env(gym.Env):
         super().reset(seed=seed)
         for _ in range(100):
             battle_seed = int(self.np_random.integers(2**62))
-            for i, p in enumerate({id(p): p for p in self.policies.values()}.values()):
+            seats = [*self.policies.values(), *([self.assist] if self.assist else [])]
+            for i, p in enumerate({id(p): p for p in seats}.values()):
                 p.reset(battle_seed + 1 + i)
             self.aec.reset(seed=battle_seed)
             self._advance()
@@ -107,6 +133,8 @@ class TravellerSB3Env(gym.Env):
         if self.current_agent is None:
             raise RuntimeError("step() called after the episode ended: call reset()")
         acting = self.current_agent
+        if self.delegate_action is not None and int(action) == self.delegate_action:
+            action = self._assist_action(acting)
         self.aec.step(int(action))
         reward = self._reward_now(acting)
         more, ended = self._advance(acting)
@@ -120,7 +148,20 @@ class TravellerSB3Env(gym.Env):
         """Boolean mask of the current learner decision (for ``MaskablePPO``)."""
         if self.current_agent is None:
             return np.zeros(self.action_space.n, dtype=bool)
-        return self.aec.action_mask(self.current_agent).astype(bool)
+        mask = self.aec.action_mask(self.current_agent).astype(bool)
+        if self.delegate_action is None:
+            return mask
+        return np.append(mask & self._focus_mask, True)
+
+    def _assist_action(self, agent: str) -> int:
+        obs = self.aec.observe(agent)
+        return int(self.assist.act(obs["observation"], obs["action_mask"], agent, self.aec))
+
+    def _learner_decides(self, agent: str) -> bool:
+        """With ``focus``, the learner decides only when a focus action is legal."""
+        if self.delegate_action is None:
+            return True
+        return bool((self.aec.action_mask(agent).astype(bool) & self._focus_mask).any())
 
     def render(self) -> str | np.ndarray | None:
         """Delegates to the AEC environment's ``render``."""
@@ -153,8 +194,13 @@ class TravellerSB3Env(gym.Env):
                 aec.step(None)
                 continue
             if agent in self._learner_set:
-                self.current_agent = agent
-                return reward, False
+                if self._learner_decides(agent):
+                    self.current_agent = agent
+                    return reward, False
+                self.aec.step(self._assist_action(agent))
+                if acting is not None:
+                    reward += self._reward_now(acting)
+                continue
             if learner_gone and not self.play_out:
                 return reward, True
             obs = aec.observe(agent)
