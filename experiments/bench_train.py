@@ -1,0 +1,103 @@
+"""Training speed: MaskablePPO frames per second on ``duel`` through the SB3 bridge, and the
+share of wall time spent inside the environment (issue 7).
+
+The environment's share is measured by a thin ``VecEnvWrapper`` timing every call into the
+vectorised environment (``step``, ``reset``, and the ``action_masks`` calls MaskablePPO makes)
+with ``time.perf_counter``, over one training run: low overhead, unlike a profiler, which
+inflates pure-Python code. The opponent is the uniform random policy, so the figure is the
+environment's own cost, not a scripted NPC's thinking time.
+
+    python experiments/bench_train.py --timesteps 20000 --json results/bench_train.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from pathlib import Path
+from typing import Any
+
+
+def _timed_vec_env_class() -> type:
+    from stable_baselines3.common.vec_env import VecEnvWrapper
+
+    class TimedVecEnv(VecEnvWrapper):
+        """Adds up the wall time spent in every call into the wrapped VecEnv."""
+
+        def __init__(self, venv: Any) -> None:
+            super().__init__(venv)
+            self.elapsed = 0.0
+
+        def reset(self) -> Any:
+            t = time.perf_counter()
+            out = self.venv.reset()
+            self.elapsed += time.perf_counter() - t
+            return out
+
+        def step_async(self, actions: Any) -> None:
+            t = time.perf_counter()
+            self.venv.step_async(actions)
+            self.elapsed += time.perf_counter() - t
+
+        def step_wait(self) -> Any:
+            t = time.perf_counter()
+            out = self.venv.step_wait()
+            self.elapsed += time.perf_counter() - t
+            return out
+
+        def env_method(self, *args: Any, **kwargs: Any) -> Any:
+            t = time.perf_counter()
+            out = self.venv.env_method(*args, **kwargs)
+            self.elapsed += time.perf_counter() - t
+            return out
+
+        def has_attr(self, attr_name: str) -> bool:
+            return self.venv.has_attr(attr_name)
+
+    return TimedVecEnv
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Train briefly, print frames per second and the environment's share of wall time."""
+    parser = argparse.ArgumentParser(description="MaskablePPO training speed on duel")
+    parser.add_argument("--timesteps", type=int, default=20_000)
+    parser.add_argument("--scenario", default="duel")
+    parser.add_argument("--n-envs", type=int, default=1)
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args(argv)
+
+    import torch
+    from sb3_contrib import MaskablePPO
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from traveller_env.sb3 import make_sb3_env
+
+    TimedVecEnv = _timed_vec_env_class()
+
+    torch.set_num_threads(1)
+    venv = TimedVecEnv(DummyVecEnv([make_sb3_env(args.scenario, learner="blue")] * args.n_envs))
+    model = MaskablePPO("MlpPolicy", venv, n_steps=512, batch_size=256, seed=0, verbose=0)
+    model.learn(1024)  # warm-up
+    venv.elapsed = 0.0
+    start = time.perf_counter()
+    model.learn(args.timesteps, reset_num_timesteps=True)
+    wall = time.perf_counter() - start
+    share = venv.elapsed / wall
+    fps = args.timesteps / wall
+    print(f"MaskablePPO on {args.scenario} ({args.n_envs} env, torch threads 1): "
+          f"{fps:,.0f} steps/s over {args.timesteps} steps ({wall:.1f} s)")
+    print(f"time inside the environment: {share:.1%} of wall time")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({
+            "scenario": args.scenario, "timesteps": args.timesteps, "n_envs": args.n_envs,
+            "fps": fps, "env_share": share, "python": platform.python_version(),
+            "torch": torch.__version__}, indent=2) + "\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
