@@ -22,11 +22,25 @@ class TrainedPolicy:
     """
 
     def __init__(self, model: Any, name: str, deterministic: bool = True,
-                 seed: int | None = None) -> None:
+                 seed: int | None = None, relative: bool = False) -> None:
         self.model = model
         self.name = name
         self.deterministic = deterministic
         self.rng = np.random.default_rng(seed)
+        self.relative = relative  # the model names targets by slot (encoding.RelativeActions)
+
+    def model_mask(self, action_mask: np.ndarray, agent: str, env: Any) -> np.ndarray:
+        """The environment's (absolute) mask in the model's action space."""
+        mask = np.asarray(action_mask).astype(bool)
+        if self.relative:
+            return getattr(env, "unwrapped", env).relative_actions.mask(agent, mask)
+        return mask
+
+    def to_env_action(self, index: int, agent: str, env: Any) -> int:
+        """The environment's action index for the model's action ``index``."""
+        if self.relative:
+            return getattr(env, "unwrapped", env).relative_actions.to_absolute(agent, index)
+        return index
 
     def reset(self, seed: int | None = None) -> None:
         """Re-seed the sampling generator (``None`` keeps the current stream)."""
@@ -35,8 +49,15 @@ class TrainedPolicy:
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray, agent: str,
             env: Any) -> int:
-        """The model's action for this observation, restricted to the legal ones."""
-        mask = np.asarray(action_mask).astype(bool)
+        """The model's action for this observation, restricted to the legal ones. A mask or
+        an observation whose shape does not fit the model raises ``ValueError``."""
+        mask = self.model_mask(action_mask, agent, env)
+        return self.to_env_action(self.choose(observation, mask), agent, env)
+
+    def choose(self, observation: np.ndarray, mask: np.ndarray) -> int:
+        """The model's action index for an observation and a mask in its own action space."""
+        mask = np.asarray(mask).astype(bool)
+        self._check_shapes(observation, mask)
         if self.deterministic:
             action, _ = self.model.predict(observation, action_masks=mask, deterministic=True)
             action = int(np.asarray(action).reshape(-1)[0])
@@ -47,9 +68,22 @@ class TrainedPolicy:
             return int(np.argmax(probs))
         return int(self.rng.choice(len(probs), p=probs))
 
+    def _check_shapes(self, observation: np.ndarray, mask: np.ndarray) -> None:
+        n = self.model.action_space.n
+        if mask.shape != (n,):
+            raise ValueError(f"{self.name}: action mask of shape {mask.shape}, but the model "
+                             f"takes Discrete({n}) actions: a mask of {n} entries")
+        want = self.model.observation_space.shape
+        if np.shape(observation) != want:
+            raise ValueError(f"{self.name}: observation of shape {np.shape(observation)}, but "
+                             f"the model expects {want}")
+
     def probabilities(self, observation: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """The model's masked action probabilities (they sum to 1 over the legal actions)."""
         import torch
+
+        mask = np.asarray(mask).astype(bool)
+        self._check_shapes(observation, mask)
 
         policy = self.model.policy
         obs, _ = policy.obs_to_tensor(observation)
@@ -82,15 +116,16 @@ class AssistedPolicy:
             env: Any) -> int:
         """The model's focus decision, or the assistant's action."""
         env = getattr(env, "unwrapped", env)
+        labels = env.relative_actions.labels if self.trained.relative else env.action_labels
         focus_mask = self._focus_masks.get(id(env))
         if focus_mask is None:
-            focus_mask = np.array([lbl.split(":")[0] in self.focus for lbl in env.action_labels])
+            focus_mask = np.array([lbl.split(":")[0] in self.focus for lbl in labels])
             self._focus_masks[id(env)] = focus_mask
-        mine = np.asarray(action_mask).astype(bool) & focus_mask
+        mine = self.trained.model_mask(action_mask, agent, env) & focus_mask
         if mine.any():
-            action = self.trained.act(observation, np.append(mine, True), agent, env)
+            action = self.trained.choose(observation, np.append(mine, True))
             if action < len(mine):
-                return action
+                return self.trained.to_env_action(action, agent, env)
         return int(self.assist.act(observation, action_mask, agent, env))
 
 
@@ -112,8 +147,10 @@ def load_policy(path: str | Path, scenario: ScenarioSource, deterministic: bool 
                 assist: Any = None) -> TrainedPolicy | AssistedPolicy:
     """Load a ``MaskablePPO`` ``.zip`` for ``scenario`` (built-in name, path or dict).
 
-    A model trained with the bridge's ``assist``/``focus`` (one extra action) comes back as an
-    ``AssistedPolicy``: its assistant is ``assist`` or, by default, the scripted policy named
+    The model's ``.meta.json`` (written by the training scripts) tells whether it names targets
+    by slot (``action_targets: relative``), which the policy then translates for the seat it
+    plays. A model trained with the bridge's ``assist``/``focus`` (one extra action) comes back
+    as an ``AssistedPolicy``: its assistant is ``assist`` or, by default, the scripted policy named
     in the model's ``.meta.json``. Raises ``FileNotFoundError`` when the file is missing and
     ``ValueError`` naming the file and the mismatch when the model's action or observation
     space does not fit the scenario's (``Discrete(N)`` actions, ``Box((D,))`` observations).
@@ -130,20 +167,25 @@ def load_policy(path: str | Path, scenario: ScenarioSource, deterministic: bool 
     try:
         model = MaskablePPO.load(str(path), device="cpu")
     except Exception as exc:  # a zip that is not a MaskablePPO checkpoint
-        raise ValueError(f"{path}: cannot be loaded as a MaskablePPO model: {exc}") from exc
+        raise ValueError(f"{path}: cannot be loaded as a MaskablePPO model (an empty, truncated "
+                         f"or corrupt file, or not an SB3 checkpoint): {exc}") from exc
     label = env.scenario.name
     got_act = model.action_space
     meta = read_meta(path)
-    assisted = bool(meta.get("focus")) and getattr(got_act, "n", None) == want_act.n + 1
-    if getattr(got_act, "n", None) != want_act.n and not assisted:
+    relative = meta.get("action_targets") == "relative"
+    want_n = env.relative_actions.n if relative else want_act.n
+    assisted = bool(meta.get("focus")) and getattr(got_act, "n", None) == want_n + 1
+    if getattr(got_act, "n", None) != want_n and not assisted:
         trained_on = f" (trained on {meta['scenario']!r})" if meta.get("scenario") else ""
+        kind = "slot-relative " if relative else ""
         raise ValueError(f"{path}: action space {got_act}{trained_on} does not fit scenario "
-                         f"{label!r}, which has Discrete({want_act.n}) actions")
+                         f"{label!r}, which has Discrete({want_n}) {kind}actions")
     got_obs = model.observation_space
     if getattr(got_obs, "shape", None) != want_obs.shape:
         raise ValueError(f"{path}: observation space {got_obs} does not fit scenario "
                          f"{label!r}, whose observation vectors have shape {want_obs.shape}")
-    policy = TrainedPolicy(model, name or path.stem, deterministic=deterministic, seed=seed)
+    policy = TrainedPolicy(model, name or path.stem, deterministic=deterministic, seed=seed,
+                           relative=relative)
     if not assisted:
         return policy
     if assist is None:

@@ -3,9 +3,10 @@
 One policy plays ``blue_0`` in every ``range_*`` scenario (one rifleman, one passive target at
 a chosen distance; reward +1 for the knock-out and -0.05 per extra round) and in ``duel``
 against the scripted ``marksman`` and ``rush`` (win +1, loss -1), all at once through the SB3
-bridge. The report compares, per range band, the learned policy's mean rounds to incapacitate
-and aims before the first shot with the exact optimum of ``agents/aiming.py``, and gives its
-``duel`` win rate against each scripted policy with 95% intervals.
+bridge, on both sides of ``duel`` (targets are named by observation slot, so one policy
+fits every seat). The report compares, per range band, the learned policy's mean rounds to
+incapacitate and aims before the first shot with the exact optimum of ``agents/aiming.py``,
+and gives its ``duel`` win rate against each scripted policy with 95% intervals.
 
     python experiments/train_aiming.py --total-timesteps 300000 --seed 1
 
@@ -31,8 +32,6 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from agents.registry import make_policy
-from agents.trained import CheckpointPool, load_policy
 from train_common import (
     add_dataclass_args,
     atomic_save_model,
@@ -46,6 +45,8 @@ import traveller_env
 from agents.aiming import problem_from_battle, solve
 from agents.base import PassivePolicy
 from agents.evaluation import evaluate_matchup, evaluate_range
+from agents.registry import make_policy
+from agents.trained import CheckpointPool, load_policy
 from traveller_env.sb3 import TravellerSB3Env
 
 BANDS = ("short", "medium", "long", "extreme")
@@ -65,6 +66,8 @@ class Args:
     """range bands to train on (range_<band> scenarios), comma-separated"""
     duel_opponents: str = "marksman,rush"
     """scripted opponents in duel during training, comma-separated ('' for none)"""
+    relative_actions: bool = True
+    """name targets by observation slot, so the policy can play either side"""
     self_play: str = "none"
     """'none', 'shared' (one policy in every duel seat) or 'pool' (duel vs past checkpoints)"""
     pool_every: int = 25_000
@@ -97,19 +100,23 @@ class Args:
 
 def make_envs(args: Args, run_dir: Path) -> list[Any]:
     """Factories of the training environments (one per band and per duel opponent)."""
+    rel = args.relative_actions
     factories = []
     for band in [b for b in args.bands.split(",") if b]:
         factories.append(lambda band=band: TravellerSB3Env(
-            f"range_{band}", learner="blue_0", policies=PassivePolicy()))
+            f"range_{band}", learner="blue_0", policies=PassivePolicy(), relative_actions=rel))
+    sides = ("blue", "red") if rel else ("blue",)  # absolute targets tie a policy to a seat
     if args.self_play == "shared":
-        factories.append(lambda: TravellerSB3Env("duel", learner="all"))
+        factories.append(lambda: TravellerSB3Env("duel", learner="all", relative_actions=rel))
     elif args.self_play == "pool":
-        factories.append(lambda: TravellerSB3Env(
-            "duel", learner="blue", policies=CheckpointPool(run_dir / "pool", "duel",
-                                                            fallback="marksman")))
+        for side in sides:
+            factories.append(lambda side=side: TravellerSB3Env(
+                "duel", learner=side, relative_actions=rel,
+                policies=CheckpointPool(run_dir / "pool", "duel", fallback="marksman")))
     for name in [o for o in args.duel_opponents.split(",") if o]:
-        factories.append(lambda name=name: TravellerSB3Env(
-            "duel", learner="blue", policies=make_policy(name)))
+        for side in sides:
+            factories.append(lambda name=name, side=side: TravellerSB3Env(
+                "duel", learner=side, policies=make_policy(name), relative_actions=rel))
     return factories
 
 
@@ -175,13 +182,16 @@ def train(args: Args) -> Path:
     if args.self_play == "pool":
         from train_common import PoolCheckpointCallback
 
-        callback = PoolCheckpointCallback(run_dir / "pool", args.pool_every)
+        callback = PoolCheckpointCallback(
+            run_dir / "pool", args.pool_every,
+            targets="relative" if args.relative_actions else "absolute")
     start = time.perf_counter()
     model.learn(total_timesteps=args.total_timesteps, callback=callback,
                 tb_log_name="ppo", progress_bar=False)
     train_seconds = time.perf_counter() - start
     model_path = run_dir / "model.zip"
-    atomic_save_model(model, model_path, scenario="duel")
+    atomic_save_model(model, model_path, scenario="duel",
+                      action_targets="relative" if args.relative_actions else "absolute")
     venv.close()
     learning_curve(run_dir / "monitor.csv", run_dir / "learning_curve.png",
                    title=f"{args.exp_name} (seed {args.seed})")

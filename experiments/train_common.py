@@ -160,7 +160,7 @@ def print_matchups(rows: list[dict]) -> None:
 class PoolCheckpointCallback:
     """Self-play pool: save the learning policy every ``every`` steps into ``pool_dir``."""
 
-    def __new__(cls, pool_dir: Path, every: int):
+    def __new__(cls, pool_dir: Path, every: int, targets: str = "relative"):
         from stable_baselines3.common.callbacks import BaseCallback
 
         class _Callback(BaseCallback):
@@ -172,7 +172,8 @@ class PoolCheckpointCallback:
                 if self.num_timesteps >= self.next_save:
                     self.next_save += every
                     atomic_save_model(self.model, Path(pool_dir) /
-                                      f"ckpt_{self.num_timesteps:09d}.zip", scenario="duel")
+                                      f"ckpt_{self.num_timesteps:09d}.zip", scenario="duel",
+                                      action_targets=targets)
                 return True
 
         return _Callback()

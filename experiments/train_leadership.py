@@ -1,6 +1,6 @@
 """Learn *when to lead instead of shoot, and whom to direct*, with MaskablePPO.
 
-The learner is the blue sergeant (``blue_0``) of ``squad``; its three squad-mates play the
+The learner is the blue sergeant (``blue_0``) of the squad scenarios; its squad-mates play the
 scripted ``marksman`` and the red side is a scripted squad (``leader`` sergeant, ``marksman``
 riflemen). By default the learner decides the leadership questions only (``--focus
 leadership,direct``: lead now or not, and whom to hand each bonus), through the SB3 bridge's
@@ -9,11 +9,13 @@ makes its other decisions; ``--assist ''`` lets it learn everything. Reward: +1 
 loss, plus 0.02 per point of damage dealt and -0.02 per point taken by the blue side
 (shared). The report compares the squad's win rate with the learned
 sergeant against the same squad led by the scripted ``leader``, ``never_lead`` and
-``always_lead`` (95% Wilson intervals), and how often each sergeant leads, on ``squad``
-(Leadership 2) and on ``squad_leader0`` (Leadership 0, where leading rarely pays).
+``always_lead`` (95% Wilson intervals), and how often each sergeant leads, as a function of
+its Leadership skill: one policy trains on ``squad_commander`` (a poor shot with Leadership 3,
+where leading pays) and ``squad_commander0`` (the same with Leadership 0, where it does not),
+and is evaluated on both and on ``squad`` (a good shot with Leadership 2). The observation
+carries the sergeant's own Leadership DM, so one policy can tell the cases apart.
 
     python experiments/train_leadership.py --total-timesteps 200000 --seed 1
-    python experiments/train_leadership.py --scenario squad_leader0 --seed 1
 
 Outputs in ``runs/<run name>/`` as for ``train_aiming.py``.
 """
@@ -60,8 +62,8 @@ class Args:
     """the name of this experiment (prefix of the run name)"""
     seed: int = 1
     """seed of everything: Python, NumPy, torch, the environments"""
-    scenario: str = "squad"
-    """training scenario: squad (Leadership 2) or squad_leader0 (Leadership 0)"""
+    scenarios: str = "squad_commander,squad_commander0"
+    """training scenarios, comma-separated (the environments cycle through them)"""
     total_timesteps: int = 200_000
     """learner decisions to train for"""
     mates: str = "marksman"
@@ -92,7 +94,7 @@ class Args:
     """hidden layer sizes of policy and value networks"""
     eval_battles: int = 400
     """evaluation battles per sergeant and scenario"""
-    eval_scenarios: str = "squad,squad_leader0"
+    eval_scenarios: str = "squad_commander,squad_commander0,squad"
     """scenarios to evaluate on, comma-separated"""
     torch_threads: int = 1
     """torch CPU threads"""
@@ -155,16 +157,17 @@ def train(args: Args) -> Path:
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.torch_threads)
 
-    run_dir = make_run_dir(args.runs_dir, f"{args.exp_name}_{args.scenario}", args.seed)
+    run_dir = make_run_dir(args.runs_dir, args.exp_name, args.seed)
     write_json(run_dir / "config.json",
                {"args": dataclasses.asdict(args), "rewards": REWARDS}, with_versions=True)
-    sc = scenario_with_rewards(args.scenario)
+    scenarios = [scenario_with_rewards(name) for name in args.scenarios.split(",") if name]
     focus = tuple(f for f in args.focus.split(",") if f) if args.assist else ()
 
     def factory(k: int) -> TravellerSB3Env:
         assist = make_policy(args.assist, seed=1000 * k + 99) if args.assist else None
-        return TravellerSB3Env(sc, learner="blue_0", policies=other_policies(args, 1000 * k),
-                               assist=assist, focus=focus or None)
+        return TravellerSB3Env(scenarios[k % len(scenarios)], learner="blue_0",
+                               policies=other_policies(args, 1000 * k), assist=assist,
+                               focus=focus or None, relative_actions=True)
 
     factories = [lambda k=k: factory(k) for k in range(args.n_envs)]
     venv = VecMonitor(DummyVecEnv(factories), str(run_dir / "monitor.csv"))
@@ -180,10 +183,11 @@ def train(args: Args) -> Path:
     train_seconds = time.perf_counter() - start
     model_path = run_dir / "model.zip"
     extra = {"assist": args.assist, "focus": list(focus)} if focus else {}
-    atomic_save_model(model, model_path, scenario=args.scenario, **extra)
+    extra["action_targets"] = "relative"
+    atomic_save_model(model, model_path, scenario=args.scenarios, **extra)
     venv.close()
     learning_curve(run_dir / "monitor.csv", run_dir / "learning_curve.png",
-                   title=f"{args.exp_name} on {args.scenario} (seed {args.seed})")
+                   title=f"{args.exp_name} on {args.scenarios} (seed {args.seed})")
     rows = []
     for scenario in [s for s in args.eval_scenarios.split(",") if s]:
         learned = load_policy(model_path, scenario, name="learned")
@@ -193,7 +197,7 @@ def train(args: Args) -> Path:
                "total_timesteps": args.total_timesteps,
                "fps": args.total_timesteps / train_seconds}
     write_json(run_dir / "evaluation.json", results)
-    print(f"\ntrained {args.total_timesteps} steps on {args.scenario} in {train_seconds:.0f} s "
+    print(f"\ntrained {args.total_timesteps} steps on {args.scenarios} in {train_seconds:.0f} s "
           f"({args.total_timesteps / train_seconds:.0f} steps/s); run: {run_dir}")
     print_table(rows)
     print(f"learning curve: {run_dir / 'learning_curve.png'}")

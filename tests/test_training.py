@@ -158,7 +158,7 @@ def test_train_leadership_smoke(runs):
 
     run = train_leadership.train(train_leadership.Args(
         total_timesteps=128, n_envs=1, n_steps=64, batch_size=64, n_epochs=1, eval_battles=1,
-        eval_scenarios="squad_leader0", runs_dir=str(runs)))
+        eval_scenarios="squad_commander0", runs_dir=str(runs)))
     evaluation = json.loads((run / "evaluation.json").read_text())
     assert [r["sergeant"] for r in evaluation["evaluation"]] == [
         "learned", "leader", "never_lead", "always_lead"]

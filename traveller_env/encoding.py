@@ -17,7 +17,7 @@ import numpy as np
 from .rules.actions import Action, parse_action
 from .rules.battle import Battle
 
-__all__ = ["ActionCatalogue"]
+__all__ = ["ActionCatalogue", "RelativeActions"]
 
 
 class ActionCatalogue:
@@ -94,3 +94,57 @@ class ActionCatalogue:
             for i, action in enumerate(self.actions):
                 out[i] = battle.why_illegal(action) is None
         return out
+
+
+class RelativeActions:
+    """Seat-independent action indices: targets named by observation slot, not by agent id.
+
+    The absolute labels (``attack:red_0``) mean different things to different seats, so one
+    policy cannot play both sides with them. Here every targeted action (``aim``, ``attack``,
+    ``direct``, ``hamper``) names a slot of the observer's observation instead
+    (``attack:enemy0``, ``direct:ally1``; see ``ObservationBuilder.slots``), so that the same
+    index means the same thing from every seat. ``labels`` are the relative labels;
+    ``to_absolute(agent, i)`` and ``mask(agent, absolute_mask)`` translate.
+    """
+
+    def __init__(self, catalogue: ActionCatalogue, slots: dict[str, list[str | None]],
+                 slot_names: list[str]) -> None:
+        self.labels: list[str] = []
+        rows: list[tuple[str, int] | tuple[str, str, int]] = []
+        seen: set[str] = set()
+        for i, action in enumerate(catalogue.actions):
+            if action.kind in ("aim", "attack", "direct", "hamper"):
+                if action.kind in seen:
+                    continue
+                seen.add(action.kind)
+                for k, name in enumerate(slot_names):
+                    self.labels.append(f"{action.kind}:{name}")
+                    rows.append((action.kind, "slot", k))
+            else:
+                self.labels.append(action.label)
+                rows.append(("fixed", i))
+        self.n = len(self.labels)
+        self._perm: dict[str, np.ndarray] = {}
+        for agent, occupants in slots.items():
+            perm = np.full(self.n, catalogue.n, dtype=np.int64)  # n: an always-0 sentinel
+            for j, row in enumerate(rows):
+                if row[0] == "fixed":
+                    perm[j] = row[1]
+                else:
+                    occupant = occupants[row[2]]
+                    if occupant is not None:
+                        perm[j] = catalogue.index(f"{row[0]}:{occupant}")
+            self._perm[agent] = perm
+        self._n_abs = catalogue.n
+
+    def to_absolute(self, agent: str, index: int) -> int:
+        """The absolute action index of relative action ``index`` for ``agent``."""
+        absolute = int(self._perm[agent][index])
+        if absolute == self._n_abs:
+            raise ValueError(f"{agent}: relative action {self.labels[index]!r} names an empty "
+                             "slot")
+        return absolute
+
+    def mask(self, agent: str, absolute_mask: np.ndarray) -> np.ndarray:
+        """The relative mask of ``agent`` from its absolute mask."""
+        return np.append(absolute_mask, 0).astype(absolute_mask.dtype)[self._perm[agent]]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import secrets
 from collections.abc import Mapping
 from pathlib import Path
@@ -12,7 +13,8 @@ from gymnasium import spaces
 from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
-from .encoding import ActionCatalogue
+from .encoding import ActionCatalogue, RelativeActions
+from .invariants import InvariantError, check_invariants, check_new_events
 from .observations import ObservationBuilder
 from .rules.battle import Battle
 from .rules.dice import Dice
@@ -91,7 +93,20 @@ class TravellerEnv(AECEnv):
     ``scenario``: built-in name, path or dict; ``render_mode``: ``None``, ``"ansi"`` or
     ``"rgb_array"``; keyword options override the scenario's ``options`` (``hastening``,
     ``reactions``, ``comms_range_m``, ``illegal_action``: ``"raise"`` (default) or
-    ``"penalize"``), and ``max_rounds`` overrides the scenario's.
+    ``"penalize"``), and ``max_rounds`` overrides the scenario's. ``check_invariants``
+    (default ``False``; a constructor keyword, not a scenario option) checks the battle's
+    invariants after ``reset`` and every ``step`` (``traveller_env.invariants``: state and new
+    events, the selected agent's mask never all zero, finite rewards) and raises
+    ``InvariantError`` (an ``AssertionError``) naming the invariant and the combatant; off, it
+    costs nothing.
+
+    ## Misuse
+    ``step``/``observe``/``last``/``state``/``action_mask`` before ``reset`` raise
+    ``RuntimeError`` ("call reset() first"), as does ``step`` once every agent is done ("the
+    episode is over: call reset()"). An action that is not an int, is out of range, or is
+    illegal raises ``ValueError`` naming the agent (and the label and reason when illegal); a
+    dead agent's only action is ``None``. Unknown agent names raise ``ValueError`` listing the
+    agents; a seed that is not an int raises ``TypeError``.
 
     ## Version History
     * v0: initial release.
@@ -106,6 +121,10 @@ class TravellerEnv(AECEnv):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode {render_mode!r} is not supported; use None, "
                              + " or ".join(repr(m) for m in self.metadata["render_modes"]))
+        check = options.pop("check_invariants", False)
+        if not isinstance(check, bool):
+            raise TypeError(f"check_invariants must be True or False, got {check!r}")
+        self._check_invariants = check
         sc = load_scenario(scenario)
         max_rounds = options.pop("max_rounds", None)
         if max_rounds is not None:
@@ -169,6 +188,20 @@ class TravellerEnv(AECEnv):
         self._check_agent(agent)
         return self._obs_builder.slots(agent)
 
+    @property
+    def relative_actions(self) -> RelativeActions:
+        """Seat-independent action indices (targets named by observation slot), for policies
+        that play more than one seat; see ``encoding.RelativeActions``."""
+        rel = getattr(self, "_relative", None)
+        if rel is None:
+            b = self._obs_builder
+            names = ([f"ally{k}" for k in range(b.n_ally_slots)]
+                     + [f"enemy{k}" for k in range(b.n_enemy_slots)])
+            rel = RelativeActions(self._catalogue, {a: b.slots(a) for a in self.possible_agents},
+                                  names)
+            self._relative = rel
+        return rel
+
     def observation_space(self, agent: str) -> spaces.Dict:
         """The (cached) observation space; the same object on every call."""
         self._check_agent(agent)
@@ -208,15 +241,34 @@ class TravellerEnv(AECEnv):
         self._skip_agent_selection = None
         self.agent_selection = self.battle.current_agent
         self._refresh_info(self.agent_selection)
+        if self._check_invariants:
+            self._run_invariant_checks(0)
+
+    def _require_reset(self, what: str) -> None:
+        if self.battle is None:
+            raise RuntimeError(f"{what} called before reset(): call reset() first")
+
+    def last(self, observe: bool = True) -> tuple:
+        """``(observation, cumulative reward, terminated, truncated, info)`` of the selected
+        agent (PettingZoo's ``last``)."""
+        self._require_reset("last()")
+        if not self.agents:
+            raise RuntimeError("last() called after the episode is over (every agent is "
+                               "done): call reset()")
+        return super().last(observe)
 
     def observe(self, agent: str) -> dict[str, np.ndarray]:
         """``{"observation": float32 vector, "action_mask": int8 mask}`` for ``agent``."""
+        self._require_reset("observe()")
         self._check_agent(agent)
         obs = self._obs_builder.observe(self.battle, agent)
         return {"observation": obs, "action_mask": self._mask_for(agent)}
 
     def action_mask(self, agent: str | None = None) -> np.ndarray:
         """The action mask of ``agent`` (default: the selected agent)."""
+        self._require_reset("action_mask()")
+        if agent is not None:
+            self._check_agent(agent)
         return self._mask_for(self.agent_selection if agent is None else agent)
 
     def _mask_for(self, agent: str) -> np.ndarray:
@@ -227,15 +279,27 @@ class TravellerEnv(AECEnv):
 
     def state(self) -> np.ndarray:
         """The global state vector (see ``state_labels``)."""
+        self._require_reset("state()")
         return self._obs_builder.state(self.battle)
 
     def step(self, action: int | np.integer | None) -> None:
         """Take ``action`` (an index into ``action_labels``) for the selected agent."""
+        self._require_reset("step()")
+        if not self.agents:
+            raise RuntimeError("step() called after the episode is over (every agent is "
+                               "terminated or truncated): call reset() to start a new one")
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
+            if action is not None:
+                state = "terminated" if self.terminations[agent] else "truncated"
+                raise ValueError(f"{agent} is {state}: its only valid action is None (its "
+                                 f"dead step), got {action!r}")
+            first_event = len(self.battle.events)
             self._was_dead_step(action)
             if self.agents:  # the restored selection's info may predate the fatal step
                 self._refresh_info(self.agent_selection)
+            if self._check_invariants:
+                self._run_invariant_checks(first_event)
             return
         b = self.battle
         if action is None:
@@ -243,8 +307,10 @@ class TravellerEnv(AECEnv):
                              "truncated; this agent must choose an action")
         if isinstance(action, bool) or not isinstance(action, int | np.integer) or not (
                 0 <= int(action) < self._catalogue.n):
-            raise ValueError(f"{agent}: action {action!r} is out of range; expected an int in "
-                             f"[0, {self._catalogue.n})")
+            kind = "" if isinstance(action, int | np.integer) and not isinstance(
+                action, bool) else f" (a {type(action).__name__}, not an int)"
+            raise ValueError(f"{agent}: action {action!r}{kind} is out of range; expected an "
+                             f"int in [0, {self._catalogue.n}), an index into action_labels")
         act = self._catalogue.actions[int(action)]
         reason = b.why_illegal(act)
         if reason is not None and self.scenario.options.illegal_action == "raise":
@@ -273,6 +339,26 @@ class TravellerEnv(AECEnv):
             if self.terminations[a] or self.truncations[a]:
                 self._refresh_info(a)
         self._refresh_info(self.agent_selection)
+        if self._check_invariants:
+            self._run_invariant_checks(first_event)
+
+    def _run_invariant_checks(self, first_event: int) -> None:
+        """``check_invariants=True``: the battle's invariants after a step, plus the
+        environment's own: the selected live agent is the deciding one, with a non-zero mask,
+        and every reward is finite."""
+        b = self.battle
+        check_new_events(b, first_event)
+        mask = None
+        sel = self.agent_selection
+        if self.agents and not b.done and not (self.terminations[sel] or self.truncations[sel]):
+            if sel != b.current_agent:
+                raise InvariantError("decision", sel, f"selected, but {b.current_agent} "
+                                     "must decide")
+            mask = self._mask_for(sel)
+        check_invariants(b, self._catalogue, mask)
+        for a, r in self._cumulative_rewards.items():
+            if not math.isfinite(r):
+                raise InvariantError("reward", a, f"cumulative reward {r!r}")
 
     # ------------------------------------------------------------------ helpers
     def _refresh_info(self, agent: str) -> None:
@@ -374,6 +460,18 @@ def env(scenario: ScenarioSource = "duel", render_mode: str | None = None,
     """The environment with PettingZoo's ``OrderEnforcingWrapper``.
 
     Out-of-bounds and illegal actions are checked by the environment itself with clear
-    errors, so the assert-based wrappers are not needed.
+    errors, so the assert-based wrappers are not needed. Unlike PettingZoo's wrapper, which
+    only warns, ``step`` after the episode is over raises ``RuntimeError``.
     """
-    return wrappers.OrderEnforcingWrapper(raw_env(scenario, render_mode, **options))
+    return _OrderEnforcing(raw_env(scenario, render_mode, **options))
+
+
+class _OrderEnforcing(wrappers.OrderEnforcingWrapper):
+    """PettingZoo's ``OrderEnforcingWrapper``, with ``step`` after the end an error."""
+
+    def step(self, action: Any) -> None:
+        """Refuse a step once every agent is done; otherwise as PettingZoo's wrapper."""
+        if self._has_reset and not self.agents:
+            raise RuntimeError("step() called after the episode is over (every agent is "
+                               "terminated or truncated): call reset() to start a new one")
+        super().step(action)

@@ -39,6 +39,10 @@ class TravellerSB3Env(gym.Env):
             policy. The action space gains one action, ``delegate_action`` (= N), which hands
             the current decision to ``assist``; the mask offers the legal focus actions and
             it. Use ``agents.trained.load_policy`` with the same assist to play the model.
+        relative_actions: name targets by observation slot (``attack:enemy0``) instead of
+            by agent id, so that one policy can play any seat (``encoding.RelativeActions``;
+            ``action_labels`` lists the bridge's labels). Needed for self-play and for a
+            policy that must play both sides.
         play_out: when a single learning agent is incapacitated before the end, play the
             battle out and add its side's outcome reward (win/loss/draw) to the last step,
             so that being knocked out is never better than losing.
@@ -50,7 +54,8 @@ class TravellerSB3Env(gym.Env):
     def __init__(self, scenario: ScenarioSource = "duel", learner: str = "blue",
                  policies: Any = None, play_out: bool = True,
                  render_mode: str | None = None, assist: Any = None,
-                 focus: Iterable[str] | None = None, **options: Any) -> None:
+                 focus: Iterable[str] | None = None, relative_actions: bool = False,
+                 **options: Any) -> None:
         super().__init__()
         self.aec = TravellerEnv(scenario, render_mode=render_mode, **options)
         self.render_mode = render_mode
@@ -74,6 +79,12 @@ class TravellerSB3Env(gym.Env):
         self.observation_space = self.aec.observation_space(agents[0])["observation"]
         self.action_space = self.aec.action_space(agents[0])
         self.current_agent: str | None = None
+        self.relative = self.aec.relative_actions if relative_actions else None
+        labels = self.aec.action_labels
+        if self.relative is not None:
+            labels = self.relative.labels
+            self.action_space = spaces.Discrete(self.relative.n)
+        self.action_labels = list(labels)
         self.assist = assist
         self.focus = tuple(focus or ())
         self.delegate_action: int | None = None
@@ -88,10 +99,12 @@ class TravellerSB3Env(gym.Env):
                 raise ValueError(f"focus: unknown action kinds {unknown}; kinds: "
                                  f"{', '.join(sorted(kinds))}")
             n = self.action_space.n
-            self._focus_mask = np.array(
-                [label.split(":")[0] in self.focus for label in self.aec.action_labels])
+            self._focus_mask = np.array([lbl.split(":")[0] in self.focus for lbl in labels])
+            self._abs_focus_mask = np.array(
+                [lbl.split(":")[0] in self.focus for lbl in self.aec.action_labels])
             self.delegate_action = n
             self.action_space = spaces.Discrete(n + 1)
+            self.action_labels.append("delegate")
 
     def _resolve_policies(self, policies: Any) -> dict[str, Any]:
         from agents.base import RandomPolicy
@@ -131,11 +144,15 @@ class TravellerSB3Env(gym.Env):
     def step(self, action: int | np.integer) -> tuple[np.ndarray, float, bool, bool, dict]:
         """Apply the learner's action, play the other seats, return the learner's reward."""
         if self.current_agent is None:
-            raise RuntimeError("step() called after the episode ended: call reset()")
+            raise RuntimeError("step() called after the episode ended (or before reset()): "
+                               "call reset()")
         acting = self.current_agent
-        if self.delegate_action is not None and int(action) == self.delegate_action:
+        action = self._check_action(action)
+        if self.delegate_action is not None and action == self.delegate_action:
             action = self._assist_action(acting)
-        self.aec.step(int(action))
+        elif self.relative is not None:
+            action = self.relative.to_absolute(acting, action)
+        self.aec.step(action)
         reward = self._reward_now(acting)
         more, ended = self._advance(acting)
         reward += more
@@ -144,11 +161,28 @@ class TravellerSB3Env(gym.Env):
         truncated = ended and b.truncated
         return self._obs(acting), float(reward), terminated, truncated, self._info()
 
+    def _check_action(self, action: Any) -> int:
+        """The action as an int in ``action_space``, or a ``ValueError`` naming the space."""
+        n = self.action_space.n
+        value = action
+        if isinstance(value, np.ndarray) and value.size == 1:
+            value = value.reshape(-1)[0]
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or not (
+                0 <= int(value) < n):
+            extra = (f"; {self.delegate_action} hands the decision to the assist policy"
+                     if self.delegate_action is not None else "")
+            raise ValueError(f"{self.current_agent}: action {action!r} is outside the bridge's "
+                             f"action space Discrete({n}): expected one int in [0, {n})"
+                             f"{extra}")
+        return int(value)
+
     def action_masks(self) -> np.ndarray:
         """Boolean mask of the current learner decision (for ``MaskablePPO``)."""
         if self.current_agent is None:
             return np.zeros(self.action_space.n, dtype=bool)
         mask = self.aec.action_mask(self.current_agent).astype(bool)
+        if self.relative is not None:
+            mask = self.relative.mask(self.current_agent, mask)
         if self.delegate_action is None:
             return mask
         return np.append(mask & self._focus_mask, True)
@@ -161,7 +195,7 @@ class TravellerSB3Env(gym.Env):
         """With ``focus``, the learner decides only when a focus action is legal."""
         if self.delegate_action is None:
             return True
-        return bool((self.aec.action_mask(agent).astype(bool) & self._focus_mask).any())
+        return bool((self.aec.action_mask(agent).astype(bool) & self._abs_focus_mask).any())
 
     def render(self) -> str | np.ndarray | None:
         """Delegates to the AEC environment's ``render``."""
