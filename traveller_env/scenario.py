@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import math
 import re
+import reprlib
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import yaml
 from pydantic import (
@@ -20,6 +21,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -66,6 +68,19 @@ def config_dir() -> Path:
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=False, frozen=True)
 
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_booleans_for_numbers(cls, v: Any, info: ValidationInfo) -> Any:
+        # YAML yes/no/true/on are booleans, which pydantic would take as 1 or 0 for a number
+        # (a position, a level, max_rounds...): refuse them wherever no bool is expected.
+        annotation = cls.model_fields[info.field_name].annotation
+        if not {int, float} & {annotation, *get_args(annotation)}:
+            return v  # not a number, nor a container of numbers
+        items = v.values() if isinstance(v, dict) else v if isinstance(v, list | tuple) else (v,)
+        if any(isinstance(x, bool) for x in items):
+            raise ValueError("a boolean (true/false, yes/no) where a number is expected")
+        return v
+
 
 class WeaponSpec(_Strict):
     """One weapon, as in ``configs/equipment.yaml`` (public field names)."""
@@ -89,7 +104,9 @@ class WeaponSpec(_Strict):
     @field_validator("damage")
     @classmethod
     def _damage(cls, v: str) -> str:
-        parse_dice(v)
+        dice = parse_dice(v)
+        if dice.count > 100 or abs(dice.modifier) > 1000:
+            raise ValueError(f"{v!r}: at most 100 dice and a modifier within +-1000")
         return v
 
     @field_validator("range", mode="before")
@@ -163,8 +180,10 @@ class RewardsSpec(_Strict):
 
     ``damage_dealt`` / ``damage_taken`` are per point of damage (after armour);
     ``per_round`` goes to every agent in play each time a new round begins (round 2 on), e.g.
-    a small negative value to prefer quick victories.
+    a small negative value to prefer quick victories. Every term is a finite number.
     """
+
+    model_config = ConfigDict(allow_inf_nan=False)
 
     win: float = 1.0
     loss: float = -1.0
@@ -297,6 +316,17 @@ def _fields_at(model: type[BaseModel], loc: tuple) -> list[str] | None:
     return None
 
 
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother = 3, 80, 80
+_REPR.maxlist = _REPR.maxtuple = _REPR.maxdict = _REPR.maxset = 6
+
+
+def _short_repr(value: Any) -> str:
+    """A bounded ``repr`` for error messages: hostile input (a huge string, a YAML alias
+    bomb) must not make the message itself huge or slow to build."""
+    return _REPR.repr(value)
+
+
 def _from_validation_error(source: str, model: type[BaseModel],
                            err: ValidationError) -> ScenarioError:
     first = err.errors()[0]
@@ -311,7 +341,7 @@ def _from_validation_error(source: str, model: type[BaseModel],
         problem = "required field is missing"
     else:
         msg = first["msg"].removeprefix("Value error, ")
-        problem = f"{msg} (got {value!r})"
+        problem = f"{msg} (got {_short_repr(value)})"
     more = len(err.errors()) - 1
     if more:
         problem += f" (and {more} more problem{'s' if more > 1 else ''})"

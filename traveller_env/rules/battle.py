@@ -847,12 +847,16 @@ class Battle:
         self._begin_turn(self.by_id[group[0]])
 
     def _finish_group(self) -> None:
-        """R2.5: combatants downed within their own tied group drop out when it has finished."""
+        """R2.5: combatants downed within their own tied group drop out when it has finished.
+        R7.5: a pool such a combatant made in its turn after being downed lapses now: its
+        leader is incapacitated and will have no next turn."""
         for cid in self._group:
             c = self.by_id[cid]
             if c.down and not c.out:
                 c.out = True
                 self._emit({"type": "out", "actor": cid})
+                for p in [p for p in self._pools if p.leader == cid]:
+                    self._lapse(p, "leader out of play")
         self._group = []
 
     def _begin_turn(self, c: Combatant) -> None:
