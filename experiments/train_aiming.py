@@ -1,7 +1,7 @@
 """Learn *when and how long to aim* with MaskablePPO, and measure it against the exact optimum.
 
 One policy plays ``blue_0`` in every ``range_*`` scenario (one rifleman, one passive target at
-a chosen distance; reward +1 for the knock-out and -0.05 per extra round) and in ``duel``
+a chosen distance; reward +1 for the knock-out and -0.25 per extra round) and in ``duel``
 against the scripted ``marksman`` and ``rush`` (win +1, loss -1), all at once through the SB3
 bridge, on both sides of ``duel`` (targets are named by observation slot, so one policy
 fits every seat). The report compares, per range band, the learned policy's mean rounds to
@@ -64,6 +64,8 @@ class Args:
     """learner decisions to train for"""
     bands: str = ",".join(BANDS)
     """range bands to train on (range_<band> scenarios), comma-separated"""
+    range_envs_per_band: int = 2
+    """training environments per range band (the duel gets one per opponent and side)"""
     duel_opponents: str = "marksman,rush"
     """scripted opponents in duel during training, comma-separated ('' for none)"""
     relative_actions: bool = True
@@ -102,7 +104,8 @@ def make_envs(args: Args, run_dir: Path) -> list[Any]:
     """Factories of the training environments (one per band and per duel opponent)."""
     rel = args.relative_actions
     factories = []
-    for band in [b for b in args.bands.split(",") if b]:
+    bands = [b for b in args.bands.split(",") if b] * args.range_envs_per_band
+    for band in bands:
         factories.append(lambda band=band: TravellerSB3Env(
             f"range_{band}", learner="blue_0", policies=PassivePolicy(), relative_actions=rel))
     sides = ("blue", "red") if rel else ("blue",)  # absolute targets tie a policy to a seat

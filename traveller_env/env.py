@@ -16,7 +16,7 @@ from pettingzoo.utils import wrappers
 from .encoding import ActionCatalogue, RelativeActions
 from .invariants import InvariantError, check_invariants, check_new_events
 from .observations import ObservationBuilder
-from .rules.battle import Battle
+from .rules.battle import Battle, IllegalActionError
 from .rules.dice import Dice
 from .scenario import Scenario, build_battle, load_scenario, with_options
 from .view import BattleView
@@ -150,6 +150,8 @@ class TravellerEnv(AECEnv):
         self.state_space = spaces.Box(-1.0, 1.0, shape=(self._obs_builder.state_size,),
                                       dtype=np.float32)
         self.battle: Battle | None = None
+        self._mask_key: tuple | None = None
+        self._mask_cache: np.ndarray | None = None
 
     # ------------------------------------------------------------------ public metadata
     @property
@@ -231,6 +233,7 @@ class TravellerEnv(AECEnv):
         if dice is not None and not isinstance(dice, Dice):
             raise TypeError(f"reset options['dice'] must be a Dice, got {type(dice).__name__}")
         self.battle = build_battle(self.scenario, dice=dice or Dice(self.seed))
+        self._mask_key = None  # a new battle may reuse the old one's id()
         self.agents = list(self.possible_agents)
         self.rewards = dict.fromkeys(self.agents, 0.0)
         self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
@@ -275,7 +278,14 @@ class TravellerEnv(AECEnv):
         b = self.battle
         if b.done or agent != b.current_agent or agent != self.agent_selection:
             return np.zeros(self._catalogue.n, dtype=np.int8)
-        return self._catalogue.mask(b)
+        # Every change to a battle appends an event, except declaring an attack, which only
+        # hands the decision to the target (phase "reaction"): so (battle, log length, phase,
+        # decider) identifies the decision, and its mask is computed once however often asked.
+        key = (id(b), len(b.events), b.phase, agent)
+        if self._mask_key != key:
+            self._mask_cache = self._catalogue.mask(b)
+            self._mask_key = key
+        return self._mask_cache.copy()
 
     def state(self) -> np.ndarray:
         """The global state vector (see ``state_labels``)."""
@@ -312,20 +322,19 @@ class TravellerEnv(AECEnv):
             raise ValueError(f"{agent}: action {action!r}{kind} is out of range; expected an "
                              f"int in [0, {self._catalogue.n}), an index into action_labels")
         act = self._catalogue.actions[int(action)]
-        reason = b.why_illegal(act)
-        if reason is not None and self.scenario.options.illegal_action == "raise":
-            # Refused before any state changes (the accumulated reward stays for a retry).
-            raise ValueError(f"{agent}: illegal action {act.label!r} "
-                             f"(index {int(action)}): {reason}")
-        self._cumulative_rewards[agent] = 0.0
         first_event = len(b.events)
-        self._cursor[agent] = first_event
         penalty = 0.0
-        if reason is not None:
-            b.forfeit(act.label, reason)
+        try:
+            b.apply(act)  # checks legality first and changes nothing when it refuses
+        except IllegalActionError as exc:
+            if self.scenario.options.illegal_action == "raise":
+                # Refused before any state changes (the accumulated reward stays for a retry).
+                raise ValueError(f"{agent}: illegal action {act.label!r} "
+                                 f"(index {int(action)}): {exc.reason}") from None
+            b.forfeit(act.label, exc.reason)
             penalty = -1.0
-        else:
-            b.apply(act)
+        self._cumulative_rewards[agent] = 0.0
+        self._cursor[agent] = first_event
         self._clear_rewards()
         self._score(b.events, first_event)
         if penalty:
