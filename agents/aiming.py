@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any
 
 import numpy as np
 
 from traveller_env.rules.battle import Battle
-from traveller_env.rules.checks import TARGET_NUMBER
+from traveller_env.rules.checks import TARGET_NUMBER, dice_sum_distribution
 from traveller_env.rules.damage import apply_damage, is_incapacitated
 from traveller_env.rules.dice import DiceExpr
 
@@ -65,22 +64,10 @@ class AimProblem:
     target: tuple[int, int, int]
 
 
-@cache
-def _dice_sum_distribution(n: int) -> dict[int, float]:
-    dist = {0: 1.0}
-    for _ in range(n):
-        nxt: dict[int, float] = {}
-        for s, p in dist.items():
-            for face in range(1, 7):
-                nxt[s + face] = nxt.get(s + face, 0.0) + p / 6
-        dist = nxt
-    return dist
-
-
 def outcome_distribution(problem: AimProblem, aim: int) -> dict[int, float]:
     """``{damage: probability}`` of one attack with ``aim`` (damage 0 includes misses)."""
     out: dict[int, float] = {}
-    dice = _dice_sum_distribution(problem.damage.count)
+    dice = dice_sum_distribution(problem.damage.count)
     for s in range(2, 13):
         p_roll = (6 - abs(s - 7)) / 36
         effect = s + problem.base_dm + aim - TARGET_NUMBER

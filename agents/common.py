@@ -27,7 +27,12 @@ from typing import Any
 import numpy as np
 
 from traveller_env.rules.battle import range_dm
-from traveller_env.rules.checks import effect_distribution, skill_dm, skill_level
+from traveller_env.rules.checks import (
+    dice_sum_distribution,
+    effect_distribution,
+    skill_dm,
+    skill_level,
+)
 from traveller_env.rules.grid import DIRECTIONS, SQUARE_M
 from traveller_env.view import BattleView, CombatantView
 
@@ -60,17 +65,9 @@ def chebyshev(a: Square, b: Square) -> int:
 
 
 # ============================================================================ attack arithmetic
-@lru_cache(maxsize=64)
 def _damage_dice(count: int, modifier: int) -> tuple[tuple[int, float], ...]:
     """Exact distribution of ``count``D6 + ``modifier`` as ``((value, probability), ...)``."""
-    dist = {0: 1.0}
-    for _ in range(count):
-        nxt: dict[int, float] = {}
-        for v, p in dist.items():
-            for face in range(1, 7):
-                nxt[v + face] = nxt.get(v + face, 0.0) + p / 6
-        dist = nxt
-    return tuple(sorted((v + modifier, p) for v, p in dist.items()))
+    return tuple(sorted((v + modifier, p) for v, p in dice_sum_distribution(count).items()))
 
 
 @lru_cache(maxsize=200_000)

@@ -21,23 +21,23 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import random
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from train_common import (
+    PPOArgs,
     add_dataclass_args,
     atomic_save_model,
     learning_curve,
+    make_model,
     make_run_dir,
     print_matchups,
+    seed_everything,
     write_json,
 )
 
@@ -53,15 +53,11 @@ BANDS = ("short", "medium", "long", "extreme")
 
 
 @dataclass
-class Args:
+class Args(PPOArgs):
     """Arguments of the aiming experiment (each is also a ``--flag``)."""
 
     exp_name: str = "aiming"
     """the name of this experiment (prefix of the run name)"""
-    seed: int = 1
-    """seed of everything: Python, NumPy, torch, the environments"""
-    total_timesteps: int = 300_000
-    """learner decisions to train for"""
     bands: str = ",".join(BANDS)
     """range bands to train on (range_<band> scenarios), comma-separated"""
     range_envs_per_band: int = 2
@@ -74,30 +70,10 @@ class Args:
     """'none', 'shared' (one policy in every duel seat) or 'pool' (duel vs past checkpoints)"""
     pool_every: int = 25_000
     """self-play pool: save a checkpoint every this many steps"""
-    learning_rate: float = 3e-4
-    """Adam learning rate"""
-    n_steps: int = 512
-    """rollout length per environment"""
-    batch_size: int = 256
-    """minibatch size"""
-    n_epochs: int = 10
-    """PPO epochs per rollout"""
     gamma: float = 1.0
     """discount (1: the range reward already prices every extra round)"""
-    gae_lambda: float = 0.95
-    """GAE lambda"""
-    ent_coef: float = 0.01
-    """entropy bonus"""
-    net_arch: str = "64,64"
-    """hidden layer sizes of policy and value networks"""
     eval_battles: int = 300
     """evaluation battles per range band and per duel opponent"""
-    torch_threads: int = 1
-    """torch CPU threads (1 is fastest for these small networks on 2 cores)"""
-    runs_dir: str = "runs"
-    """where run folders go"""
-    tags: list[str] = field(default_factory=list)
-    """free-form tags stored in config.json"""
 
 
 def make_envs(args: Args, run_dir: Path) -> list[Any]:
@@ -161,26 +137,14 @@ def print_range(rows: list[dict]) -> None:
 
 def train(args: Args) -> Path:
     """Train, save, evaluate; return the run folder."""
-    import torch
-    from sb3_contrib import MaskablePPO
     from stable_baselines3.common.vec_env import DummyVecEnv, VecMonitor
 
-    # Seeding: one block, everything derived from args.seed.
-    random.seed(args.seed)
-    np.random.seed(args.seed)
-    torch.manual_seed(args.seed)
-    torch.set_num_threads(args.torch_threads)
-
+    seed_everything(args.seed, args.torch_threads)
     run_dir = make_run_dir(args.runs_dir, args.exp_name, args.seed)
     write_json(run_dir / "config.json", {"args": dataclasses.asdict(args)}, with_versions=True)
     venv = VecMonitor(DummyVecEnv(make_envs(args, run_dir)), str(run_dir / "monitor.csv"))
     venv.seed(args.seed)
-    layers = [int(x) for x in args.net_arch.split(",") if x]
-    model = MaskablePPO(
-        "MlpPolicy", venv, learning_rate=args.learning_rate, n_steps=args.n_steps,
-        batch_size=args.batch_size, n_epochs=args.n_epochs, gamma=args.gamma,
-        gae_lambda=args.gae_lambda, ent_coef=args.ent_coef, seed=args.seed, verbose=0,
-        policy_kwargs={"net_arch": layers}, tensorboard_log=str(run_dir / "tb"))
+    model = make_model(args, venv, run_dir)
     callback = None
     if args.self_play == "pool":
         from train_common import PoolCheckpointCallback

@@ -18,21 +18,81 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PoolCheckpointCallback", "add_dataclass_args", "atomic_save_model",
-           "atomic_write_bytes", "learning_curve", "make_run_dir", "print_matchups",
-           "write_json"]
+__all__ = ["PPOArgs", "PoolCheckpointCallback", "add_dataclass_args", "atomic_save_model",
+           "atomic_write_bytes", "learning_curve", "make_model", "make_run_dir",
+           "print_matchups", "seed_everything", "write_json"]
+
+
+@dataclasses.dataclass
+class PPOArgs:
+    """MaskablePPO settings and run bookkeeping shared by the training scripts (each
+    script's ``Args`` extends it and may override defaults)."""
+
+    seed: int = 1
+    """seed of everything: Python, NumPy, torch, the environments"""
+    total_timesteps: int = 300_000
+    """learner decisions to train for"""
+    learning_rate: float = 3e-4
+    """Adam learning rate"""
+    n_steps: int = 512
+    """rollout length per environment"""
+    batch_size: int = 256
+    """minibatch size"""
+    n_epochs: int = 10
+    """PPO epochs per rollout"""
+    gamma: float = 1.0
+    """discount"""
+    gae_lambda: float = 0.95
+    """GAE lambda"""
+    ent_coef: float = 0.01
+    """entropy bonus"""
+    net_arch: str = "64,64"
+    """hidden layer sizes of policy and value networks"""
+    torch_threads: int = 1
+    """torch CPU threads (1 is fastest for these small networks on 2 cores)"""
+    runs_dir: str = "runs"
+    """where run folders go"""
+    tags: list[str] = dataclasses.field(default_factory=list)
+    """free-form tags stored in config.json"""
+
+
+def seed_everything(seed: int, torch_threads: int = 1) -> None:
+    """The one seeding block: Python, NumPy and torch (and torch's thread count)."""
+    import random
+
+    import numpy as np
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    torch.set_num_threads(torch_threads)
+
+
+def make_model(args: PPOArgs, venv: Any, run_dir: Path) -> Any:
+    """A MaskablePPO model for ``venv`` from ``args``, logging to TensorBoard in the run."""
+    from sb3_contrib import MaskablePPO
+
+    return MaskablePPO(
+        "MlpPolicy", venv, learning_rate=args.learning_rate, n_steps=args.n_steps,
+        batch_size=args.batch_size, n_epochs=args.n_epochs, gamma=args.gamma,
+        gae_lambda=args.gae_lambda, ent_coef=args.ent_coef, seed=args.seed, verbose=0,
+        policy_kwargs={"net_arch": [int(x) for x in args.net_arch.split(",") if x]},
+        tensorboard_log=str(Path(run_dir) / "tb"))
 
 
 def _field_docs(cls: type) -> dict[str, str]:
     """The string literal under each dataclass field (CleanRL's per-field docstrings)."""
-    tree = ast.parse(inspect.getsource(cls))
-    body = tree.body[0].body
-    docs = {}
-    for node, nxt in itertools.pairwise(body):
-        if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
-                and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant)
-                and isinstance(nxt.value.value, str)):
-            docs[node.target.id] = nxt.value.value.strip()
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):  # subclasses override their bases' docs
+        if not dataclasses.is_dataclass(klass):
+            continue
+        body = ast.parse(inspect.getsource(klass)).body[0].body
+        for node, nxt in itertools.pairwise(body):
+            if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+                    and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant)
+                    and isinstance(nxt.value.value, str)):
+                docs[node.target.id] = nxt.value.value.strip()
     return docs
 
 

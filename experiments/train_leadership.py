@@ -24,22 +24,22 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import random
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from train_common import (
+    PPOArgs,
     add_dataclass_args,
     atomic_save_model,
     learning_curve,
+    make_model,
     make_run_dir,
+    seed_everything,
     write_json,
 )
 
@@ -55,17 +55,13 @@ BASELINES = ("leader", "never_lead", "always_lead")
 
 
 @dataclass
-class Args:
+class Args(PPOArgs):
     """Arguments of the leadership experiment (each is also a ``--flag``)."""
 
     exp_name: str = "leadership"
     """the name of this experiment (prefix of the run name)"""
-    seed: int = 1
-    """seed of everything: Python, NumPy, torch, the environments"""
     scenarios: str = "squad_commander,squad_commander0"
     """training scenarios, comma-separated (the environments cycle through them)"""
-    total_timesteps: int = 200_000
-    """learner decisions to train for"""
     mates: str = "marksman"
     """scripted policy of the squad-mates and of the red riflemen"""
     enemy_leader: str = "leader"
@@ -76,32 +72,16 @@ class Args:
     """action kinds the learner decides itself when an assistant is set"""
     n_envs: int = 4
     """parallel training environments (DummyVecEnv)"""
-    learning_rate: float = 3e-4
-    """Adam learning rate"""
-    n_steps: int = 512
-    """rollout length per environment"""
-    batch_size: int = 256
-    """minibatch size"""
-    n_epochs: int = 10
-    """PPO epochs per rollout"""
+    total_timesteps: int = 200_000
+    """learner decisions to train for"""
     gamma: float = 0.995
     """discount"""
-    gae_lambda: float = 0.95
-    """GAE lambda"""
-    ent_coef: float = 0.01
-    """entropy bonus"""
     net_arch: str = "128,128"
     """hidden layer sizes of policy and value networks"""
     eval_battles: int = 400
     """evaluation battles per sergeant and scenario"""
     eval_scenarios: str = "squad_commander,squad_commander0,squad"
     """scenarios to evaluate on, comma-separated"""
-    torch_threads: int = 1
-    """torch CPU threads"""
-    runs_dir: str = "runs"
-    """where run folders go"""
-    tags: list[str] = field(default_factory=list)
-    """free-form tags stored in config.json"""
 
 
 def scenario_with_rewards(name: str) -> dict:
@@ -148,15 +128,9 @@ def evaluate_sergeant(sergeant: Any, scenario: str, args: Args, seed: int = 30_0
 
 def train(args: Args) -> Path:
     """Train, save, evaluate; return the run folder."""
-    import torch
-    from sb3_contrib import MaskablePPO
     from stable_baselines3.common.vec_env import DummyVecEnv, VecMonitor
 
-    random.seed(args.seed)
-    np.random.seed(args.seed)
-    torch.manual_seed(args.seed)
-    torch.set_num_threads(args.torch_threads)
-
+    seed_everything(args.seed, args.torch_threads)
     run_dir = make_run_dir(args.runs_dir, args.exp_name, args.seed)
     write_json(run_dir / "config.json",
                {"args": dataclasses.asdict(args), "rewards": REWARDS}, with_versions=True)
@@ -172,12 +146,7 @@ def train(args: Args) -> Path:
     factories = [lambda k=k: factory(k) for k in range(args.n_envs)]
     venv = VecMonitor(DummyVecEnv(factories), str(run_dir / "monitor.csv"))
     venv.seed(args.seed)
-    model = MaskablePPO(
-        "MlpPolicy", venv, learning_rate=args.learning_rate, n_steps=args.n_steps,
-        batch_size=args.batch_size, n_epochs=args.n_epochs, gamma=args.gamma,
-        gae_lambda=args.gae_lambda, ent_coef=args.ent_coef, seed=args.seed, verbose=0,
-        policy_kwargs={"net_arch": [int(x) for x in args.net_arch.split(",") if x]},
-        tensorboard_log=str(run_dir / "tb"))
+    model = make_model(args, venv, run_dir)
     start = time.perf_counter()
     model.learn(total_timesteps=args.total_timesteps, tb_log_name="ppo")
     train_seconds = time.perf_counter() - start

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 
 from .dice import Dice
 
@@ -77,3 +78,16 @@ def success_probability(dm: int) -> float:
 def effect_distribution(dm: int) -> dict[int, float]:
     """Exact distribution of the Effect of ``2D + dm`` (``{effect: probability}``)."""
     return {s + dm - TARGET_NUMBER: p for s, p in _P2D6.items()}
+
+
+@lru_cache(maxsize=64)
+def dice_sum_distribution(n: int) -> dict[int, float]:
+    """Exact distribution of the sum of ``n`` six-sided dice (``{sum: probability}``)."""
+    dist = {0: 1.0}
+    for _ in range(n):
+        nxt: dict[int, float] = {}
+        for s, p in dist.items():
+            for face in range(1, 7):
+                nxt[s + face] = nxt.get(s + face, 0.0) + p / 6
+        dist = nxt
+    return dist
