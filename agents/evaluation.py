@@ -21,8 +21,8 @@ from traveller_env.rules.battle import Battle
 
 from .base import PassivePolicy, Policy
 
-__all__ = ["evaluate_matchup", "evaluate_range", "mean_interval", "play_battle",
-           "wilson_interval"]
+__all__ = ["evaluate_matchup", "evaluate_range", "format_matchups", "mean_interval",
+           "play_battle", "wilson_interval"]
 
 Z95 = 1.959963984540054
 
@@ -144,3 +144,16 @@ def evaluate_matchup(policy: Policy, opponent: Policy, scenario: str = "duel",
             "battles": battles, "wins": wins, "draws": draws, "losses": losses,
             "win_rate": wins / battles, "win_ci95": [lo, hi],
             "mean_rounds": float(np.mean(rounds))}
+
+
+def format_matchups(rows: Sequence[dict]) -> str:
+    """``evaluate_matchup`` rows as a text table (W/D/L and the Wilson 95% interval)."""
+    width = max([len("scenario"), *(len(r["scenario"]) for r in rows)]) + 2
+    lines = [f"{'scenario':<{width}}{'opponent':<12}{'W':>5}{'D':>5}{'L':>5}"
+             f"{'win rate (95% CI)':>26}"]
+    for r in rows:
+        lo, hi = r["win_ci95"]
+        lines.append(f"{r['scenario']:<{width}}{r['opponent']:<12}{r['wins']:>5}"
+                     f"{r['draws']:>5}{r['losses']:>5}{r['win_rate']:>10.3f} "
+                     f"[{lo:.3f}, {hi:.3f}]")
+    return "\n".join(lines)

@@ -36,7 +36,6 @@ from train_common import (
     learning_curve,
     make_model,
     make_run_dir,
-    print_matchups,
     seed_everything,
     write_json,
 )
@@ -44,7 +43,7 @@ from train_common import (
 import traveller_env
 from agents.aiming import problem_from_battle, solve
 from agents.base import PassivePolicy
-from agents.evaluation import evaluate_matchup, evaluate_range
+from agents.evaluation import evaluate_matchup, evaluate_range, format_matchups
 from agents.registry import make_policy
 from agents.trained import CheckpointPool, load_policy
 from traveller_env.sb3 import TravellerSB3Env
@@ -169,7 +168,7 @@ def train(args: Args) -> Path:
     print(f"\ntrained {args.total_timesteps} steps in {train_seconds:.0f} s "
           f"({args.total_timesteps / train_seconds:.0f} steps/s); run: {run_dir}")
     print_range(results["range"])
-    print_matchups(results["duel"])
+    print(format_matchups(results["duel"]))
     print(f"learning curve: {run_dir / 'learning_curve.png'}")
     return run_dir
 

@@ -20,7 +20,7 @@ from typing import Any
 
 __all__ = ["PPOArgs", "PoolCheckpointCallback", "add_dataclass_args", "atomic_save_model",
            "atomic_write_bytes", "learning_curve", "make_model", "make_run_dir",
-           "print_matchups", "seed_everything", "write_json"]
+           "seed_everything", "write_json"]
 
 
 @dataclasses.dataclass
@@ -209,15 +209,6 @@ def learning_curve(monitor_csv: Path, png: Path, title: str, window: int = 200) 
     fig.savefig(tmp, dpi=110)
     plt.close(fig)
     os.replace(tmp, png)
-
-
-def print_matchups(rows: list[dict]) -> None:
-    """Win/draw/loss table with Wilson 95% intervals."""
-    print(f"{'scenario':<10}{'opponent':<12}{'W':>5}{'D':>5}{'L':>5}{'win rate (95% CI)':>26}")
-    for r in rows:
-        lo, hi = r["win_ci95"]
-        print(f"{r['scenario']:<10}{r['opponent']:<12}{r['wins']:>5}{r['draws']:>5}"
-              f"{r['losses']:>5}{r['win_rate']:>10.3f} [{lo:.3f}, {hi:.3f}]")
 
 
 class PoolCheckpointCallback:

@@ -175,11 +175,11 @@ def train(args: Args) -> Path:
 
 def print_table(rows: list[dict]) -> None:
     """Win rate and leading frequency per scenario and sergeant."""
-    print(f"{'scenario':<15}{'sergeant':<13}{'W':>5}{'D':>5}{'L':>5}{'win rate (95% CI)':>26}"
+    print(f"{'scenario':<18}{'sergeant':<13}{'W':>5}{'D':>5}{'L':>5}{'win rate (95% CI)':>26}"
           f"{'leads/turn':>12}{'bonuses/battle':>16}")
     for r in rows:
         lo, hi = r["win_ci95"]
-        print(f"{r['scenario']:<15}{r['sergeant']:<13}{r['wins']:>5}{r['draws']:>5}"
+        print(f"{r['scenario']:<18}{r['sergeant']:<13}{r['wins']:>5}{r['draws']:>5}"
               f"{r['losses']:>5}{r['win_rate']:>10.3f} [{lo:.3f}, {hi:.3f}]"
               f"{r['leads_per_turn']:>12.3f}{r['bonuses_per_battle']:>16.2f}")
 

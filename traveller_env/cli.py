@@ -247,7 +247,7 @@ def _add_eval_args(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
-    from agents.evaluation import evaluate_matchup
+    from agents.evaluation import evaluate_matchup, format_matchups
     from agents.registry import make_policy
     from agents.trained import load_policy
 
@@ -259,11 +259,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
-    print(f"{'scenario':<10}{'opponent':<12}{'W':>5}{'D':>5}{'L':>5}{'win rate (95% CI)':>26}")
-    for r in rows:
-        lo, hi = r["win_ci95"]
-        print(f"{r['scenario']:<10}{r['opponent']:<12}{r['wins']:>5}{r['draws']:>5}"
-              f"{r['losses']:>5}{r['win_rate']:>10.3f} [{lo:.3f}, {hi:.3f}]")
+    print(format_matchups(rows))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(rows, indent=2) + "\n")
