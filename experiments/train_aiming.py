@@ -1,7 +1,7 @@
 """Learn *when and how long to aim* with MaskablePPO, and measure it against the exact optimum.
 
 One policy plays ``blue_0`` in every ``range_*`` scenario (one rifleman, one passive target at
-a chosen distance; reward +1 for the knock-out and -0.25 per extra round) and in ``duel``
+a chosen distance; reward +1 for the knock-out and -0.1 per extra round) and in ``duel``
 against the scripted ``marksman`` and ``rush`` (win +1, loss -1), all at once through the SB3
 bridge, on both sides of ``duel`` (targets are named by observation slot, so one policy
 fits every seat). The report compares, per range band, the learned policy's mean rounds to
