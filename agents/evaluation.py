@@ -27,15 +27,22 @@ __all__ = ["evaluate_matchup", "evaluate_range", "format_matchups", "mean_interv
 Z95 = 1.959963984540054
 
 
-def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
-    """Wilson score interval for a binomial proportion (``(0, 1)`` when ``n == 0``)."""
-    if n == 0:
+def wilson_interval(successes: float, n: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval for a proportion ``successes / n`` (95% by default).
+
+    Returns ``(low, high)`` within [0, 1]; ``(0.0, 1.0)`` when ``n == 0``. The interval always
+    contains the point estimate. ``successes`` may be fractional (draws counted as halves).
+    """
+    if n <= 0:
         return 0.0, 1.0
+    if not 0 <= successes <= n:
+        raise ValueError(f"successes must lie in [0, n], got {successes} of {n}")
     p = successes / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    z2 = z * z
+    denom = 1 + z2 / n
+    centre = (p + z2 / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
+    return max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half))
 
 
 def mean_interval(values: Sequence[float], z: float = Z95) -> tuple[float, float, float]:

@@ -4,33 +4,13 @@ seeded generator passed in."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["bootstrap_elo", "elo_ratings", "openskill_ratings", "wilson_interval"]
+from agents.evaluation import Z95, wilson_interval
 
-Z95 = 1.959963984540054
-
-
-def wilson_interval(successes: float, n: int, z: float = Z95) -> tuple[float, float]:
-    """Wilson score interval for a proportion ``successes / n`` (95% by default).
-
-    Returns ``(low, high)`` within [0, 1]; ``(0.0, 1.0)`` when ``n == 0``. The interval always
-    contains the point estimate.
-    """
-    if n <= 0:
-        return 0.0, 1.0
-    if not 0 <= successes <= n:
-        raise ValueError(f"successes must lie in [0, n], got {successes} of {n}")
-    p = successes / n
-    z2 = z * z
-    denom = 1 + z2 / n
-    centre = (p + z2 / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
-    return max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half))
-
+__all__ = ["Z95", "bootstrap_elo", "elo_ratings", "openskill_ratings", "wilson_interval"]
 
 def elo_ratings(names: Sequence[str], games: Iterable[tuple[int, int, float]],
                 iterations: int = 2000, tol: float = 1e-10) -> np.ndarray:
