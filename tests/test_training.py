@@ -177,3 +177,17 @@ def test_aiming_optimum_script(tmp_path, capsys):
     assert all(a["expected_rounds"] < b["expected_rounds"] for a, b in itertools.pairwise(rows))
     assert all(a["optimal_aims_before_first_shot"] <= b["optimal_aims_before_first_shot"]
                for a, b in itertools.pairwise(rows))
+
+
+@pytest.mark.parametrize("name", ["aiming", "leadership", "tournament"])
+def test_cli_loads_every_experiment_script(name, capsys):
+    """`traveller train aiming|leadership` and `traveller tournament` load the scripts
+    (the path `make demo` takes) and hand them their arguments."""
+    from traveller_env.cli import experiment_main, main
+
+    assert callable(experiment_main(name))
+    argv = ["tournament", "--help"] if name == "tournament" else ["train", name, "--help"]
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 0
+    assert "--" in capsys.readouterr().out

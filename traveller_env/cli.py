@@ -211,6 +211,7 @@ def experiment_main(name: str) -> Callable[[list[str]], int]:
         sys.path.insert(0, str(folder))  # the scripts import their shared helpers
     spec = importlib.util.spec_from_file_location(f"_traveller_{name}", path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses and pickling look their module up there
     spec.loader.exec_module(module)
     return module.main
 
