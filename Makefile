@@ -21,7 +21,7 @@ $(STAMP): $(BIN)/python pyproject.toml
 # The main job: a short MaskablePPO training of the aiming policy (a few minutes on 2 cores),
 # evaluated against the exact optimum and the scripted NPCs; prints the tables and the plot.
 demo: $(STAMP)
-	$(BIN)/traveller train aiming --exp-name demo --total-timesteps 300000 --eval-battles 200
+	$(BIN)/traveller train aiming --exp-name demo --total-timesteps 600000 --eval-battles 200
 
 # A narrated battle with random legal actions (the engine's own demo).
 battle: $(STAMP)
