@@ -583,9 +583,10 @@ def test_env_option_checks_every_step_and_costs_nothing_when_off(monkeypatch):
 # ---------------------------------------------------------------------------- soak findings
 def test_r2_5_r7_5_pool_of_a_leader_downed_in_its_own_group_lapses_when_it_drops_out():
     """Found by the soak (seed 1259 of ``squad_leader0``, a scenario since replaced by
-    ``squad_commander0``): a leader downed by a member of its own tied group stays in play and takes its turn (R2.5); a Leadership check then made a
-    penalty pool that outlived it, since its leader would never have a next turn (R7.5). The
-    pool now lapses when the leader drops out."""
+    ``squad_commander0``): a leader downed by a member of its own tied group stays in play
+    and takes its turn (R2.5); a Leadership check then made a penalty pool that outlived it,
+    since its leader would never have a next turn (R7.5). The pool now lapses when the leader
+    drops out."""
     sc = scenario([fighter((1, 1))], [fighter((3, 1)), fighter((15, 8))])
     battle, dice = scripted(sc, [(3, 4), (3, 4), (1, 1),  # Initiative: blue_0 and red_0 tie
                                  (6, 6), (6, 6, 6),      # blue_0 hits red_0: 22+ damage
