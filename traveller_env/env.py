@@ -47,7 +47,8 @@ class TravellerEnv(AECEnv):
     ``direct:<agent>`` (hand a leadership bonus), ``hamper:<agent>`` (impose a penalty),
     ``react:<none|dodge|parry>``, ``haste:<yes|no>``. ``action_index(label)`` is the inverse.
     The ``action_mask`` is 1 exactly where the engine accepts the action for the selected agent;
-    every other agent sees an all-zero mask.
+    every other agent sees an all-zero mask. ``relative_actions`` translates to and from
+    slot-relative indices (``attack:enemy0``) for policies that play more than one seat.
 
     ## Observation Space
     ``Dict({"observation": Box(float32, (D,)), "action_mask": Box(int8, (N,))})``. The vector
@@ -72,6 +73,7 @@ class TravellerEnv(AECEnv):
 
     Every entry lies in [-1, 1] (clipped in the rare extremes of Initiative).
     ``state()`` returns the global state for centralised critics (``state_labels`` names it).
+    Scripted policies read the battle through ``view``, a read-only ``BattleView``.
 
     ## Rewards
     Set in the scenario's ``rewards`` (defaults ``win: 1.0, loss: -1.0, draw: 0.0,
