@@ -433,6 +433,14 @@ class ScriptedPolicy:
             return "reload"
         return None
 
+    def ranged_turn_prologue(self, ctx: Context) -> list[str | None] | None:
+        """What every shooter does first: fight in melee with a melee weapon, otherwise ready
+        its weapon (draw/reload) if needed; ``None`` when the weapon is ready to fire."""
+        if ctx.me.weapon.is_melee:
+            return self.melee_turn(ctx)
+        ready = self.draw_or_reload(ctx)
+        return [ready] if ready else None
+
     def nearest_enemy(self, ctx: Context) -> CombatantView | None:
         """The enemy closest by path (ties: straight-line distance, then scenario order)."""
         if not ctx.enemies:

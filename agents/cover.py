@@ -122,12 +122,10 @@ class CoverPolicy(MarksmanPolicy):
     # ------------------------------------------------------------------ the turn
     def turn(self, ctx: Context) -> Iterable[str | None]:
         """Move to cover, get down, then shoot (see the class docstring)."""
+        first = self.ranged_turn_prologue(ctx)
+        if first is not None:
+            return first
         me = ctx.me
-        if me.weapon.is_melee:
-            return self.melee_turn(ctx)
-        ready = self.draw_or_reload(ctx)
-        if ready:
-            return [ready]
         _, minors = ctx.budget
         spot = self.cover_spot(ctx)
         want = self.stance if spot is not None else "prone"

@@ -139,12 +139,9 @@ class MarksmanPolicy(ScriptedPolicy):
     # ------------------------------------------------------------------ the turn
     def turn(self, ctx: Context) -> Iterable[str | None]:
         """Ready the weapon, keep the distance, aim or fire (see the class docstring)."""
-        me = ctx.me
-        if me.weapon.is_melee:
-            return self.melee_turn(ctx)
-        ready = self.draw_or_reload(ctx)
-        if ready:
-            return [ready]
+        first = self.ranged_turn_prologue(ctx)
+        if first is not None:
+            return first
         if ctx.spare_minor and self.too_close(ctx):
             mv = self.back_away(ctx)
             if mv is not None:
