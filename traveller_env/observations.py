@@ -59,11 +59,8 @@ SLOT_FIELDS = (
     "attacking_me",  # its attack on me awaits my reaction
 )
 
-_S = {name: i for i, name in enumerate(SELF_FIELDS)}
-_F = {name: i for i, name in enumerate(SLOT_FIELDS)}
-_BANDS = {1: "band_short", 0: "band_medium", -2: "band_long", -4: "band_extreme",
-          None: "band_beyond"}
-_BAND_ORDER = ("band_short", "band_medium", "band_long", "band_extreme", "band_beyond")
+# Position of each R5.1 band DM among the slot's five band flags (None: beyond 4x Range).
+_BAND_INDEX = {1: 0, 0: 1, -2: 2, -4: 3, None: 4}
 
 STATE_FIELDS = ("side", "in_play", "x", "y", "wound_STR", "wound_DEX", "wound_END",
                 "stance_stand", "stance_crouch", "stance_prone", "drawn", "ammo", "aim_dm",
@@ -200,7 +197,7 @@ class ObservationBuilder:
             d = min(1.0, dist / 6.0)
         else:
             d = min(1.0, dist / (4 * weapon.range_m))
-            bands[_BAND_ORDER.index(_BANDS[range_dm(dist, weapon.range_m)])] = 1.0
+            bands[_BAND_INDEX[range_dm(dist, weapon.range_m)]] = 1.0
         adjacent = max(abs(a[0] - b[0]), abs(a[1] - b[1])) <= 1
         values = [d, *bands, float(adjacent), float(grid.line_of_sight(a, b))]
         return values, grid.cover_between(a, b)
