@@ -22,6 +22,7 @@ import numpy as np
 import traveller_env
 from agents.aiming import OptimalAimPolicy, problem_from_battle, solve
 from agents.base import PassivePolicy
+from agents.evaluation import play_battle
 
 BANDS = ("short", "medium", "long", "extreme")
 
@@ -32,13 +33,8 @@ def simulate(scenario: str, battles: int, seed: int) -> list[float]:
     policies = {"blue_0": OptimalAimPolicy(), "red_0": PassivePolicy()}
     rounds = []
     for i in range(battles):
-        env.reset(seed=seed + i)
-        for agent in env.agent_iter():
-            obs, _, term, trunc, _ = env.last()
-            action = None if term or trunc else policies[agent].act(
-                obs["observation"], obs["action_mask"], agent, env)
-            env.step(action)
-        rounds.append(float(env.battle.round) if env.battle.winner == "blue" else math.nan)
+        battle = play_battle(env, policies, seed + i)
+        rounds.append(float(battle.round) if battle.winner == "blue" else math.nan)
     return rounds
 
 
