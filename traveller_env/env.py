@@ -12,6 +12,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
+from pettingzoo.utils.env_logger import EnvLogger
 
 from .encoding import ActionCatalogue, RelativeActions
 from .invariants import InvariantError, check_invariants, check_new_events
@@ -154,6 +155,7 @@ class TravellerEnv(AECEnv):
         self.battle: Battle | None = None
         self._mask_key: tuple | None = None
         self._mask_cache: np.ndarray | None = None
+        self._rewards_dirty = False
 
     # ------------------------------------------------------------------ public metadata
     @property
@@ -236,6 +238,7 @@ class TravellerEnv(AECEnv):
             raise TypeError(f"reset options['dice'] must be a Dice, got {type(dice).__name__}")
         self.battle = build_battle(self.scenario, dice=dice or Dice(self.seed))
         self._mask_key = None  # a new battle may reuse the old one's id()
+        self._rewards_dirty = False  # True while some agent's last-step reward is not 0
         self.agents = list(self.possible_agents)
         self.rewards = dict.fromkeys(self.agents, 0.0)
         self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
@@ -260,7 +263,9 @@ class TravellerEnv(AECEnv):
         if not self.agents:
             raise RuntimeError("last() called after the episode is over (every agent is "
                                "done): call reset()")
-        return super().last(observe)
+        agent = self.agent_selection
+        return (self.observe(agent) if observe else None, self._cumulative_rewards[agent],
+                self.terminations[agent], self.truncations[agent], self.infos[agent])
 
     def observe(self, agent: str) -> dict[str, np.ndarray]:
         """``{"observation": float32 vector, "action_mask": int8 mask}`` for ``agent``."""
@@ -314,41 +319,55 @@ class TravellerEnv(AECEnv):
                 self._run_invariant_checks(first_event)
             return
         b = self.battle
-        if action is None:
-            raise ValueError(f"{agent}: action None is only for agents that are terminated or "
-                             "truncated; this agent must choose an action")
-        if isinstance(action, bool) or not isinstance(action, int | np.integer) or not (
-                0 <= int(action) < self._catalogue.n):
-            kind = "" if isinstance(action, int | np.integer) and not isinstance(
-                action, bool) else f" (a {type(action).__name__}, not an int)"
-            raise ValueError(f"{agent}: action {action!r}{kind} is out of range; expected an "
-                             f"int in [0, {self._catalogue.n}), an index into action_labels")
-        act = self._catalogue.actions[int(action)]
+        if type(action) is not int:  # the common case skips the checks below
+            if action is None:
+                raise ValueError(f"{agent}: action None is only for agents that are "
+                                 "terminated or truncated; this agent must choose an action")
+            if isinstance(action, bool) or not isinstance(action, int | np.integer):
+                raise ValueError(f"{agent}: action {action!r} (a {type(action).__name__}, "
+                                 "not an int) is out of range; expected an int in "
+                                 f"[0, {self._catalogue.n}), an index into action_labels")
+            action = int(action)
+        if not 0 <= action < self._catalogue.n:
+            raise ValueError(f"{agent}: action {action!r} is out of range; expected an int in "
+                             f"[0, {self._catalogue.n}), an index into action_labels")
+        act = self._catalogue.actions[action]
         first_event = len(b.events)
         penalty = 0.0
+        # The mask of this decision, when already computed, answers legality; otherwise the
+        # engine checks (the same rules: tests compare the mask with why_illegal).
+        known = self._mask_key == (id(b), first_event, b.phase, agent)
         try:
-            b.apply(act)  # checks legality first and changes nothing when it refuses
+            if known and self._mask_cache[action]:
+                b.apply(act, validated=True)
+            else:
+                b.apply(act)  # checks legality first and changes nothing when it refuses
         except IllegalActionError as exc:
             if self.scenario.options.illegal_action == "raise":
                 # Refused before any state changes (the accumulated reward stays for a retry).
                 raise ValueError(f"{agent}: illegal action {act.label!r} "
-                                 f"(index {int(action)}): {exc.reason}") from None
+                                 f"(index {action}): {exc.reason}") from None
             b.forfeit(act.label, exc.reason)
             penalty = -1.0
         self._cumulative_rewards[agent] = 0.0
         self._cursor[agent] = first_event
-        self._clear_rewards()
-        self._score(b.events, first_event)
+        if self._rewards_dirty:
+            self._clear_rewards()
+        gained, dones_changed = self._score(b.events, first_event)
         if penalty:
             self.rewards[agent] += penalty
-        self._update_dones()
-        self._accumulate_rewards()
+            gained = True
+        self._rewards_dirty = gained
+        if gained:
+            self._accumulate_rewards()
         if not b.done:
             self.agent_selection = b.current_agent
-        self._deads_step_first()
-        for a in self.agents:
-            if self.terminations[a] or self.truncations[a]:
-                self._refresh_info(a)
+        if dones_changed:  # only events can end an agent's part in the battle
+            self._update_dones()
+            self._deads_step_first()
+            for a in self.agents:
+                if self.terminations[a] or self.truncations[a]:
+                    self._refresh_info(a)
         self._refresh_info(self.agent_selection)
         if self._check_invariants:
             self._run_invariant_checks(first_event)
@@ -378,20 +397,32 @@ class TravellerEnv(AECEnv):
             self.infos[agent] = {"events": b.events[self._cursor[agent]:],
                                  "phase": b.phase, "round": b.round}
 
-    def _score(self, events: list[dict], start: int) -> None:
-        """Rewards from the events of this step (see the class docstring, "Rewards")."""
+    def _score(self, events: list[dict], start: int) -> tuple[bool, bool]:
+        """Rewards from the events of this step (see the class docstring, "Rewards").
+
+        Returns ``(any reward given, whether a combatant may have dropped out or the battle
+        ended)``, so that a step without either skips the per-agent bookkeeping.
+        """
         r = self.scenario.rewards
         live = self.rewards
+        gained = dones = False
         for ev in events[start:]:
             t = ev["type"]
-            if t == "attack" and ev["damage"] and (r.damage_dealt or r.damage_taken):
-                self._give(ev["actor"], r.damage_dealt * ev["damage"], r.shared)
-                self._give(ev["target"], r.damage_taken * ev["damage"], r.shared)
-            elif t == "round" and r.per_round:
-                for a in live:
-                    if not self.battle.by_id[a].out:  # not to one awaiting its dead step
-                        live[a] += r.per_round
+            if t == "attack":
+                if ev["damage"] and (r.damage_dealt or r.damage_taken):
+                    gained = True
+                    self._give(ev["actor"], r.damage_dealt * ev["damage"], r.shared)
+                    self._give(ev["target"], r.damage_taken * ev["damage"], r.shared)
+            elif t == "round":
+                if r.per_round:
+                    gained = True
+                    for a in live:
+                        if not self.battle.by_id[a].out:  # not to one awaiting its dead step
+                            live[a] += r.per_round
+            elif t in ("incapacitated", "out"):
+                dones = True
             elif t == "end":
+                gained = dones = True
                 winner = ev["winner"]
                 for a in live:
                     if winner is None:
@@ -400,6 +431,7 @@ class TravellerEnv(AECEnv):
                         live[a] += r.win
                     else:
                         live[a] += r.loss
+        return gained, dones
 
     def _give(self, agent: str, amount: float, shared: bool) -> None:
         if not amount:
@@ -468,7 +500,7 @@ def raw_env(scenario: ScenarioSource = "duel", render_mode: str | None = None,
 
 def env(scenario: ScenarioSource = "duel", render_mode: str | None = None,
         **options: Any) -> AECEnv:
-    """The environment with PettingZoo's ``OrderEnforcingWrapper``.
+    """The environment with PettingZoo's order enforcement (``OrderEnforcingWrapper``).
 
     Out-of-bounds and illegal actions are checked by the environment itself with clear
     errors, so the assert-based wrappers are not needed. Unlike PettingZoo's wrapper, which
@@ -477,12 +509,70 @@ def env(scenario: ScenarioSource = "duel", render_mode: str | None = None,
     return _OrderEnforcing(raw_env(scenario, render_mode, **options))
 
 
+def _before_reset(name: str) -> AttributeError:
+    return AttributeError(f"{name} cannot be accessed before reset")
+
+
 class _OrderEnforcing(wrappers.OrderEnforcingWrapper):
-    """PettingZoo's ``OrderEnforcingWrapper``, with ``step`` after the end an error."""
+    """PettingZoo's ``OrderEnforcingWrapper`` with the same guarantees (attributes before
+    ``reset`` raise ``AttributeError``, calls before ``reset`` fail its assertions, ``agent_iter``
+    checks that every iteration steps), plus ``step`` after the end as an error.
+
+    The hot attributes and calls go straight to the environment instead of through
+    ``__getattr__`` (which costs about as much as a whole step of a trivial environment).
+    """
+
+    def _live(self, name: str) -> TravellerEnv:
+        if not self._has_reset:
+            raise _before_reset(name)
+        return self.env
+
+    @property
+    def agents(self) -> list[str]:  # noqa: D102 - PettingZoo attribute
+        return self._live("agents").agents
+
+    @property
+    def agent_selection(self) -> str:  # noqa: D102
+        return self._live("agent_selection").agent_selection
+
+    @property
+    def rewards(self) -> dict[str, float]:  # noqa: D102
+        return self._live("rewards").rewards
+
+    @property
+    def terminations(self) -> dict[str, bool]:  # noqa: D102
+        return self._live("terminations").terminations
+
+    @property
+    def truncations(self) -> dict[str, bool]:  # noqa: D102
+        return self._live("truncations").truncations
+
+    @property
+    def infos(self) -> dict[str, dict]:  # noqa: D102
+        return self._live("infos").infos
+
+    @property
+    def num_agents(self) -> int:  # noqa: D102
+        return self._live("num_agents").num_agents
+
+    @property
+    def _cumulative_rewards(self) -> dict[str, float]:
+        return self.env._cumulative_rewards
+
+    def last(self, observe: bool = True) -> tuple:
+        """As the environment's ``last`` (``AttributeError`` before ``reset``)."""
+        return self._live("agent_selection").last(observe)
 
     def step(self, action: Any) -> None:
-        """Refuse a step once every agent is done; otherwise as PettingZoo's wrapper."""
-        if self._has_reset and not self.agents:
-            raise RuntimeError("step() called after the episode is over (every agent is "
-                               "terminated or truncated): call reset() to start a new one")
-        super().step(action)
+        """Refuse a step before ``reset`` (as PettingZoo's wrapper) and once every agent is
+        done; otherwise the environment's ``step``."""
+        if not self._has_reset:
+            EnvLogger.error_step_before_reset()
+        self._has_updated = True
+        self.env.step(action)  # raises RuntimeError once every agent is done
+
+    def observe(self, agent: str) -> dict[str, np.ndarray]:
+        """The environment's ``observe`` (refused before ``reset``)."""
+        if not self._has_reset:
+            EnvLogger.error_observe_before_reset()
+        return self.env.observe(agent)

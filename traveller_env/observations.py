@@ -13,6 +13,7 @@ import numpy as np
 from .rules.actions import STANCES
 from .rules.battle import Battle, range_dm
 from .rules.checks import skill_dm
+from .rules.grid import GridMap
 
 __all__ = ["PHASES", "SELF_FIELDS", "SLOT_FIELDS", "ObservationBuilder"]
 
@@ -62,6 +63,25 @@ SLOT_FIELDS = (
 # Position of each R5.1 band DM among the slot's five band flags (None: beyond 4x Range).
 _BAND_INDEX = {1: 0, 0: 1, -2: 2, -4: 3, None: 4}
 
+_PHASE_FLAGS = {ph: tuple(float(ph == other) for other in PHASES) for ph in PHASES}
+_NO_PHASE = (0.0, 0.0, 0.0)
+_STANCE_FLAGS = {st: tuple(float(st == other) for other in STANCES) for st in STANCES}
+
+
+def _offset_geometry(dx: int, dy: int, weapon) -> list[float]:
+    """A slot's distance, range-band flags and adjacency for another combatant ``(dx, dy)``
+    squares away, for the observer's weapon. They depend on the offset only, so they are
+    cached per (offset, weapon); line of sight and cover come from the map's own caches."""
+    dist = GridMap.distance_m((0, 0), (dx, dy))
+    bands = [0.0] * 5
+    if weapon.is_melee:
+        d = min(1.0, dist / 6.0)
+    else:
+        d = min(1.0, dist / (4 * weapon.range_m))
+        bands[_BAND_INDEX[range_dm(dist, weapon.range_m)]] = 1.0
+    return [d, *bands, float(max(abs(dx), abs(dy)) <= 1)]
+
+
 STATE_FIELDS = ("side", "in_play", "x", "y", "wound_STR", "wound_DEX", "wound_END",
                 "stance_stand", "stance_crouch", "stance_prone", "drawn", "ammo", "aim_dm",
                 "initiative", "hasty", "holds_bonus", "holds_penalty", "acted", "deciding")
@@ -99,7 +119,7 @@ class ObservationBuilder:
             for c in battle.combatants}  # skills and INT/EDU/SOC never change in battle
         self._empty_slot = [0.0] * len(SLOT_FIELDS)
         self._present_only = [1.0] + [0.0] * (len(SLOT_FIELDS) - 1)
-        self._geometry: dict[tuple, tuple[list[float], bool]] = {}
+        self._geometry: dict[tuple, list[float]] = {}  # per (dx, dy, weapon)
 
     def slots(self, agent: str) -> list[str | None]:
         """Who sits in each slot of ``agent``'s observation (``None``: an empty slot)."""
@@ -108,8 +128,8 @@ class ObservationBuilder:
     def observe(self, battle: Battle, agent: str, out: np.ndarray | None = None) -> np.ndarray:
         """The observation vector of ``agent`` (float32, every entry in [-1, 1]).
 
-        Built as one Python list and converted once (much faster than item assignment);
-        the geometry of each pair of squares is cached per weapon.
+        Built as one Python list (bools included) and converted once, much faster than item
+        assignment; distance, range band and adjacency are cached per offset and weapon.
         """
         me = battle.by_id[agent]
         grid = battle.grid
@@ -136,24 +156,27 @@ class ObservationBuilder:
             mx / W, my / H,
             1.0 - chars["STR"] / maxc["STR"], 1.0 - chars["DEX"] / maxc["DEX"],
             1.0 - chars["END"] / maxc["END"],
-            float(stance == "stand"), float(stance == "crouch"), float(stance == "prone"),
-            float(me.drawn), float(w.is_melee),
+            *_STANCE_FLAGS[stance],
+            me.drawn, w.is_melee,
             me.ammo / w.magazine if ranged else 0.0,
             me.spares / self._init_spares[agent] if ranged else 0.0,
-            me.aim_dm / 6.0, me.minors / 3.0, float(me.significant),
+            me.aim_dm / 6.0, me.minors / 3.0, me.significant,
             sig_avail, minors_avail,
-            float(me.hasty), float(me.bonus), float(me.penalty),
+            me.hasty, me.bonus, me.penalty,
             bonuses / POOL_SCALE, penalties / POOL_SCALE,
             me.current_initiative / INIT_SCALE, ready,
             battle.round / battle.options.max_rounds,
-            float(phase == "haste"), float(phase == "turn"), float(phase == "reaction"),
-            float(pending.melee) if attacker is not None else 0.0,
+            *_PHASE_FLAGS.get(phase, _NO_PHASE),
+            pending.melee if attacker is not None else False,
             *self._skill_dms[agent],
         ]
         empty = self._empty_slot
         geometry = self._geometry
+        line_of_sight, cover_between = grid.line_of_sight, grid.cover_between
+        stance_flags = _STANCE_FLAGS
         by_id = battle.by_id
         aim_target = me.aim_target
+        mpos = me.pos
         for oid in self._slots[agent]:
             if oid is None:
                 v += empty
@@ -162,45 +185,31 @@ class ObservationBuilder:
             if o.out:
                 v += self._present_only
                 continue
-            key = (me.pos, o.pos, w.name)
+            ox, oy = opos = o.pos
+            dx, dy = ox - mx, oy - my
+            key = (dx, dy, w.name)  # weapon names are unique within a scenario
             geo = geometry.get(key)
             if geo is None:
-                geo = geometry[key] = self._pair_geometry(grid, me.pos, o.pos, w)
-            ox, oy = o.pos
-            ostance = o.stance
+                geo = geometry[key] = _offset_geometry(dx, dy, w)
             oc, om = o.chars, o.max_chars
-            v += [1.0, 1.0, (ox - mx) / W, (oy - my) / H]
-            v += geo[0]  # distance, five band flags, adjacent, line of sight
-            v += [float(ostance != "stand" and geo[1]),
-                  float(ostance == "stand"), float(ostance == "crouch"),
-                  float(ostance == "prone"),
-                  1.0 - oc["STR"] / om["STR"], 1.0 - oc["DEX"] / om["DEX"],
+            v += [1.0, 1.0, dx / W, dy / H]
+            v += geo  # distance, five band flags, adjacent
+            v.append(line_of_sight(mpos, opos))
+            v.append(o.stance != "stand" and cover_between(mpos, opos))
+            v += stance_flags[o.stance]
+            v += [1.0 - oc["STR"] / om["STR"], 1.0 - oc["DEX"] / om["DEX"],
                   1.0 - oc["END"] / om["END"],
-                  float(o.drawn), float(o.weapon.is_melee), float(aim_target == oid),
-                  float(o.bonus), float(o.penalty), float(o.turn_begun), float(o.hasty),
-                  o.current_initiative / INIT_SCALE, float(attacker == oid)]
+                  o.drawn, o.weapon.is_melee, aim_target == oid,
+                  o.bonus, o.penalty, o.turn_begun, o.hasty,
+                  o.current_initiative / INIT_SCALE, attacker == oid]
         arr = np.asarray(v, dtype=np.float32)
         # Every entry is scaled to [-1, 1]; clipping only bites on extreme Initiative/pools.
-        np.clip(arr, -1.0, 1.0, out=arr)
+        np.minimum(arr, 1.0, out=arr)
+        np.maximum(arr, -1.0, out=arr)
         if out is not None:
             out[:] = arr
             return out
         return arr
-
-    @staticmethod
-    def _pair_geometry(grid, a, b, weapon) -> tuple[list[float], bool]:
-        """Cached per (observer square, other square, weapon): the slot's distance, range-band
-        flags, adjacency and line of sight, plus whether low cover lies on the line."""
-        dist = grid.distance_m(a, b)
-        bands = [0.0] * 5
-        if weapon.is_melee:
-            d = min(1.0, dist / 6.0)
-        else:
-            d = min(1.0, dist / (4 * weapon.range_m))
-            bands[_BAND_INDEX[range_dm(dist, weapon.range_m)]] = 1.0
-        adjacent = max(abs(a[0] - b[0]), abs(a[1] - b[1])) <= 1
-        values = [d, *bands, float(adjacent), float(grid.line_of_sight(a, b))]
-        return values, grid.cover_between(a, b)
 
     def state(self, battle: Battle) -> np.ndarray:
         """The global state (every combatant's block, the phase and the round), float32."""

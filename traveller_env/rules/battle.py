@@ -464,30 +464,35 @@ class Battle:
 
     def move_reach(self, cid: str) -> dict[str, int]:
         """For each direction, the most squares a Move action can cover now (0: none)."""
-        c = self.by_id[cid]
-        limit = self.max_move_squares
+        return dict(zip(DIRECTIONS, self._reach(self.by_id[cid]), strict=True))
+
+    def _reach(self, c: Combatant) -> list[int]:
+        """``move_reach`` as a list in ``DIRECTIONS`` order: the map's static reach, cut
+        short where another combatant in play stands on the path."""
         budget = c.movement_m / 4 if c.stance == "prone" else c.movement_m
-        occupied = self._occupied(c)
-        walk = self.grid.walk
-        reach = {}
-        for d in DIRECTIONS:
-            path, _, cost_failure = walk(c.pos, d, budget, limit)
-            k = len(path) - 1 if cost_failure else len(path)
-            for i in range(k):
-                if path[i] in occupied:
-                    k = i
-                    break
-            reach[d] = k
+        static, blockers = self.grid.reach(c.pos, budget, self.max_move_squares)
+        reach = list(static)
+        for o in self.combatants:
+            if o is not c and not o.out:
+                hit = blockers.get(o.pos)
+                if hit is not None and hit[1] < reach[hit[0]]:
+                    reach[hit[0]] = hit[1]
         return reach
 
     # ------------------------------------------------------------------ applying actions
-    def apply(self, action: Action | str) -> None:
-        """Take ``action`` for the deciding combatant; raise ``IllegalActionError`` if illegal."""
+    def apply(self, action: Action | str, *, validated: bool = False) -> None:
+        """Take ``action`` for the deciding combatant; raise ``IllegalActionError`` if illegal.
+
+        ``validated=True`` skips the legality check, for a caller that has just established
+        it from the same rules (the environment's action mask); an illegal action taken that
+        way corrupts the battle.
+        """
         if isinstance(action, str):
             action = parse_action(action)
-        reason = self.why_illegal(action)
-        if reason is not None:
-            raise IllegalActionError(self._decider, action.label, reason)
+        if not validated:
+            reason = self.why_illegal(action)
+            if reason is not None:
+                raise IllegalActionError(self._decider, action.label, reason)
         if self.phase == "haste":
             self._do_haste(action.arg == "yes")
         elif self.phase == "reaction":
@@ -602,7 +607,9 @@ class Battle:
             actor.ammo = actor.weapon.magazine
 
     def _do_move(self, actor: Combatant, action: Action) -> None:
-        path = self._move_path(actor, action.direction, action.squares)
+        budget = actor.movement_m / 4 if actor.stance == "prone" else actor.movement_m
+        # Legal, so the map's cached walk is the whole path (occupancy was checked).
+        path = self.grid.walk(actor.pos, action.direction, budget, action.squares)[0]
         metres = sum(self.grid.step_cost_m(sq) for sq in path)
         before = actor.pos
         actor.pos = path[-1]

@@ -67,6 +67,7 @@ class GridMap:
         self._los_cache: dict[tuple[Square, Square], bool] = {}
         self._cover_cache: dict[tuple[Square, Square], bool] = {}
         self._walk_cache: dict[tuple, tuple] = {}
+        self._reach_cache: dict[tuple, tuple] = {}
 
     def terrain(self, sq: Square) -> str:
         """The terrain character of a square."""
@@ -132,6 +133,30 @@ class GridMap:
         self._walk_cache[key] = result
         return result
 
+    def reach(self, pos: Square, budget_m: float,
+              limit: int) -> tuple[tuple[int, ...], dict[Square, tuple[int, int]]]:
+        """The static part of a Move's reach from ``pos`` (cached; the map never changes).
+
+        Returns ``(reach, blockers)``: for each direction (``DIRECTIONS`` order) the most
+        squares a Move can cover ignoring other combatants, and for each square on those
+        paths ``(direction index, step index)``, so that a combatant standing there cuts
+        that direction's reach to the step index (R8.1: occupied squares cannot be entered).
+        """
+        key = (pos, budget_m, limit)
+        hit = self._reach_cache.get(key)
+        if hit is not None:
+            return hit
+        reach: list[int] = []
+        blockers: dict[Square, tuple[int, int]] = {}
+        for d_index, direction in enumerate(DIRECTIONS):
+            path, _, cost_failure = self.walk(pos, direction, budget_m, limit)
+            k = len(path) - 1 if cost_failure else len(path)
+            reach.append(k)
+            for i in range(k):
+                blockers[path[i]] = (d_index, i)
+        hit = self._reach_cache[key] = (tuple(reach), blockers)
+        return hit
+
     @staticmethod
     def distance_m(a: Square, b: Square) -> float:
         """Length of the segment between square centres, in metres (R8.1)."""
@@ -139,6 +164,8 @@ class GridMap:
 
     def line_of_sight(self, a: Square, b: Square) -> bool:
         """True when the centre-to-centre segment crosses no wall square (R8.1)."""
+        if not self.walls:
+            return True
         key = (a, b) if a <= b else (b, a)
         cached = self._los_cache.get(key)
         if cached is None:
@@ -152,6 +179,8 @@ class GridMap:
         Whether the target counts as *in cover* also depends on its stance (R8.1, R5.3); the
         caller checks that.
         """
+        if not self.cover_squares:
+            return False
         key = (shooter, target)
         cached = self._cover_cache.get(key)
         if cached is None:
