@@ -94,6 +94,9 @@ class _PendingAttack:
     range_m: float
 
 
+_OTHER_STANCES = {st: tuple(o for o in STANCES if o != st) for st in STANCES}
+
+
 def range_dm(distance_m: float, weapon_range_m: float) -> int | None:
     """R5.1: DM for a ranged attack at ``distance_m``; ``None`` when beyond 4x Range."""
     if distance_m <= weapon_range_m / 4:
@@ -217,6 +220,8 @@ class Battle:
 
     def held_pools(self, cid: str) -> tuple[int, int]:
         """``(bonuses it may hand out, penalties it may impose)`` right now (R7.5)."""
+        if not self._pools:
+            return 0, 0
         c = self.by_id[cid]
         bonuses = sum(p.count for p in self._pools if p.kind == "bonus" and p.leader == cid)
         penalties = sum(p.count for p in self._pools
@@ -322,34 +327,59 @@ class Battle:
     def turn_options(self) -> TurnOptions:
         """Everything the deciding combatant may do in its turn now, grouped by kind.
 
-        The same answer as asking ``why_illegal`` about every action (tests check this), from
-        the same per-kind rules, without parsing and re-checking the budget per action.
+        The same answer as asking ``why_illegal`` about every action (tests check this on
+        seeded and fuzzed battles), from the same rules checked once per kind and target
+        instead of once per action, and without building the reasons.
         """
         if self.done or self.phase != "turn":
             raise RuntimeError(f"turn_options() needs a turn decision (phase: {self.phase})")
         actor = self.by_id[self._decider]
-        sig, minors = self.budget_left(actor.id)
-        enemies = [c.id for c in self.combatants if not c.out and c.side != actor.side]
+        sig = not actor.significant and actor.minors <= 1
+        minors = max(0, (1 if actor.significant else 3) - actor.minors)
+        w = actor.weapon
+        ranged = not w.is_melee
+        pos = actor.pos
+        los = self.grid.line_of_sight
+        enemies = [c for c in self.combatants if not c.out and c.side != actor.side]
         reach: dict[str, int] = {}
         stances: tuple[str, ...] = ()
         draw = reload = False
         aim: tuple[str, ...] = ()
-        if minors > 0:
-            reach = self.move_reach(actor.id)
-            stances = tuple(st for st in STANCES if st != actor.stance)
-            draw = self._why_not_draw(actor) is None
-            reload = self._why_not_reload(actor) is None
-            aim = tuple(t for t in enemies if self._why_not_aim(actor, t) is None)
-        attack = tuple(t for t in enemies if self._why_not_attack(actor, t) is None) if sig else ()
-        direct: tuple[str, ...] = ()
-        hamper: tuple[str, ...] = ()
-        if self._pools:
-            direct = tuple(c.id for c in self.combatants
-                           if self._why_not_free(actor, Action("direct", c.id)) is None)
-            hamper = tuple(c.id for c in self.combatants
-                           if self._why_not_free(actor, Action("hamper", c.id)) is None)
+        if minors > 0:  # R4.3, R4.5, R4.6
+            reach = dict(zip(DIRECTIONS, self._reach(actor), strict=True))
+            stances = _OTHER_STANCES[actor.stance]
+            draw = w.needs_draw and not actor.drawn
+            reload = ranged and actor.ammo <= 0 and actor.spares > 0
+            if ranged and actor.drawn:
+                aim = tuple(t.id for t in enemies if los(pos, t.pos))
+        attack: tuple[str, ...] = ()
+        if sig and (actor.drawn or not w.needs_draw):  # R4.1, R5.1
+            if not ranged:
+                attack = tuple(t.id for t in enemies
+                               if max(abs(pos[0] - t.pos[0]), abs(pos[1] - t.pos[1])) <= 1)
+            elif actor.ammo > 0:
+                limit, dist = 4 * w.range_m, self.grid.distance_m
+                attack = tuple(t.id for t in enemies
+                               if los(pos, t.pos) and dist(pos, t.pos) <= limit)
+        direct, hamper = self._free_targets(actor) if self._pools else ((), ())
         return TurnOptions(sig, minors, reach, stances, draw, reload, aim, attack, sig,
                            direct, hamper)
+
+    def _free_targets(self, actor: Combatant) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """Who ``actor`` may hand a bonus (``direct``) and impose a penalty on (``hamper``)
+        now (R7.1-R7.4); the grouped form of ``_why_not_free``."""
+        direct: tuple[str, ...] = ()
+        hamper: tuple[str, ...] = ()
+        if any(p.kind == "bonus" and p.leader == actor.id for p in self._pools):
+            direct = tuple(r.id for r in self.combatants
+                           if not r.out and r.side == actor.side and r is not actor
+                           and not r.bonus and self._can_communicate(actor, r))
+        penalised = {self.by_id[p.leader].side for p in self._pools if p.kind == "penalty"}
+        penalised.discard(actor.side)
+        if penalised:
+            hamper = tuple(r.id for r in self.combatants
+                           if not r.out and r.side in penalised and not r.penalty)
+        return direct, hamper
 
     def _why_not_draw(self, actor: Combatant) -> str | None:
         if not actor.weapon.needs_draw:
@@ -554,17 +584,10 @@ class Battle:
         self._end_turn("budget spent")
 
     def _free_action_possible(self, actor: Combatant) -> bool:
-        for p in self._pools:
-            if p.kind == "bonus" and p.leader == actor.id:
-                kind = "direct"
-            elif p.kind == "penalty" and self.by_id[p.leader].side != actor.side:
-                kind = "hamper"
-            else:
-                continue
-            if any(self._why_not_free(actor, Action(kind, c.id)) is None
-                   for c in self.combatants):
-                return True
-        return False
+        if not self._pools:
+            return False
+        direct, hamper = self._free_targets(actor)
+        return bool(direct or hamper)
 
     def _break_aim(self, c: Combatant) -> None:
         if c.aim_target is not None:

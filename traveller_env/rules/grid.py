@@ -8,7 +8,6 @@ squares, since the map never changes during a battle.
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 
 __all__ = ["COVER", "DIFFICULT", "DIRECTIONS", "OPEN", "SQUARE_M", "WALL", "GridMap"]
 
@@ -30,18 +29,23 @@ def _segment_enters_square(a: Square, b: Square, sq: Square) -> bool:
     ``sq``? Touching a corner does not count (R8.1).
 
     Segments join square centres, so they never run along a grid line; a positive-length
-    overlap with the closed square therefore means the interior is crossed.
+    overlap with the closed square therefore means the interior is crossed. Exact: the
+    segment's parameter ``t`` is kept as a numerator over one common denominator ``den``
+    (integer arithmetic on doubled coordinates, no rounding).
     """
     # Doubled coordinates: centres at 2x+1, square sq spans [2x, 2x+2].
     x0, y0 = 2 * a[0] + 1, 2 * a[1] + 1
     dx, dy = 2 * (b[0] - a[0]), 2 * (b[1] - a[1])
-    t_lo, t_hi = Fraction(0), Fraction(1)
-    for p0, d, lo, hi in ((x0, dx, 2 * sq[0], 2 * sq[0] + 2), (y0, dy, 2 * sq[1], 2 * sq[1] + 2)):
+    den = (abs(dx) or 1) * (abs(dy) or 1)
+    t_lo, t_hi = 0, den
+    for p0, d, lo in ((x0, dx, 2 * sq[0]), (y0, dy, 2 * sq[1])):
+        hi = lo + 2
         if d == 0:
             if not lo < p0 < hi:
                 return False
             continue
-        t1, t2 = Fraction(lo - p0, d), Fraction(hi - p0, d)
+        scale = den // d  # exact: d divides den, and the sign of d comes with it
+        t1, t2 = (lo - p0) * scale, (hi - p0) * scale
         if t1 > t2:
             t1, t2 = t2, t1
         t_lo, t_hi = max(t_lo, t1), min(t_hi, t2)
@@ -68,6 +72,7 @@ class GridMap:
         self._cover_cache: dict[tuple[Square, Square], bool] = {}
         self._walk_cache: dict[tuple, tuple] = {}
         self._reach_cache: dict[tuple, tuple] = {}
+        self._cover_near: dict[Square, list[Square]] = {}  # low cover next to a square
 
     def terrain(self, sq: Square) -> str:
         """The terrain character of a square."""
@@ -184,10 +189,13 @@ class GridMap:
         key = (shooter, target)
         cached = self._cover_cache.get(key)
         if cached is None:
-            tx, ty = target
-            near = {(tx + dx, ty + dy) for dx in (-1, 0, 1) for dy in (-1, 0, 1)
-                    if (dx or dy)} & self.cover_squares
-            cached = any(self._crossed(shooter, target, near))
+            near = self._cover_near.get(target)
+            if near is None:
+                tx, ty = target
+                near = self._cover_near[target] = [
+                    sq for sq in ((tx + dx, ty + dy) for dx in (-1, 0, 1) for dy in (-1, 0, 1)
+                                  if dx or dy) if sq in self.cover_squares]
+            cached = bool(near) and any(self._crossed(shooter, target, near))
             self._cover_cache[key] = cached
         return cached
 
