@@ -68,10 +68,11 @@ _NO_PHASE = (0.0, 0.0, 0.0)
 _STANCE_FLAGS = {st: tuple(float(st == other) for other in STANCES) for st in STANCES}
 
 
-def _offset_geometry(dx: int, dy: int, weapon) -> list[float]:
-    """A slot's distance, range-band flags and adjacency for another combatant ``(dx, dy)``
-    squares away, for the observer's weapon. They depend on the offset only, so they are
-    cached per (offset, weapon); line of sight and cover come from the map's own caches."""
+def _offset_geometry(dx: int, dy: int, width: int, height: int, weapon) -> list[float]:
+    """A slot's leading entries for another combatant in play ``(dx, dy)`` squares away:
+    present, in play, relative position, distance, range-band flags and adjacency for the
+    observer's weapon. They depend on the offset only, so they are cached per (offset,
+    weapon); line of sight and cover come from the map's own caches."""
     dist = GridMap.distance_m((0, 0), (dx, dy))
     bands = [0.0] * 5
     if weapon.is_melee:
@@ -79,7 +80,16 @@ def _offset_geometry(dx: int, dy: int, weapon) -> list[float]:
     else:
         d = min(1.0, dist / (4 * weapon.range_m))
         bands[_BAND_INDEX[range_dm(dist, weapon.range_m)]] = 1.0
-    return [d, *bands, float(max(abs(dx), abs(dy)) <= 1)]
+    return [1.0, 1.0, dx / width, dy / height, d, *bands, float(max(abs(dx), abs(dy)) <= 1)]
+
+
+def _public_block(c) -> tuple[list, list]:
+    """The slot entries that depend on the other combatant alone (the same for every
+    observer), in two runs around the observer's ``aimed`` flag."""
+    ch, mx = c.chars, c.max_chars
+    return ([*_STANCE_FLAGS[c.stance], 1.0 - ch["STR"] / mx["STR"], 1.0 - ch["DEX"] / mx["DEX"],
+             1.0 - ch["END"] / mx["END"], c.drawn, c.weapon.is_melee],
+            [c.bonus, c.penalty, c.turn_begun, c.hasty, c.current_initiative / INIT_SCALE])
 
 
 STATE_FIELDS = ("side", "in_play", "x", "y", "wound_STR", "wound_DEX", "wound_END",
@@ -120,6 +130,34 @@ class ObservationBuilder:
         self._empty_slot = [0.0] * len(SLOT_FIELDS)
         self._present_only = [1.0] + [0.0] * (len(SLOT_FIELDS) - 1)
         self._geometry: dict[tuple, list[float]] = {}  # per (dx, dy, weapon)
+        self._public: dict[str, tuple[list, list]] = {}
+        self._public_battle: Battle | None = None
+        self._public_seen = 0
+
+    def _public_blocks(self, battle: Battle) -> dict[str, tuple[list, list]]:
+        """The cache of ``_public_block`` per combatant, brought up to date with the battle.
+
+        Every change to a combatant's public fields appends an event naming it as ``actor``
+        or ``target`` (a ``round`` event changes everyone's), so the blocks of combatants
+        named since the last call are dropped and rebuilt on demand. Tests compare the
+        result with a fresh builder's at every step of fuzzed battles.
+        """
+        events = battle.events
+        seen = self._public_seen
+        if battle is not self._public_battle or len(events) < seen:
+            self._public.clear()
+            self._public_battle = battle
+        else:
+            public = self._public
+            for i in range(seen, len(events)):
+                ev = events[i]
+                if ev["type"] == "round":
+                    public.clear()
+                    break
+                public.pop(ev.get("actor"), None)
+                public.pop(ev.get("target"), None)
+        self._public_seen = len(events)
+        return self._public
 
     def slots(self, agent: str) -> list[str | None]:
         """Who sits in each slot of ``agent``'s observation (``None``: an empty slot)."""
@@ -172,8 +210,8 @@ class ObservationBuilder:
         ]
         empty = self._empty_slot
         geometry = self._geometry
+        public = self._public_blocks(battle)
         line_of_sight, cover_between = grid.line_of_sight, grid.cover_between
-        stance_flags = _STANCE_FLAGS
         by_id = battle.by_id
         aim_target = me.aim_target
         mpos = me.pos
@@ -186,22 +224,20 @@ class ObservationBuilder:
                 v += self._present_only
                 continue
             ox, oy = opos = o.pos
-            dx, dy = ox - mx, oy - my
-            key = (dx, dy, w.name)  # weapon names are unique within a scenario
+            key = (ox - mx, oy - my, w.name)  # weapon names are unique within a scenario
             geo = geometry.get(key)
             if geo is None:
-                geo = geometry[key] = _offset_geometry(dx, dy, w)
-            oc, om = o.chars, o.max_chars
-            v += [1.0, 1.0, dx / W, dy / H]
-            v += geo  # distance, five band flags, adjacent
+                geo = geometry[key] = _offset_geometry(ox - mx, oy - my, W, H, w)
+            v += geo  # present, in play, dx, dy, distance, five band flags, adjacent
             v.append(line_of_sight(mpos, opos))
             v.append(o.stance != "stand" and cover_between(mpos, opos))
-            v += stance_flags[o.stance]
-            v += [1.0 - oc["STR"] / om["STR"], 1.0 - oc["DEX"] / om["DEX"],
-                  1.0 - oc["END"] / om["END"],
-                  o.drawn, o.weapon.is_melee, aim_target == oid,
-                  o.bonus, o.penalty, o.turn_begun, o.hasty,
-                  o.current_initiative / INIT_SCALE, attacker == oid]
+            block = public.get(oid)
+            if block is None:
+                block = public[oid] = _public_block(o)
+            v += block[0]  # stance, wounds, drawn, melee weapon
+            v.append(aim_target == oid)
+            v += block[1]  # bonus, penalty, acted, hasty, Initiative
+            v.append(attacker == oid)
         arr = np.asarray(v, dtype=np.float32)
         # Every entry is scaled to [-1, 1]; clipping only bites on extreme Initiative/pools.
         np.minimum(arr, 1.0, out=arr)

@@ -73,6 +73,9 @@ class GridMap:
         self._walk_cache: dict[tuple, tuple] = {}
         self._reach_cache: dict[tuple, tuple] = {}
         self._cover_near: dict[Square, list[Square]] = {}  # low cover next to a square
+        # (line of sight rows, cover rows) per square index, built on first use when the map
+        # is small enough; () when it is not (then the per-pair caches above serve).
+        self._tables: tuple[list[bytes], list[bytes]] | tuple[()] | None = None
 
     def terrain(self, sq: Square) -> str:
         """The terrain character of a square."""
@@ -171,6 +174,11 @@ class GridMap:
         """True when the centre-to-centre segment crosses no wall square (R8.1)."""
         if not self.walls:
             return True
+        if self._tables is None:
+            self._tables = _visibility_tables(self)
+        if self._tables:
+            w = self.width
+            return self._tables[0][a[1] * w + a[0]][b[1] * w + b[0]] == 1
         key = (a, b) if a <= b else (b, a)
         cached = self._los_cache.get(key)
         if cached is None:
@@ -186,18 +194,27 @@ class GridMap:
         """
         if not self.cover_squares:
             return False
+        if self._tables is None:
+            self._tables = _visibility_tables(self)
+        if self._tables:
+            w = self.width
+            return self._tables[1][shooter[1] * w + shooter[0]][target[1] * w + target[0]] == 1
         key = (shooter, target)
         cached = self._cover_cache.get(key)
         if cached is None:
-            near = self._cover_near.get(target)
-            if near is None:
-                tx, ty = target
-                near = self._cover_near[target] = [
-                    sq for sq in ((tx + dx, ty + dy) for dx in (-1, 0, 1) for dy in (-1, 0, 1)
-                                  if dx or dy) if sq in self.cover_squares]
-            cached = bool(near) and any(self._crossed(shooter, target, near))
+            cached = any(self._crossed(shooter, target, self.cover_near(target)))
             self._cover_cache[key] = cached
         return cached
+
+    def cover_near(self, target: Square) -> list[Square]:
+        """The low-cover squares next to ``target`` (8 neighbours)."""
+        near = self._cover_near.get(target)
+        if near is None:
+            tx, ty = target
+            near = self._cover_near[target] = [
+                sq for sq in ((tx + dx, ty + dy) for dx in (-1, 0, 1) for dy in (-1, 0, 1)
+                              if dx or dy) if sq in self.cover_squares]
+        return near
 
     def _crossed(self, a: Square, b: Square, squares) -> list[Square]:
         lo_x, hi_x = min(a[0], b[0]), max(a[0], b[0])
@@ -205,3 +222,60 @@ class GridMap:
         return [sq for sq in squares
                 if lo_x <= sq[0] <= hi_x and lo_y <= sq[1] <= hi_y and sq != a and sq != b
                 and _segment_enters_square(a, b, sq)]
+
+
+# Precomputed visibility tables cost squares^2 bytes each and about squares^2 x (walls + 8 x
+# cover squares) element operations to build; above these bounds the per-pair caches serve.
+MAX_TABLE_SQUARES = 2500
+MAX_TABLE_WORK = 200_000_000
+
+
+def _visibility_tables(grid: GridMap) -> tuple[list[bytes], list[bytes]] | tuple[()]:
+    """Line of sight and cover for every ordered pair of squares, as rows of bytes indexed by
+    ``y * width + x``; the same exact integer test as ``_segment_enters_square``, vectorised
+    over all pairs (tests compare the two)."""
+    import numpy as np
+
+    n = grid.width * grid.height
+    work = n * n * (len(grid.walls) + 8 * len(grid.cover_squares))
+    if n > MAX_TABLE_SQUARES or work > MAX_TABLE_WORK:
+        return ()
+    idx = np.arange(n)
+    xs, ys = idx % grid.width, idx // grid.width
+    ax, ay = xs[:, None], ys[:, None]  # from (rows)
+    bx, by = xs[None, :], ys[None, :]  # to (columns)
+    blocked = np.zeros((n, n), dtype=bool)
+    for wall in grid.walls:
+        blocked |= _crosses(ax, ay, bx, by, wall)
+    cover = np.zeros((n, n), dtype=bool)
+    for c in grid.cover_squares:  # a cover square shields the squares around it
+        for dx in (-1, 0, 1):
+            for dy in (-1, 0, 1):
+                t = (c[0] + dx, c[1] + dy)
+                if (dx or dy) and grid.in_bounds(t):
+                    col = t[1] * grid.width + t[0]
+                    cover[:, col] |= _crosses(xs, ys, t[0], t[1], c)
+    return ([bytes(row) for row in (~blocked).astype(np.uint8)],
+            [bytes(row) for row in cover.astype(np.uint8)])
+
+
+def _crosses(ax, ay, bx, by, sq: Square):
+    """Vectorised ``_segment_enters_square`` (segments from ``a`` to ``b``, broadcast), with
+    the same exclusions as ``GridMap._crossed``: ``sq`` must differ from both ends."""
+    import numpy as np
+
+    x0, y0 = 2 * ax + 1, 2 * ay + 1
+    dx, dy = 2 * (bx - ax), 2 * (by - ay)
+    den = np.maximum(np.abs(dx), 1) * np.maximum(np.abs(dy), 1)
+    t_lo, t_hi = np.zeros_like(den), den
+    ok = np.ones(np.broadcast(den, x0, y0).shape, dtype=bool)
+    for p0, d, lo in ((x0, dx, 2 * sq[0]), (y0, dy, 2 * sq[1])):
+        hi = lo + 2
+        still = d == 0
+        ok = ok & (~still | ((lo < p0) & (p0 < hi)))
+        scale = den // np.where(still, 1, d)  # exact: d divides den
+        t1, t2 = (lo - p0) * scale, (hi - p0) * scale
+        t_lo = np.where(still, t_lo, np.maximum(t_lo, np.minimum(t1, t2)))
+        t_hi = np.where(still, t_hi, np.minimum(t_hi, np.maximum(t1, t2)))
+    ends = ((ax == sq[0]) & (ay == sq[1])) | ((bx == sq[0]) & (by == sq[1]))
+    return ok & (t_lo < t_hi) & ~ends
