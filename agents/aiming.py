@@ -225,6 +225,7 @@ class OptimalAimPolicy:
     scenarios (aim, attack or end turn; reload when empty). A baseline for learned aiming."""
 
     name = "optimal_aim"
+    needs_observation = False  # decides from the view and the mask
 
     def __init__(self, seed: int | None = None) -> None:
         self._cache: dict[AimProblem, AimSolution] = {}

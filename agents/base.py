@@ -12,6 +12,11 @@ index must be legal), ``agent`` its id and ``env`` the (unwrapped) environment, 
 API (labels, ``observation_slots``, and the read-only battle view) a scripted policy may read
 but never mutate. Each policy draws randomness only from its own generator, seeded by
 ``reset(seed)``.
+
+A policy that never reads ``observation`` (it decides from the mask and the view) may say so
+with a class attribute ``needs_observation = False``; callers that honour it
+(``policy_action``, the SB3 bridge, the evaluation and tournament loops) then pass ``None``
+instead of building the vector, which is a large share of an environment step.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["PassivePolicy", "Policy", "RandomPolicy", "legal_indices"]
+__all__ = ["PassivePolicy", "Policy", "RandomPolicy", "legal_indices", "policy_action"]
 
 
 @runtime_checkable
@@ -37,6 +42,15 @@ class Policy(Protocol):
         """Return a legal action index for ``agent``."""
 
 
+def policy_action(policy: Policy, env: Any, agent: str) -> int:
+    """``policy``'s action for ``agent``, the selected agent of ``env`` (a ``TravellerEnv``):
+    the observation is built only for a policy that reads it (``needs_observation``)."""
+    if getattr(policy, "needs_observation", True):
+        obs = env.observe(agent)
+        return int(policy.act(obs["observation"], obs["action_mask"], agent, env))
+    return int(policy.act(None, env.action_mask(agent), agent, env))
+
+
 def legal_indices(action_mask: np.ndarray) -> np.ndarray:
     """Indices where the mask is 1; ``ValueError`` if none (never for a selected agent)."""
     legal = np.flatnonzero(action_mask)
@@ -49,6 +63,7 @@ class RandomPolicy:
     """``random``: uniform over the legal actions (the floor every behaviour must beat)."""
 
     name = "random"
+    needs_observation = False
 
     def __init__(self, seed: int | None = None) -> None:
         self.rng = np.random.default_rng(seed)
@@ -69,6 +84,7 @@ class PassivePolicy:
     ``range_*`` scenarios."""
 
     name = "passive"
+    needs_observation = False
 
     def __init__(self, seed: int | None = None) -> None:
         pass

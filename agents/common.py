@@ -342,6 +342,7 @@ class ScriptedPolicy:
     """
 
     name = "scripted"
+    needs_observation = False  # decides from the view and the mask
 
     def __init__(self, seed: int | None = None) -> None:
         self.rng = np.random.default_rng(seed)

@@ -19,7 +19,7 @@ import numpy as np
 import traveller_env
 from traveller_env.rules.battle import Battle
 
-from .base import PassivePolicy, Policy
+from .base import PassivePolicy, Policy, policy_action
 
 __all__ = ["evaluate_matchup", "evaluate_range", "format_matchups", "mean_interval",
            "play_battle", "wilson_interval"]
@@ -64,12 +64,11 @@ def play_battle(env: Any, policies: Mapping[str, Policy], seed: int) -> Battle:
         p.reset(seed * 7919 + i)
     env.reset(seed=seed)
     for agent in env.agent_iter():
-        obs, _, term, trunc, _ = env.last()
+        _, _, term, trunc, _ = env.last(observe=False)
         if term or trunc:
             env.step(None)
             continue
-        action = policies[agent].act(obs["observation"], obs["action_mask"], agent, env)
-        env.step(int(action))
+        env.step(policy_action(policies[agent], env, agent))
     return env.battle
 
 

@@ -36,6 +36,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from agents.base import policy_action
 from agents.registry import make_policy, parse_policy_list
 from experiments.stats import bootstrap_elo, openskill_ratings, wilson_interval
 
@@ -114,9 +115,8 @@ def play_game(game: Game) -> dict[str, Any]:
         if env.terminations[agent] or env.truncations[agent]:
             env.step(None)
             continue
-        obs = env.observe(agent)
-        mask = obs["action_mask"]
-        action = int(pols[side_of[agent]].act(obs["observation"], mask, agent, env))
+        mask = env.action_mask(agent)
+        action = policy_action(pols[side_of[agent]], env, agent)
         if not (0 <= action < len(mask)) or not mask[action]:
             label = env.action_labels[action] if 0 <= action < len(mask) else action
             raise RuntimeError(f"policy {names[side_of[agent]]!r} chose illegal action "

@@ -527,32 +527,34 @@ class _OrderEnforcing(wrappers.OrderEnforcingWrapper):
             raise _before_reset(name)
         return self.env
 
+    # PettingZoo's attributes, read straight from the environment (AttributeError before
+    # reset, as with PettingZoo's wrapper).
     @property
-    def agents(self) -> list[str]:  # noqa: D102 - PettingZoo attribute
+    def agents(self) -> list[str]:
         return self._live("agents").agents
 
     @property
-    def agent_selection(self) -> str:  # noqa: D102
+    def agent_selection(self) -> str:
         return self._live("agent_selection").agent_selection
 
     @property
-    def rewards(self) -> dict[str, float]:  # noqa: D102
+    def rewards(self) -> dict[str, float]:
         return self._live("rewards").rewards
 
     @property
-    def terminations(self) -> dict[str, bool]:  # noqa: D102
+    def terminations(self) -> dict[str, bool]:
         return self._live("terminations").terminations
 
     @property
-    def truncations(self) -> dict[str, bool]:  # noqa: D102
+    def truncations(self) -> dict[str, bool]:
         return self._live("truncations").truncations
 
     @property
-    def infos(self) -> dict[str, dict]:  # noqa: D102
+    def infos(self) -> dict[str, dict]:
         return self._live("infos").infos
 
     @property
-    def num_agents(self) -> int:  # noqa: D102
+    def num_agents(self) -> int:
         return self._live("num_agents").num_agents
 
     @property

@@ -72,6 +72,9 @@ class TravellerSB3Env(gym.Env):
         else:
             raise ValueError(f"learner {learner!r} is neither an agent ({', '.join(agents)}), "
                              f"a side ({', '.join(s.name for s in sides)}) nor 'all'")
+        from agents.base import policy_action  # agents builds on this package: import late
+
+        self._policy_action = policy_action
         self.learner = learner
         self._learner_set = frozenset(self.learners)
         self.policies = self._resolve_policies(policies)
@@ -188,8 +191,7 @@ class TravellerSB3Env(gym.Env):
         return np.append(mask & self._focus_mask, True)
 
     def _assist_action(self, agent: str) -> int:
-        obs = self.aec.observe(agent)
-        return int(self.assist.act(obs["observation"], obs["action_mask"], agent, self.aec))
+        return self._policy_action(self.assist, self.aec, agent)
 
     def _learner_decides(self, agent: str) -> bool:
         """With ``focus``, the learner decides only when a focus action is legal."""
@@ -237,9 +239,7 @@ class TravellerSB3Env(gym.Env):
                 continue
             if learner_gone and not self.play_out:
                 return reward, True
-            obs = aec.observe(agent)
-            policy = self.policies[agent]
-            aec.step(int(policy.act(obs["observation"], obs["action_mask"], agent, aec)))
+            aec.step(self._policy_action(self.policies[agent], aec, agent))
             if acting is not None:
                 reward += self._reward_now(acting)
         # The battle is over.
