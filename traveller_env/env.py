@@ -72,7 +72,8 @@ class TravellerEnv(AECEnv):
       melee weapon, aimed at by the observer, bonus / penalty held, has acted this round,
       haste, Initiative (/ 30), and whether it is the attacker awaiting the observer's reaction.
 
-    Every entry lies in [-1, 1] (clipped in the rare extremes of Initiative).
+    Every entry lies in [-1, 1] (clamped in the rare extremes of Initiative, leadership pools
+    and skill DMs).
     ``state()`` returns the global state for centralised critics (``state_labels`` names it).
     Scripted policies read the battle through ``view``, a read-only ``BattleView``.
 
@@ -99,7 +100,8 @@ class TravellerEnv(AECEnv):
     ``"penalize"``), and ``max_rounds`` overrides the scenario's. ``check_invariants``
     (default ``False``; a constructor keyword, not a scenario option) checks the battle's
     invariants after ``reset`` and every ``step`` (``traveller_env.invariants``: state and new
-    events, the selected agent's mask never all zero, finite rewards) and raises
+    events, the selected agent's mask never all zero, every observation within [-1, 1], finite
+    rewards) and raises
     ``InvariantError`` (an ``AssertionError``) naming the invariant and the combatant; off, it
     costs nothing.
 
@@ -375,7 +377,7 @@ class TravellerEnv(AECEnv):
     def _run_invariant_checks(self, first_event: int) -> None:
         """``check_invariants=True``: the battle's invariants after a step, plus the
         environment's own: the selected live agent is the deciding one, with a non-zero mask,
-        and every reward is finite."""
+        every agent's observation lies in [-1, 1], and every reward is finite."""
         b = self.battle
         check_new_events(b, first_event)
         mask = None
@@ -386,6 +388,12 @@ class TravellerEnv(AECEnv):
                                      "must decide")
             mask = self._mask_for(sel)
         check_invariants(b, self._catalogue, mask)
+        for a in self.agents:
+            vec = self._obs_builder.observe(b, a)
+            if not (vec.min() >= -1.0 and vec.max() <= 1.0):  # also refuses NaN
+                j = int(np.flatnonzero(~((vec >= -1.0) & (vec <= 1.0)))[0])
+                raise InvariantError("observation", a, f"{self._obs_builder.labels[j]} = "
+                                     f"{vec[j]!r}, outside [-1, 1]")
         for a, r in self._cumulative_rewards.items():
             if not math.isfinite(r):
                 raise InvariantError("reward", a, f"cumulative reward {r!r}")

@@ -89,7 +89,13 @@ def _public_block(c) -> tuple[list, list]:
     ch, mx = c.chars, c.max_chars
     return ([*_STANCE_FLAGS[c.stance], 1.0 - ch["STR"] / mx["STR"], 1.0 - ch["DEX"] / mx["DEX"],
              1.0 - ch["END"] / mx["END"], c.drawn, c.weapon.is_melee],
-            [c.bonus, c.penalty, c.turn_begun, c.hasty, c.current_initiative / INIT_SCALE])
+            [c.bonus, c.penalty, c.turn_begun, c.hasty, _unit(c.current_initiative / INIT_SCALE)])
+
+
+def _unit(x: float) -> float:
+    """Clamp to [-1, 1]: for the few entries whose scale can be exceeded (Initiative,
+    leadership pools, skill DMs); every other entry lies in [-1, 1] by construction."""
+    return -1.0 if x < -1.0 else 1.0 if x > 1.0 else x
 
 
 STATE_FIELDS = ("side", "in_play", "x", "y", "wound_STR", "wound_DEX", "wound_END",
@@ -123,9 +129,9 @@ class ObservationBuilder:
         self.state_size = len(self.state_labels)
         self._init_spares = {c.id: max(1, c.spares) for c in battle.combatants}
         self._skill_dms = {
-            c.id: (skill_dm(c.skills, c.weapon.skill) / 6.0,
-                   (skill_dm(c.skills, "leadership")
-                    + max(c.dm(k) for k in ("INT", "EDU", "SOC"))) / 10.0)
+            c.id: (_unit(skill_dm(c.skills, c.weapon.skill) / 6.0),
+                   _unit((skill_dm(c.skills, "leadership")
+                          + max(c.dm(k) for k in ("INT", "EDU", "SOC"))) / 10.0))
             for c in battle.combatants}  # skills and INT/EDU/SOC never change in battle
         self._empty_slot = [0.0] * len(SLOT_FIELDS)
         self._present_only = [1.0] + [0.0] * (len(SLOT_FIELDS) - 1)
@@ -201,8 +207,8 @@ class ObservationBuilder:
             me.aim_dm / 6.0, me.minors / 3.0, me.significant,
             sig_avail, minors_avail,
             me.hasty, me.bonus, me.penalty,
-            bonuses / POOL_SCALE, penalties / POOL_SCALE,
-            me.current_initiative / INIT_SCALE, ready,
+            _unit(bonuses / POOL_SCALE), _unit(penalties / POOL_SCALE),
+            _unit(me.current_initiative / INIT_SCALE), ready,
             battle.round / battle.options.max_rounds,
             *_PHASE_FLAGS.get(phase, _NO_PHASE),
             pending.melee if attacker is not None else False,
@@ -238,10 +244,7 @@ class ObservationBuilder:
             v.append(aim_target == oid)
             v += block[1]  # bonus, penalty, acted, hasty, Initiative
             v.append(attacker == oid)
-        arr = np.asarray(v, dtype=np.float32)
-        # Every entry is scaled to [-1, 1]; clipping only bites on extreme Initiative/pools.
-        np.minimum(arr, 1.0, out=arr)
-        np.maximum(arr, -1.0, out=arr)
+        arr = np.asarray(v, dtype=np.float32)  # every entry in [-1, 1] (see ``_unit``)
         if out is not None:
             out[:] = arr
             return out
