@@ -271,8 +271,9 @@ class TravellerEnv(AECEnv):
 
     def observe(self, agent: str) -> dict[str, np.ndarray]:
         """``{"observation": float32 vector, "action_mask": int8 mask}`` for ``agent``."""
-        self._require_reset("observe()")
-        self._check_agent(agent)
+        if self.battle is None or agent not in self._side_of:  # the checks, inlined (hot)
+            self._require_reset("observe()")
+            self._check_agent(agent)
         obs = self._obs_builder.observe(self.battle, agent)
         return {"observation": obs, "action_mask": self._mask_for(agent)}
 

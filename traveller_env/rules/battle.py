@@ -566,7 +566,7 @@ class Battle:
                 self._break_aim(actor)
             if kind not in ("draw", "reload"):
                 actor.ready_kind, actor.ready_count = None, 0
-            getattr(self, "_do_" + kind)(actor, action)
+            _DO[kind](self, actor, action)
             if self.phase != "turn":  # waiting for a reaction, or the battle ended
                 return
         self._maybe_auto_end(actor)
@@ -917,3 +917,7 @@ class Battle:
         self.phase, self._decider = "over", None
         self._emit({"type": "end", "round": self.round, "winner": winner, "reason": reason})
 
+
+# The handler of each action kind in a turn (``_do_turn_action``).
+_DO = {kind: getattr(Battle, "_do_" + kind)
+       for kind in ("move", "stance", "draw", "reload", "aim", "attack", "leadership")}
