@@ -39,7 +39,7 @@ from pettingzoo.utils import wrappers
 import traveller_env
 from traveller_env.encoding import ActionCatalogue
 from traveller_env.env import _OrderEnforcing  # env()'s wrapper, for the like-for-like ceiling
-from traveller_env.scenario import build_battle
+from traveller_env.scenario import build_battle, load_scenario
 
 
 class DoNothingEnv(AECEnv):
@@ -118,6 +118,7 @@ def run_aec(env: Any, steps: int, seed: int = 0) -> float:
 def run_engine(scenario: Any, actions: int, seed: int = 0) -> float:
     """Engine alone: legal-action mask + apply, in actions per second."""
     rng = np.random.default_rng(seed)
+    scenario = load_scenario(scenario)  # parsed and validated once, as the environment does
     battle = build_battle(scenario, seed=seed)
     cat = ActionCatalogue(battle)
     episode = 0

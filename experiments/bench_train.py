@@ -59,6 +59,36 @@ def _timed_vec_env_class() -> type:
     return TimedVecEnv
 
 
+def isolated_step_us(scenario: str, steps: int = 5000) -> dict[str, float]:
+    """Microseconds per learner step of the SB3 bridge alone and through ``DummyVecEnv``,
+    with a uniformly random legal learner: the environment's cost without the training
+    loop around it (inside training the same calls run slower, on caches PyTorch evicts)."""
+    import numpy as np
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from traveller_env.sb3 import make_sb3_env
+
+    rng = np.random.default_rng(0)
+    bridge = make_sb3_env(scenario, learner="blue")()
+    bridge.reset(seed=0)
+    start = time.perf_counter()
+    for _ in range(steps):
+        legal = np.flatnonzero(bridge.action_masks())
+        _, _, terminated, truncated, _ = bridge.step(int(legal[rng.integers(len(legal))]))
+        if terminated or truncated:
+            bridge.reset()
+    bridge_us = 1e6 * (time.perf_counter() - start) / steps
+    venv = DummyVecEnv([make_sb3_env(scenario, learner="blue")])
+    venv.seed(0)
+    venv.reset()
+    start = time.perf_counter()
+    for _ in range(steps):
+        legal = np.flatnonzero(venv.env_method("action_masks")[0])
+        venv.step(np.array([legal[rng.integers(len(legal))]]))
+    vec_us = 1e6 * (time.perf_counter() - start) / steps
+    return {"bridge_us": bridge_us, "dummy_vec_env_us": vec_us}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Train briefly, print frames per second and the environment's share of wall time."""
     parser = argparse.ArgumentParser(description="MaskablePPO training speed on duel")
@@ -88,12 +118,19 @@ def main(argv: list[str] | None = None) -> int:
     fps = args.timesteps / wall
     print(f"MaskablePPO on {args.scenario} ({args.n_envs} env, torch threads 1): "
           f"{fps:,.0f} steps/s over {args.timesteps} steps ({wall:.1f} s)")
-    print(f"time inside the environment: {share:.1%} of wall time")
+    print(f"time inside the environment: {share:.1%} of wall time "
+          f"({1e6 * venv.elapsed / args.timesteps:.0f} us per step)")
+    alone = isolated_step_us(args.scenario)
+    print(f"the same steps outside training (random legal learner): bridge "
+          f"{alone['bridge_us']:.0f} us, through DummyVecEnv {alone['dummy_vec_env_us']:.0f} us "
+          "per step")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({
             "scenario": args.scenario, "timesteps": args.timesteps, "n_envs": args.n_envs,
-            "fps": fps, "env_share": share, "python": platform.python_version(),
+            "fps": fps, "env_share": share,
+            "env_us_per_step_in_training": 1e6 * venv.elapsed / args.timesteps,
+            "isolated_us_per_step": alone, "python": platform.python_version(),
             "torch": torch.__version__}, indent=2) + "\n")
         print(f"wrote {args.json}")
     return 0
