@@ -8,6 +8,8 @@ one policy can play every seat. ``ObservationBuilder.slots(agent)`` names who si
 
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 
 from .rules.actions import STANCES
@@ -124,6 +126,7 @@ class ObservationBuilder:
             name = f"ally{k}" if k < self.n_ally_slots else f"enemy{k - self.n_ally_slots}"
             self.labels += [f"{name}.{f}" for f in SLOT_FIELDS]
         self.size = len(self.labels)
+        self._packer = struct.Struct(f"={self.size}f")  # native float32, no padding
         self.state_labels = [f"{cid}.{f}" for cid in self.ids for f in STATE_FIELDS]
         self.state_labels += [f"phase_{p}" for p in PHASES] + ["round"]
         self.state_size = len(self.state_labels)
@@ -172,7 +175,7 @@ class ObservationBuilder:
     def observe(self, battle: Battle, agent: str, out: np.ndarray | None = None) -> np.ndarray:
         """The observation vector of ``agent`` (float32, every entry in [-1, 1]).
 
-        Built as one Python list (bools included) and converted once, much faster than item
+        Built as one Python list (bools included) and packed once, much faster than item
         assignment; distance, range band and adjacency are cached per offset and weapon.
         """
         me = battle.by_id[agent]
@@ -244,7 +247,11 @@ class ObservationBuilder:
             v.append(aim_target == oid)
             v += block[1]  # bonus, penalty, acted, hasty, Initiative
             v.append(attacker == oid)
-        arr = np.asarray(v, dtype=np.float32)  # every entry in [-1, 1] (see ``_unit``)
+        # Every entry is in [-1, 1] (see ``_unit``). Packing straight into float32 bytes is
+        # faster than NumPy's conversion of a mixed list, with the same rounding.
+        buf = bytearray(self._packer.size)
+        self._packer.pack_into(buf, 0, *v)
+        arr = np.frombuffer(buf, dtype=np.float32)
         if out is not None:
             out[:] = arr
             return out
