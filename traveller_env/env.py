@@ -522,49 +522,28 @@ def _before_reset(name: str) -> AttributeError:
     return AttributeError(f"{name} cannot be accessed before reset")
 
 
+def _forwarded(name: str) -> property:
+    """PettingZoo attribute ``name``, read straight from the wrapped environment
+    (``AttributeError`` before ``reset``, as with PettingZoo's wrapper)."""
+    return property(lambda self: getattr(self._live(name), name),
+                    doc=f"PettingZoo's ``{name}``, read from the wrapped environment "
+                        "(``AttributeError`` before ``reset``).")
+
+
 class _OrderEnforcing(wrappers.OrderEnforcingWrapper):
     """PettingZoo's ``OrderEnforcingWrapper`` with the same guarantees (attributes before
     ``reset`` raise ``AttributeError``, calls before ``reset`` fail its assertions, ``agent_iter``
     checks that every iteration steps), plus ``step`` after the end as an error.
 
-    The hot attributes and calls go straight to the environment instead of through
-    ``__getattr__`` (which costs about as much as a whole step of a trivial environment).
+    The hot attributes (properties made by ``_forwarded``, below the class) and calls go
+    straight to the environment instead of through ``__getattr__``, which costs about as much
+    as a whole step of a trivial environment.
     """
 
     def _live(self, name: str) -> TravellerEnv:
         if not self._has_reset:
             raise _before_reset(name)
         return self.env
-
-    # PettingZoo's attributes, read straight from the environment (AttributeError before
-    # reset, as with PettingZoo's wrapper).
-    @property
-    def agents(self) -> list[str]:
-        return self._live("agents").agents
-
-    @property
-    def agent_selection(self) -> str:
-        return self._live("agent_selection").agent_selection
-
-    @property
-    def rewards(self) -> dict[str, float]:
-        return self._live("rewards").rewards
-
-    @property
-    def terminations(self) -> dict[str, bool]:
-        return self._live("terminations").terminations
-
-    @property
-    def truncations(self) -> dict[str, bool]:
-        return self._live("truncations").truncations
-
-    @property
-    def infos(self) -> dict[str, dict]:
-        return self._live("infos").infos
-
-    @property
-    def num_agents(self) -> int:
-        return self._live("num_agents").num_agents
 
     @property
     def _cumulative_rewards(self) -> dict[str, float]:
@@ -587,3 +566,8 @@ class _OrderEnforcing(wrappers.OrderEnforcingWrapper):
         if not self._has_reset:
             EnvLogger.error_observe_before_reset()
         return self.env.observe(agent)
+
+
+for _name in ("agents", "agent_selection", "rewards", "terminations", "truncations", "infos",
+              "num_agents"):
+    setattr(_OrderEnforcing, _name, _forwarded(_name))

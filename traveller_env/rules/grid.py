@@ -174,11 +174,10 @@ class GridMap:
         """True when the centre-to-centre segment crosses no wall square (R8.1)."""
         if not self.walls:
             return True
-        if self._tables is None:
-            self._tables = _visibility_tables(self)
-        if self._tables:
+        rows = self._table(0)
+        if rows is not None:
             w = self.width
-            return self._tables[0][a[1] * w + a[0]][b[1] * w + b[0]] == 1
+            return rows[a[1] * w + a[0]][b[1] * w + b[0]] == 1
         key = (a, b) if a <= b else (b, a)
         cached = self._los_cache.get(key)
         if cached is None:
@@ -194,17 +193,23 @@ class GridMap:
         """
         if not self.cover_squares:
             return False
-        if self._tables is None:
-            self._tables = _visibility_tables(self)
-        if self._tables:
+        rows = self._table(1)
+        if rows is not None:
             w = self.width
-            return self._tables[1][shooter[1] * w + shooter[0]][target[1] * w + target[0]] == 1
+            return rows[shooter[1] * w + shooter[0]][target[1] * w + target[0]] == 1
         key = (shooter, target)
         cached = self._cover_cache.get(key)
         if cached is None:
             cached = any(self._crossed(shooter, target, self.cover_near(target)))
             self._cover_cache[key] = cached
         return cached
+
+    def _table(self, which: int) -> list[bytes] | None:
+        """Row ``which`` (0: line of sight, 1: cover) of the visibility tables, built on first
+        use; ``None`` when the map is too large for them."""
+        if self._tables is None:
+            self._tables = _visibility_tables(self)
+        return self._tables[which] if self._tables else None
 
     def cover_near(self, target: Square) -> list[Square]:
         """The low-cover squares next to ``target`` (8 neighbours)."""
