@@ -1,8 +1,9 @@
 """The battle map (R8.1): a grid of 1.5 m squares with terrain, line of sight and cover.
 
 Coordinates are ``(x, y)`` with ``x`` to the east and ``y`` to the south. Line of sight and
-cover are computed exactly (integer arithmetic on doubled coordinates) and cached per pair of
-squares, since the map never changes during a battle.
+cover are computed exactly (integer arithmetic on doubled coordinates). The map never changes
+during a battle, so they are tabulated for every pair of squares on first use (maps up to
+``MAX_TABLE_SQUARES``) or cached per pair (larger maps); move reach is cached per square.
 """
 
 from __future__ import annotations
