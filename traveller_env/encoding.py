@@ -100,15 +100,11 @@ class ActionCatalogue:
             buf[single["reload"]] = 1
         if opts.leadership:
             buf[single["leadership"]] = 1
-        targeted = self._targeted
-        for target in opts.aim:
-            buf[targeted["aim"][target]] = 1
-        for target in opts.attack:
-            buf[targeted["attack"][target]] = 1
-        for target in opts.direct:
-            buf[targeted["direct"][target]] = 1
-        for target in opts.hamper:
-            buf[targeted["hamper"][target]] = 1
+        for kind, targets in (("aim", opts.aim), ("attack", opts.attack),
+                              ("direct", opts.direct), ("hamper", opts.hamper)):
+            index = self._targeted[kind]
+            for target in targets:
+                buf[index[target]] = 1
 
     def _move_template(self, move_reach: dict[str, int]) -> bytes:
         block = bytearray(self._move_hi - self._move_lo)

@@ -97,6 +97,11 @@ class _PendingAttack:
 _OTHER_STANCES = {st: tuple(o for o in STANCES if o != st) for st in STANCES}
 
 
+def _move_budget_m(c: Combatant) -> float:
+    """Metres one Move action may cover (R4.6: the Movement score, quartered when prone)."""
+    return c.movement_m / 4 if c.stance == "prone" else c.movement_m
+
+
 def range_dm(distance_m: float, weapon_range_m: float) -> int | None:
     """R5.1: DM for a ranged attack at ``distance_m``; ``None`` when beyond 4x Range."""
     if distance_m <= weapon_range_m / 4:
@@ -334,8 +339,7 @@ class Battle:
         if self.done or self.phase != "turn":
             raise RuntimeError(f"turn_options() needs a turn decision (phase: {self.phase})")
         actor = self.by_id[self._decider]
-        sig = not actor.significant and actor.minors <= 1
-        minors = max(0, (1 if actor.significant else 3) - actor.minors)
+        sig, minors = self.budget_left(actor.id)
         w = actor.weapon
         ranged = not w.is_melee
         pos = actor.pos
@@ -479,7 +483,7 @@ class Battle:
         """Walk up to ``squares`` steps; return the legal prefix and, if it stopped short,
         why the next step is refused. Legality is monotone: every prefix of a legal move is
         legal, so the prefix length is the longest legal move in that direction."""
-        budget = actor.movement_m / 4 if actor.stance == "prone" else actor.movement_m
+        budget = _move_budget_m(actor)
         path, reason, cost_failure = self.grid.walk(actor.pos, direction, budget, squares)
         occupied = self._occupied(actor)
         for i, sq in enumerate(path):
@@ -499,7 +503,7 @@ class Battle:
     def _reach(self, c: Combatant) -> list[int]:
         """``move_reach`` as a list in ``DIRECTIONS`` order: the map's static reach, cut
         short where another combatant in play stands on the path."""
-        budget = c.movement_m / 4 if c.stance == "prone" else c.movement_m
+        budget = _move_budget_m(c)
         static, blockers = self.grid.reach(c.pos, budget, self.max_move_squares)
         reach = list(static)
         for o in self.combatants:
@@ -630,7 +634,7 @@ class Battle:
             actor.ammo = actor.weapon.magazine
 
     def _do_move(self, actor: Combatant, action: Action) -> None:
-        budget = actor.movement_m / 4 if actor.stance == "prone" else actor.movement_m
+        budget = _move_budget_m(actor)
         # Legal, so the map's cached walk is the whole path (occupancy was checked).
         path = self.grid.walk(actor.pos, action.direction, budget, action.squares)[0]
         metres = sum(self.grid.step_cost_m(sq) for sq in path)
