@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo battle test lint bench clean
+.PHONY: demo battle test lint bench golden clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,11 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python experiments/bench_env.py --json results/bench_env.json
 	$(BIN)/python experiments/bench_train.py --json results/bench_train.json
+
+# Rewrite the golden playthroughs (tests/golden/) after a rule change that is meant to alter
+# them; commit the diff with the change.
+golden: $(STAMP)
+	$(BIN)/python tests/golden_playthroughs.py --write
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
