@@ -4,8 +4,8 @@ The catalogue is fixed for a scenario (it depends only on the combatant ids and 
 movement), so every agent shares one ``Discrete(N)`` space. The mask is built from the
 engine's own legality rules, so ``mask[i] == 1`` exactly when the engine accepts action ``i``:
 ``mask_slow`` asks ``Battle.why_illegal`` about every action; ``mask`` gives the same answer
-faster from ``Battle.turn_options`` (legality grouped by kind, each move direction walked
-once); tests check that the two agree.
+faster from ``Battle.legal_options`` (each kind's legal arguments, grouped; each move
+direction walked once); tests check that the two agree.
 """
 
 from __future__ import annotations
@@ -16,36 +16,32 @@ import numpy as np
 
 from .rules.actions import Action, parse_action
 from .rules.battle import Battle
+from .rules.grid import DIRECTIONS
+from .rules.kinds import KINDS, ActionKind
 
 __all__ = ["ActionCatalogue", "RelativeActions"]
 
 
 class ActionCatalogue:
-    """The scenario's action list, its labels and index lookup."""
+    """The scenario's action list, its labels and index lookup, derived from the action kinds
+    table (``rules.kinds.KINDS``)."""
 
     def __init__(self, battle: Battle) -> None:
         self.actions: list[Action] = battle.candidate_actions()
         self.labels: list[str] = [a.label for a in self.actions]
         self._index = {label: i for i, label in enumerate(self.labels)}
         self.n = len(self.actions)
-        groups: dict[str, list[int]] = defaultdict(list)
-        moves: dict[str, list[int]] = defaultdict(list)
+        # Per kind: the index of each legal-argument key (``ActionKind.key``).
+        self._by_key: dict[str, dict] = defaultdict(dict)
         for i, a in enumerate(self.actions):
-            groups[a.kind].append(i)
-            if a.kind == "move":
-                moves[a.direction].append(i)  # squares 1, 2, ... in order
-        self._groups = dict(groups)
-        self._moves = {d: sorted(ix, key=lambda i: self.actions[i].squares)
-                       for d, ix in moves.items()}
-        self._stance = {self.actions[i].arg: i for i in groups["stance"]}
-        self._single = {k: groups[k][0] for k in ("draw", "reload", "leadership")}
-        self._end_turn = groups["end_turn"][0]
+            self._by_key[a.kind][ActionKind.key(a)] = i
+        self._by_key = dict(self._by_key)
+        self.kinds = [k for k in KINDS.values() if k.name in self._by_key]
         # Move actions form one contiguous block; its mask is cached per reach pattern.
-        self._move_lo, self._move_hi = min(groups["move"]), max(groups["move"]) + 1
-        assert self._move_hi - self._move_lo == len(groups["move"])
+        moves = [i for i, a in enumerate(self.actions) if a.kind == "move"]
+        self._move_lo, self._move_hi = min(moves), max(moves) + 1
+        assert self._move_hi - self._move_lo == len(moves)
         self._move_templates: dict[tuple[int, ...], bytes] = {}
-        self._targeted = {k: {self.actions[i].arg: i for i in groups[k]}
-                          for k in ("aim", "attack", "direct", "hamper")}
 
     def index(self, label: str) -> int:
         """Index of an action label; ``ValueError`` listing the pattern when unknown."""
@@ -57,7 +53,8 @@ class ActionCatalogue:
                              f"space ({self.n} actions; see action_labels)") from None
 
     def mask(self, battle: Battle, out: np.ndarray | None = None) -> np.ndarray:
-        """``int8`` mask of the actions legal for the deciding combatant.
+        """``int8`` mask of the actions legal for the deciding combatant, from each kind's
+        grouped legal arguments (``Battle.legal_options``).
 
         Built in a ``bytearray`` (item assignment there is several times cheaper than on a
         NumPy array) and wrapped without a copy; the move block comes from a cached template
@@ -65,52 +62,31 @@ class ActionCatalogue:
         """
         buf = bytearray(self.n)
         if not battle.done:
-            phase = battle.phase
-            if phase == "haste":
-                for i in self._groups["haste"]:
-                    buf[i] = 1
-            elif phase == "reaction":
-                why, actions = battle.why_illegal, self.actions
-                for i in self._groups["react"]:
-                    buf[i] = why(actions[i]) is None
-            else:
-                self._turn_mask(battle, buf)
+            by_key = self._by_key
+            for name, legal in battle.legal_options().items():
+                if not legal:
+                    continue
+                if name == "move":
+                    template = self._move_templates.get(legal)
+                    if template is None:
+                        template = self._move_templates[legal] = self._move_template(legal)
+                    buf[self._move_lo:self._move_hi] = template
+                    continue
+                index = by_key[name]
+                for key in legal:
+                    buf[index[key]] = 1
         mask = np.frombuffer(buf, dtype=np.int8)
         if out is None:
             return mask
         out[:] = mask
         return out
 
-    def _turn_mask(self, battle: Battle, buf: bytearray) -> None:
-        opts = battle.turn_options()
-        buf[self._end_turn] = 1
-        reach = tuple(opts.move_reach.values())
-        template = self._move_templates.get(reach)
-        if template is None:
-            template = self._move_template(opts.move_reach)
-            self._move_templates[reach] = template
-        buf[self._move_lo:self._move_hi] = template
-        stance = self._stance
-        for st in opts.stances:
-            buf[stance[st]] = 1
-        single = self._single
-        if opts.draw:
-            buf[single["draw"]] = 1
-        if opts.reload:
-            buf[single["reload"]] = 1
-        if opts.leadership:
-            buf[single["leadership"]] = 1
-        for kind, targets in (("aim", opts.aim), ("attack", opts.attack),
-                              ("direct", opts.direct), ("hamper", opts.hamper)):
-            index = self._targeted[kind]
-            for target in targets:
-                buf[index[target]] = 1
-
-    def _move_template(self, move_reach: dict[str, int]) -> bytes:
+    def _move_template(self, reach: tuple[int, ...]) -> bytes:
         block = bytearray(self._move_hi - self._move_lo)
-        for d, k in move_reach.items():
-            for i in self._moves[d][:k]:
-                block[i - self._move_lo] = 1
+        index = self._by_key["move"]
+        for d, k in zip(DIRECTIONS, reach, strict=True):
+            for n in range(1, k + 1):
+                block[index[(d, n)] - self._move_lo] = 1
         return bytes(block)
 
     def mask_slow(self, battle: Battle) -> np.ndarray:
@@ -139,7 +115,7 @@ class RelativeActions:
         rows: list[tuple[str, int] | tuple[str, str, int]] = []
         seen: set[str] = set()
         for i, action in enumerate(catalogue.actions):
-            if action.kind in ("aim", "attack", "direct", "hamper"):
+            if KINDS[action.kind].args == "combatant":
                 if action.kind in seen:
                     continue
                 seen.add(action.kind)

@@ -241,6 +241,8 @@ class TravellerEnv(AECEnv):
         self.battle = build_battle(self.scenario, dice=dice or Dice(self.seed))
         self._mask_key = None  # a new battle may reuse the old one's id()
         self._rewards_dirty = False  # True while some agent's last-step reward is not 0
+        self._last_summary = self.battle.summary.copy()  # what rewards were last scored from
+        self._last_round = self.battle.round
         self.agents = list(self.possible_agents)
         self.rewards = dict.fromkeys(self.agents, 0.0)
         self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
@@ -277,6 +279,13 @@ class TravellerEnv(AECEnv):
         obs = self._obs_builder.observe(self.battle, agent)
         return {"observation": obs, "action_mask": self._mask_for(agent)}
 
+    def observation_vector(self, agent: str) -> np.ndarray:
+        """Only the float32 observation vector of ``agent`` (``observe`` without the mask)."""
+        if self.battle is None or agent not in self._side_of:
+            self._require_reset("observation_vector()")
+            self._check_agent(agent)
+        return self._obs_builder.observe(self.battle, agent)
+
     def action_mask(self, agent: str | None = None) -> np.ndarray:
         """The action mask of ``agent`` (default: the selected agent)."""
         self._require_reset("action_mask()")
@@ -288,10 +297,9 @@ class TravellerEnv(AECEnv):
         b = self.battle
         if b.done or agent != b.current_agent or agent != self.agent_selection:
             return np.zeros(self._catalogue.n, dtype=np.int8)
-        # Every change to a battle appends an event, except declaring an attack, which only
-        # hands the decision to the target (phase "reaction"): so (battle, log length, phase,
-        # decider) identifies the decision, and its mask is computed once however often asked.
-        key = (id(b), len(b.events), b.phase, agent)
+        # Every change to a battle moves its version on, so (battle, version) identifies the
+        # decision, and its mask is computed once however often asked.
+        key = (id(b), b.version)
         if self._mask_key != key:
             self._mask_cache = self._catalogue.mask(b)
             self._mask_key = key
@@ -339,7 +347,7 @@ class TravellerEnv(AECEnv):
         penalty = 0.0
         # The mask of this decision, when already computed, answers legality; otherwise the
         # engine checks (the same rules: tests compare the mask with why_illegal).
-        known = self._mask_key == (id(b), first_event, b.phase, agent)
+        known = self._mask_key == (id(b), b.version)
         try:
             if known and self._mask_cache[action]:
                 b.apply(act, validated=True)
@@ -356,7 +364,7 @@ class TravellerEnv(AECEnv):
         self._cursor[agent] = first_event
         if self._rewards_dirty:
             self._clear_rewards()
-        gained, dones_changed = self._score(b.events, first_event)
+        gained, dones_changed = self._score()
         if penalty:
             self.rewards[agent] += penalty
             gained = True
@@ -406,40 +414,50 @@ class TravellerEnv(AECEnv):
             self.infos[agent] = {"events": b.events[self._cursor[agent]:],
                                  "phase": b.phase, "round": b.round}
 
-    def _score(self, events: list[dict], start: int) -> tuple[bool, bool]:
-        """Rewards from the events of this step (see the class docstring, "Rewards").
+    def _score(self) -> tuple[bool, bool]:
+        """Rewards of this step, from the battle's running summary (see the class docstring,
+        "Rewards"): damage dealt and taken since the last step, rounds begun, the outcome.
 
         Returns ``(any reward given, whether a combatant may have dropped out or the battle
         ended)``, so that a step without either skips the per-agent bookkeeping.
         """
+        b = self.battle
         r = self.scenario.rewards
         live = self.rewards
+        summary = b.summary
+        last = self._last_summary
         gained = dones = False
-        for ev in events[start:]:
-            t = ev["type"]
-            if t == "attack":
-                if ev["damage"] and (r.damage_dealt or r.damage_taken):
+        if r.damage_dealt or r.damage_taken:
+            dealt, taken = summary.damage_dealt, summary.damage_taken
+            for cid in self.possible_agents:
+                d = dealt[cid] - last.damage_dealt[cid]
+                if d:
                     gained = True
-                    self._give(ev["actor"], r.damage_dealt * ev["damage"], r.shared)
-                    self._give(ev["target"], r.damage_taken * ev["damage"], r.shared)
-            elif t == "round":
-                if r.per_round:
+                    self._give(cid, r.damage_dealt * d, r.shared)
+                t = taken[cid] - last.damage_taken[cid]
+                if t:
                     gained = True
-                    for a in live:
-                        if not self.battle.by_id[a].out:  # not to one awaiting its dead step
-                            live[a] += r.per_round
-            elif t in ("incapacitated", "out"):
-                dones = True
-            elif t == "end":
-                gained = dones = True
-                winner = ev["winner"]
-                for a in live:
-                    if winner is None:
-                        live[a] += r.draw
-                    elif self.battle.side_names[self._side_of[a]] == winner:
-                        live[a] += r.win
-                    else:
-                        live[a] += r.loss
+                    self._give(cid, r.damage_taken * t, r.shared)
+        if r.per_round and b.round > self._last_round:
+            gained = True
+            for a in live:
+                if not b.by_id[a].out:  # not to one awaiting its dead step
+                    live[a] += r.per_round * (b.round - self._last_round)
+        if summary.dropouts != last.dropouts:
+            dones = True
+        if b.done:
+            gained = dones = True
+            winner = b.winner
+            for a in live:
+                if winner is None:
+                    live[a] += r.draw
+                elif b.side_names[self._side_of[a]] == winner:
+                    live[a] += r.win
+                else:
+                    live[a] += r.loss
+        self._last_round = b.round
+        if gained or dones:
+            self._last_summary = summary.copy()
         return gained, dones
 
     def _give(self, agent: str, amount: float, shared: bool) -> None:

@@ -55,6 +55,10 @@ from .rules.actions import STANCES
 from .rules.checks import TARGET_NUMBER, characteristic_dm
 from .rules.damage import is_dead, is_incapacitated
 from .rules.grid import WALL
+from .rules.kinds import KINDS
+
+#: The kinds whose progress carries over consecutive Minor actions (R4.5).
+READY_KINDS = frozenset(k.name for k in KINDS.values() if k.keeps_ready)
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -121,7 +125,7 @@ def check_invariants(battle: Battle, catalogue: ActionCatalogue | None = None,
                 raise InvariantError("aim", cid, f"aims at {c.aim_target!r}, not an enemy")
         if c.ready_kind is not None:
             needed = w.draw_actions if c.ready_kind == "draw" else w.reload_actions
-            if c.ready_kind not in ("draw", "reload") or not 0 < c.ready_count < needed:
+            if c.ready_kind not in READY_KINDS or not 0 < c.ready_count < needed:
                 raise InvariantError("readying", cid, f"{c.ready_kind} progress "
                                      f"{c.ready_count} of {needed} (R4.5)")
         if type(c.bonus) is not bool or type(c.penalty) is not bool:
@@ -137,7 +141,7 @@ def check_invariants(battle: Battle, catalogue: ActionCatalogue | None = None,
             if other is not None:
                 raise InvariantError("position", cid, f"shares {list(pos)} with {other}")
             squares[pos] = cid
-    for pool in battle._pools:
+    for pool in battle.pools:
         leader = by_id.get(pool.leader)
         # R7.5: pools lapse when the leader is incapacitated; one made after that by a leader
         # still in play (R2.5) lapses when it drops out.

@@ -13,8 +13,10 @@ import struct
 import numpy as np
 
 from .rules.actions import STANCES
-from .rules.battle import Battle, range_dm
+from .rules.attack import range_dm
+from .rules.battle import Battle
 from .rules.checks import skill_dm
+from .rules.leadership import leadership_dms
 from .rules.grid import GridMap
 
 __all__ = ["PHASES", "SELF_FIELDS", "SLOT_FIELDS", "ObservationBuilder"]
@@ -133,39 +135,22 @@ class ObservationBuilder:
         self._init_spares = {c.id: max(1, c.spares) for c in battle.combatants}
         self._skill_dms = {
             c.id: (_unit(skill_dm(c.skills, c.weapon.skill) / 6.0),
-                   _unit((skill_dm(c.skills, "leadership")
-                          + max(c.dm(k) for k in ("INT", "EDU", "SOC"))) / 10.0))
+                   _unit(sum(leadership_dms(c, hasty=False).values()) / 10.0))
             for c in battle.combatants}  # skills and INT/EDU/SOC never change in battle
         self._empty_slot = [0.0] * len(SLOT_FIELDS)
         self._present_only = [1.0] + [0.0] * (len(SLOT_FIELDS) - 1)
         self._geometry: dict[tuple, list[float]] = {}  # per (dx, dy, weapon)
-        self._public: dict[str, tuple[list, list]] = {}
+        self._public: dict[str, tuple[int, tuple[list, list]]] = {}
         self._public_battle: Battle | None = None
-        self._public_seen = 0
 
-    def _public_blocks(self, battle: Battle) -> dict[str, tuple[list, list]]:
-        """The cache of ``_public_block`` per combatant, brought up to date with the battle.
-
-        Every change to a combatant's public fields appends an event naming it as ``actor``
-        or ``target`` (a ``round`` event changes everyone's), so the blocks of combatants
-        named since the last call are dropped and rebuilt on demand. Tests compare the
-        result with a fresh builder's at every step of fuzzed battles.
-        """
-        events = battle.events
-        seen = self._public_seen
-        if battle is not self._public_battle or len(events) < seen:
+    def _public_blocks(self, battle: Battle) -> dict[str, tuple[int, tuple[list, list]]]:
+        """The cache of ``_public_block`` per combatant: ``(combatant version, block)``; a
+        block is rebuilt when the combatant's ``version`` has moved on (every change to a
+        combatant stamps it, ``rules.events``). Tests compare the result with a fresh
+        builder's at every step of fuzzed battles."""
+        if battle is not self._public_battle:
             self._public.clear()
             self._public_battle = battle
-        else:
-            public = self._public
-            for i in range(seen, len(events)):
-                ev = events[i]
-                if ev["type"] == "round":
-                    public.clear()
-                    break
-                public.pop(ev.get("actor"), None)
-                public.pop(ev.get("target"), None)
-        self._public_seen = len(events)
         return self._public
 
     def slots(self, agent: str) -> list[str | None]:
@@ -240,9 +225,10 @@ class ObservationBuilder:
             v += geo  # present, in play, dx, dy, distance, five band flags, adjacent
             v.append(line_of_sight(mpos, opos))
             v.append(o.stance != "stand" and cover_between(mpos, opos))
-            block = public.get(oid)
-            if block is None:
-                block = public[oid] = _public_block(o)
+            cached = public.get(oid)
+            if cached is None or cached[0] != o.version:
+                cached = public[oid] = (o.version, _public_block(o))
+            block = cached[1]
             v += block[0]  # stance, wounds, drawn, melee weapon
             v.append(aim_target == oid)
             v += block[1]  # bonus, penalty, acted, hasty, Initiative

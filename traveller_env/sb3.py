@@ -22,6 +22,8 @@ import numpy as np
 from gymnasium import spaces
 
 from .env import ScenarioSource, TravellerEnv
+from .policy import RandomPolicy, policy_action
+from .rules.kinds import KINDS
 
 __all__ = ["TravellerSB3Env", "make_sb3_env"]
 
@@ -72,8 +74,6 @@ class TravellerSB3Env(gym.Env):
         else:
             raise ValueError(f"learner {learner!r} is neither an agent ({', '.join(agents)}), "
                              f"a side ({', '.join(s.name for s in sides)}) nor 'all'")
-        from agents.base import policy_action  # agents builds on this package: import late
-
         self._policy_action = policy_action
         self.learner = learner
         self._learner_set = frozenset(self.learners)
@@ -95,8 +95,7 @@ class TravellerSB3Env(gym.Env):
             if assist is None or not self.focus:
                 raise ValueError("assist and focus go together: a Policy for the learner's "
                                  "other decisions, and the action kinds the learner decides")
-            kinds = {"end_turn", "move", "stance", "draw", "reload", "aim", "attack",
-                     "leadership", "direct", "hamper", "react", "haste"}
+            kinds = set(KINDS)
             unknown = sorted(set(self.focus) - kinds)
             if unknown:
                 raise ValueError(f"focus: unknown action kinds {unknown}; kinds: "
@@ -110,8 +109,6 @@ class TravellerSB3Env(gym.Env):
             self.action_labels.append("delegate")
 
     def _resolve_policies(self, policies: Any) -> dict[str, Any]:
-        from agents.base import RandomPolicy
-
         others = [a for a in self.aec.possible_agents if a not in self._learner_set]
         if policies is None:
             shared = RandomPolicy()
@@ -249,7 +246,7 @@ class TravellerSB3Env(gym.Env):
 
     def _obs(self, fallback: str | None = None) -> np.ndarray:
         agent = self.current_agent or fallback or self.learners[0]
-        return self.aec._obs_builder.observe(self.aec.battle, agent)
+        return self.aec.observation_vector(agent)
 
     def _info(self) -> dict[str, Any]:
         b = self.aec.battle

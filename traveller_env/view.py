@@ -13,7 +13,8 @@ from types import MappingProxyType
 from typing import Any
 
 from .rules.actions import Action, parse_action
-from .rules.battle import Battle, range_dm
+from .rules.attack import range_dm
+from .rules.battle import Battle
 from .rules.checks import success_probability
 from .rules.dice import Dice
 from .rules.equipment import Armour, Weapon

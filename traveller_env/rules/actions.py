@@ -2,15 +2,14 @@
 
 Labels: ``end_turn``, ``move:<dir>:<squares>``, ``stance:<stand|crouch|prone>``, ``draw``,
 ``reload``, ``aim:<agent>``, ``attack:<agent>``, ``leadership``, ``direct:<agent>``,
-``hamper:<agent>``, ``react:<none|dodge|parry>``, ``haste:<yes|no>``.
+``hamper:<agent>``, ``react:<none|dodge|parry>``, ``haste:<yes|no>``. The kinds and their
+label patterns are described once, in ``kinds.KINDS``; the sets below are derived from it.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import NamedTuple
-
-from .grid import DIRECTIONS
+from typing import Any, NamedTuple
 
 __all__ = [
     "FREE_KINDS",
@@ -25,11 +24,6 @@ __all__ = [
 
 STANCES = ("stand", "crouch", "prone")
 REACTIONS = ("none", "dodge", "parry")
-MINOR_KINDS = frozenset({"move", "stance", "draw", "reload", "aim"})
-SIGNIFICANT_KINDS = frozenset({"attack", "leadership"})
-FREE_KINDS = frozenset({"direct", "hamper"})  # R7.5: cost no action
-TARGETED_KINDS = frozenset({"aim", "attack", "direct", "hamper"})
-_SIMPLE = frozenset({"end_turn", "draw", "reload", "leadership"})
 
 
 class Action(NamedTuple):
@@ -57,28 +51,35 @@ class Action(NamedTuple):
 @lru_cache(maxsize=4096)
 def parse_action(label: str) -> Action:
     """Parse an action label; raise ``ValueError`` naming the label when it is malformed."""
+    from .kinds import KINDS
+
     if not isinstance(label, str):
         raise ValueError(f"action label must be a string, got {label!r}")
     parts = label.split(":")
-    kind = parts[0]
-    if kind in _SIMPLE and len(parts) == 1:
-        return Action(kind)
-    if kind == "move" and len(parts) == 3 and parts[1] in DIRECTIONS and parts[2].isdigit():
-        squares = int(parts[2])
-        if squares >= 1:
-            return Action("move", None, parts[1], squares)
-    if len(parts) == 2 and parts[1]:
-        arg = parts[1]
-        if kind in TARGETED_KINDS:
-            return Action(kind, arg)
-        if kind == "stance" and arg in STANCES:
-            return Action(kind, arg)
-        if kind == "react" and arg in REACTIONS:
-            return Action(kind, arg)
-        if kind == "haste" and arg in ("yes", "no"):
-            return Action(kind, arg)
-    raise ValueError(
-        f"unknown action label {label!r}; expected end_turn, move:<N|NE|E|SE|S|SW|W|NW>:<n>, "
-        "stance:<stand|crouch|prone>, draw, reload, aim:<agent>, attack:<agent>, leadership, "
-        "direct:<agent>, hamper:<agent>, react:<none|dodge|parry> or haste:<yes|no>"
-    )
+    kind = KINDS.get(parts[0])
+    action = kind.parse(parts) if kind is not None else None
+    if action is None:
+        patterns = [k.pattern for k in KINDS.values()]
+        raise ValueError(f"unknown action label {label!r}; expected "
+                         f"{', '.join(patterns[:-1])} or {patterns[-1]}")
+    return action
+
+
+def _kinds_where(**attrs: Any) -> frozenset[str]:
+    from .kinds import KINDS
+
+    return frozenset(k.name for k in KINDS.values()
+                     if all(getattr(k, a) == v for a, v in attrs.items()))
+
+
+def __getattr__(name: str) -> frozenset[str]:
+    """The kind sets, derived from ``kinds.KINDS`` when asked."""
+    if name == "MINOR_KINDS":
+        return _kinds_where(cost="minor")
+    if name == "SIGNIFICANT_KINDS":
+        return _kinds_where(cost="significant")
+    if name == "FREE_KINDS":
+        return _kinds_where(cost="free")
+    if name == "TARGETED_KINDS":
+        return _kinds_where(args="combatant")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

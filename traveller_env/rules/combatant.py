@@ -54,6 +54,8 @@ class Combatant:
     down: bool = False
     dead: bool = False
     out: bool = False
+    # The battle's ``version`` at this combatant's last change (caches key on it).
+    version: int = 0
 
     @property
     def current_initiative(self) -> int:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["apply_damage", "is_dead", "is_incapacitated"]
+__all__ = ["apply_damage", "damage_to_incapacitate", "is_dead", "is_incapacitated"]
 
 
 def apply_damage(str_: int, dex: int, end: int, damage: int) -> tuple[int, int, int]:
@@ -33,3 +33,12 @@ def is_incapacitated(str_: int, dex: int, end: int) -> bool:
 def is_dead(str_: int, dex: int, end: int) -> bool:
     """R6.3: all three at 0."""
     return end == 0 and str_ == 0 and dex == 0
+
+
+def damage_to_incapacitate(str_: int, dex: int, end: int) -> int:
+    """The least damage one hit must do to incapacitate (R6.2-R6.3): all of END, then the
+    higher of STR and DEX (taken first, so it reaches 0 before the other); 0 when already
+    incapacitated."""
+    if is_incapacitated(str_, dex, end):
+        return 0
+    return end + max(str_, dex)

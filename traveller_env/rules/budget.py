@@ -1,0 +1,52 @@
+"""The turn budget (R2.1): one Significant and one Minor action, or three Minor actions.
+
+``Budget`` is the one statement of that arithmetic; the engine keeps one per combatant turn
+and every caller (legality, the mask, agents planning several turns ahead) asks it.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+__all__ = ["MINORS_WITH_SIGNIFICANT", "MINORS_WITHOUT_SIGNIFICANT", "Budget"]
+
+MINORS_WITH_SIGNIFICANT = 1
+MINORS_WITHOUT_SIGNIFICANT = 3
+
+
+class Budget(NamedTuple):
+    """What a combatant has spent this turn: Minor actions and whether a Significant one."""
+
+    minors_used: int = 0
+    significant_used: bool = False
+
+    @property
+    def significant_left(self) -> bool:
+        """A Significant action is legal while none was taken and at most one Minor was."""
+        return not self.significant_used and self.minors_used <= MINORS_WITH_SIGNIFICANT
+
+    @property
+    def minors_left(self) -> int:
+        """Minor actions still legal: up to 1 after a Significant action, else up to 3."""
+        cap = MINORS_WITH_SIGNIFICANT if self.significant_used else MINORS_WITHOUT_SIGNIFICANT
+        return max(0, cap - self.minors_used)
+
+    @property
+    def spent(self) -> bool:
+        """Nothing but free actions and ``end_turn`` remains (R2.3)."""
+        return not self.significant_left and self.minors_left <= 0
+
+    def after(self, cost: str) -> Budget:
+        """The budget after one more action costing ``"minor"``, ``"significant"`` or
+        ``"free"``."""
+        if cost == "minor":
+            return Budget(self.minors_used + 1, self.significant_used)
+        if cost == "significant":
+            return Budget(self.minors_used, True)
+        return self
+
+    @staticmethod
+    def significant_after_minors(minors_used: int, more: int) -> bool:
+        """Can a Significant action follow ``more`` further Minor actions, when each turn
+        starts afresh after three Minors (the planning view of R2.1 over several turns)?"""
+        return Budget((minors_used + more) % MINORS_WITHOUT_SIGNIFICANT).significant_left
