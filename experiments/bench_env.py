@@ -1,4 +1,4 @@
-"""Environment speed, side by side with PettingZoo references (issue 7).
+"""Environment speed, side by side with PettingZoo references.
 
 Plays uniformly random legal actions (the same sampler everywhere: ``np.flatnonzero(mask)``
 then a seeded choice, ``legal[rng.integers(len(legal))]``: the draws of ``rng.choice(legal)``

@@ -1,5 +1,5 @@
 """Training speed: MaskablePPO frames per second on ``duel`` through the SB3 bridge, and the
-share of wall time spent inside the environment (issue 7).
+share of wall time spent inside the environment.
 
 The environment's share is measured by a thin ``VecEnvWrapper`` timing every call into the
 vectorised environment (``step``, ``reset``, and the ``action_masks`` calls MaskablePPO makes)

@@ -1,4 +1,4 @@
-"""Where an AEC step's time goes (issue 7): the split by component, and optionally cProfile.
+"""Where an AEC step's time goes: the split by component, and optionally cProfile.
 
 Plays the same random legal loop as ``bench_env.py`` on ``env()`` and times, with
 ``time.perf_counter`` around each call, the observation vector (``ObservationBuilder.observe``),

@@ -1,4 +1,4 @@
-"""Soak test (issue 6): many random-legal steps on every built-in scenario, invariants on.
+"""Soak test: many random-legal steps on every built-in scenario, invariants on.
 
 Plays battles round-robin over the built-in scenarios through
 ``traveller_env.raw_env(scenario, check_invariants=True)``, so that after every step the

@@ -1,7 +1,7 @@
 """The PettingZoo AEC environment (``traveller_env.env``): API conformance, determinism, the
 action mask, turn order, illegal actions, rewards, episode end and observations.
 
-Each test names the rules it checks (RULES.md). Rules tests drive the environment with exact
+Each test names the rules it checks (docs/rules.md). Rules tests drive the environment with exact
 dice: ``reset(options={"dice": ScriptedDice([...])})``, one tuple per ``roll(n)`` call. Dice
 order at creation: one 2D Initiative roll per combatant in scenario order (none for a prepared
 combatant in an ambush), then one 2D Tactics check per side with a tactician; each check rolls

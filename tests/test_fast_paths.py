@@ -1,4 +1,4 @@
-"""The speed-ups of issue 7 give exactly the answers of the straightforward code they replace.
+"""The fast paths give exactly the answers of the straightforward code they replace.
 
 Each fast path is compared with a reference on seeded and generated inputs:
 

@@ -1,4 +1,4 @@
-"""Issue 6: fuzzed battles, invariants and hostile scenarios.
+"""Fuzzed battles, invariants and hostile scenarios.
 
 * Random *valid* scenarios (hypothesis: 1-8 combatants a side, maps 4-30 squares with walls,
   cover and difficult ground, shipped and scenario-local weapons and armour, random

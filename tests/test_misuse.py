@@ -1,4 +1,4 @@
-"""Issue 6: API misuse gets clear errors, and artifacts are safe.
+"""API misuse gets clear errors, and artifacts are safe.
 
 * The AEC environment (``raw_env`` and ``env``): calls before ``reset``, steps after the end,
   out-of-range and non-int actions, a dead agent's action, bad seeds, unknown agents, labels

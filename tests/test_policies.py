@@ -1,4 +1,4 @@
-"""Scripted NPC behaviours (issue #4): each does what its docstring claims in a small scripted
+"""Scripted NPC behaviours: each does what its docstring claims in a small scripted
 situation, plays whole battles on every built-in scenario with legal actions only, and never
 changes the battle it reads."""
 

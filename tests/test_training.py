@@ -1,4 +1,4 @@
-"""Issue 5: the exact aiming optimum (R4.3, R5), evaluation statistics, and smoke runs of every
+"""The exact aiming optimum (R4.3, R5), evaluation statistics, and smoke runs of every
 training script and of ``traveller eval`` at a tiny budget."""
 
 from __future__ import annotations
