@@ -32,8 +32,8 @@ test: $(STAMP)
 
 # Benchmarks (experiments/, never timed assertions in tests).
 bench: $(STAMP)
-	$(BIN)/python experiments/bench_env.py --json results/bench_env.json
-	$(BIN)/python experiments/bench_train.py --json results/bench_train.json
+	$(BIN)/python -m experiments.bench_env --json results/bench_env.json
+	$(BIN)/python -m experiments.bench_train --json results/bench_train.json
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -16,7 +16,7 @@ steps per second over several repeats:
 It also reports the engine alone (legal actions + apply, no PettingZoo) in actions per second
 and the memory of one environment instance. No timing is asserted anywhere.
 
-    python experiments/bench_env.py --steps 20000 --repeats 5 --json results/bench_env.json
+    python -m experiments.bench_env --steps 20000 --repeats 5 --json runs/bench_env.json
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ with ``time.perf_counter``, over one training run: low overhead, unlike a profil
 inflates pure-Python code. The opponent is the uniform random policy, so the figure is the
 environment's own cost, not a scripted NPC's thinking time.
 
-    python experiments/bench_train.py --timesteps 20000 --json results/bench_train.json
+    python -m experiments.bench_train --timesteps 20000 --json runs/bench_train.json
 """
 
 from __future__ import annotations

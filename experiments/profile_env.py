@@ -8,8 +8,8 @@ bookkeeping and the benchmark loop. The timers add about half a microsecond per 
 total is a little above ``bench_env.py``'s figure. ``--cprofile`` prints the functions with the
 most own time instead (cProfile inflates pure-Python code; use it to rank, not to measure).
 
-    python experiments/profile_env.py --scenario squad --steps 20000
-    python experiments/profile_env.py --scenario duel --cprofile
+    python -m experiments.profile_env --scenario squad --steps 20000
+    python -m experiments.profile_env --scenario duel --cprofile
 """
 
 from __future__ import annotations
@@ -19,16 +19,11 @@ import cProfile
 import functools
 import importlib
 import pstats
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from bench_env import big_scenario, run_aec
-
 import traveller_env
+from experiments.bench_env import big_scenario, run_aec
 from traveller_env.encoding import ActionCatalogue
 from traveller_env.observations import ObservationBuilder
 from traveller_env.rules.battle import Battle

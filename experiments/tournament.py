@@ -1,7 +1,7 @@
 """Round-robin tournament of policies on built-in (or any) scenarios.
 
-    python experiments/tournament.py --policies rush,marksman,cover,leader,tactician,random \
-        --scenarios duel,squad,ambush --battles 200 --seed 0 --workers 2 --out results/t
+    python -m experiments.tournament --policies rush,marksman,cover,leader,tactician,random \
+        --scenarios duel,squad,ambush --battles 200 --seed 0 --workers 2 --out runs/t
 
 Every pair of policies meets on every scenario, ``--battles`` times with each side
 assignment (A plays side 0 and B side 1, then B side 0 and A side 1); battle ``i`` of a
@@ -16,7 +16,8 @@ the first policy's side of the table, with Wilson 95% intervals, mean rounds and
 ``games.csv`` (one row per battle), ``results.json`` (all of it plus the run's settings),
 ``summary.md`` (the tables in Markdown) and ``winrate_heatmap.png``.
 
-``build_parser()`` and ``main(argv)`` are reusable by a ``traveller tournament`` command.
+``build_parser(parser)`` and ``run(args)`` are the ``traveller tournament`` command; the default
+``--out`` is ``runs/tournament`` (the README's published tables are written only when asked).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import argparse
 import csv
 import json
 import os
+import shlex
 import sys
 import time
 from collections import defaultdict
@@ -40,8 +42,8 @@ from agents.base import policy_action
 from agents.registry import make_policy, parse_policy_list
 from experiments.stats import bootstrap_elo, openskill_ratings, wilson_interval
 
-__all__ = ["Game", "build_games", "build_parser", "main", "play_game", "run_tournament",
-           "summarise", "write_outputs"]
+__all__ = ["DEFAULT_OUT", "Game", "build_games", "build_parser", "command_line", "main",
+           "play_game", "run", "run_tournament", "summarise", "write_outputs"]
 
 
 class Game(NamedTuple):
@@ -374,6 +376,10 @@ def write_outputs(summary: dict[str, Any], results: Sequence[dict[str, Any]], ou
 
 
 # ---------------------------------------------------------------------------- command line
+#: Where a tournament writes when no ``--out`` is given (``runs/`` is ignored by git).
+DEFAULT_OUT = "runs/tournament"
+
+
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     """The tournament's arguments (added to ``parser`` when given, e.g. a subcommand's)."""
     if parser is None:
@@ -388,7 +394,9 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument("--seed", type=int, default=0, help="battle i uses seed SEED + i")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                         help="worker processes (default: all cores)")
-    parser.add_argument("--out", default="results/tournament", help="output folder")
+    parser.add_argument("--out", default=DEFAULT_OUT,
+                        help=f"output folder (default: {DEFAULT_OUT}; the README's published "
+                             "tables are written only when asked, with --out results/tournament)")
     parser.add_argument("--bootstrap", type=int, default=200,
                         help="bootstrap resamples for the Elo intervals")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -424,17 +432,33 @@ def run_from_args(args: argparse.Namespace, argv: Sequence[str] | None = None) -
                              progress=not args.no_progress)
     elapsed = time.perf_counter() - start
     summary = summarise(results, policies, scenarios, bootstrap=args.bootstrap)
-    cmd = " ".join(["python experiments/tournament.py",
-                    *(sys.argv[1:] if argv is None else list(argv))])
-    run = {"command": cmd, "policies": policies, "scenarios": scenarios,
-           "battles": args.battles, "seed": args.seed, "workers": args.workers,
-           "games": len(results), "elapsed_s": round(elapsed, 1),
-           "cpu_count": os.cpu_count()}
-    paths = write_outputs(summary, results, Path(args.out), run)
+    run_info = {"command": command_line(argv), "policies": policies, "scenarios": scenarios,
+                "battles": args.battles, "seed": args.seed, "workers": args.workers,
+                "games": len(results), "elapsed_s": round(elapsed, 1),
+                "cpu_count": os.cpu_count()}
+    paths = write_outputs(summary, results, Path(args.out), run_info)
     print(markdown_tables(summary))
     print(f"{len(results)} battles in {elapsed:.0f} s with {args.workers} worker(s); wrote "
           + ", ".join(str(p) for p in paths))
     return 0
+
+
+def command_line(argv: Sequence[str] | None = None) -> str:
+    """The command that ran this tournament, for ``results.json``: ``python -m
+    experiments.tournament ARGV`` when given ``argv``, else this process's own command line
+    (``traveller tournament ...`` when the ``traveller`` command runs it)."""
+    if argv is not None:
+        return shlex.join(["python", "-m", "experiments.tournament", *argv])
+    prog = Path(sys.argv[0]).name
+    if prog == "tournament.py":
+        prog = "python -m experiments.tournament"
+    return " ".join([prog, *(shlex.quote(a) for a in sys.argv[1:])])
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the tournament described by ``args`` (parsed by ``build_parser``); return the exit
+    status. The ``traveller tournament`` command calls this."""
+    return run_from_args(args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
