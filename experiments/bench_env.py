@@ -144,13 +144,18 @@ def instance_memory_kib(factory: Any) -> float:
     return current / 1024
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run every benchmark and print the table (and JSON with ``--json``)."""
+def build_parser() -> argparse.ArgumentParser:
+    """The script's options (it writes a file only when asked with ``--json``)."""
     parser = argparse.ArgumentParser(description="AEC environment speed benchmark")
     parser.add_argument("--steps", type=int, default=20_000, help="AEC steps per repeat")
     parser.add_argument("--repeats", type=int, default=5, help="repeats (median is reported)")
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run every benchmark and print the table (and JSON with ``--json``)."""
+    args = build_parser().parse_args(argv)
 
     from pettingzoo.classic import connect_four_v3, tictactoe_v3
 

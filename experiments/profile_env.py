@@ -54,15 +54,21 @@ def timed(totals: dict[str, float], label: str, fn: Any) -> Any:
     return wrapper
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Print the per-component split of an AEC step (or a cProfile listing)."""
+def build_parser() -> argparse.ArgumentParser:
+    """The script's options."""
     parser = argparse.ArgumentParser(description="where the AEC step's time goes")
     parser.add_argument("--scenario", default="duel",
                         help="built-in scenario name or path, or 16v16 (generated)")
-    parser.add_argument("--steps", type=int, default=20_000)
+    parser.add_argument("--steps", type=int, default=20_000,
+                        help="AEC steps to time (default: %(default)s)")
     parser.add_argument("--cprofile", action="store_true", help="print a cProfile listing")
     parser.add_argument("--top", type=int, default=25, help="functions listed by --cprofile")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the per-component split of an AEC step (or a cProfile listing)."""
+    args = build_parser().parse_args(argv)
     scenario = big_scenario(16) if args.scenario == "16v16" else args.scenario
 
     env = traveller_env.env(scenario=scenario)

@@ -99,8 +99,8 @@ def soak(total_steps: int, seed: int = 0, scenarios: list[str] | None = None,
             platform.machine()}
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Command line: ``--steps``, ``--seed``, ``--scenarios``, ``--json``."""
+def build_parser() -> argparse.ArgumentParser:
+    """The script's options (it writes a file only when asked with ``--json``)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=1_000_000,
                         help="AEC steps in all (dead steps included; default 1,000,000)")
@@ -108,7 +108,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scenarios", default="",
                         help="comma-separated scenario names (default: every built-in one)")
     parser.add_argument("--json", default="", help="write the report to this file")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: ``--steps``, ``--seed``, ``--scenarios``, ``--json``."""
+    args = build_parser().parse_args(argv)
     names = [s for s in args.scenarios.split(",") if s] or None
     report = soak(args.steps, args.seed, names)
     report["command"] = "python -m experiments.soak " + " ".join(

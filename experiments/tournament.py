@@ -384,21 +384,25 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     """The tournament's arguments (added to ``parser`` when given, e.g. a subcommand's)."""
     if parser is None:
         parser = argparse.ArgumentParser(
-            prog="tournament", description="Round-robin tournament of policies.")
+            prog="python -m experiments.tournament",
+            description="Round-robin tournament of policies.")
     parser.add_argument("--policies", default="rush,marksman,cover,leader,tactician,random",
-                        help="comma-separated registry names or MaskablePPO .zip paths")
+                        help="comma-separated registry names or MaskablePPO .zip paths "
+                             "(default: %(default)s)")
     parser.add_argument("--scenarios", default="duel,squad,ambush",
-                        help="comma-separated scenario names or paths")
+                        help="comma-separated scenario names or paths (default: %(default)s)")
     parser.add_argument("--battles", type=int, default=200,
-                        help="battles per pairing, scenario and side assignment")
-    parser.add_argument("--seed", type=int, default=0, help="battle i uses seed SEED + i")
+                        help="battles per pairing, scenario and side assignment "
+                             "(default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="battle i uses seed SEED + i (default: %(default)s)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                         help="worker processes (default: all cores)")
     parser.add_argument("--out", default=DEFAULT_OUT,
                         help=f"output folder (default: {DEFAULT_OUT}; the README's published "
                              "tables are written only when asked, with --out results/tournament)")
     parser.add_argument("--bootstrap", type=int, default=200,
-                        help="bootstrap resamples for the Elo intervals")
+                        help="bootstrap resamples for the Elo intervals (default: %(default)s)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
 
@@ -432,7 +436,7 @@ def run_from_args(args: argparse.Namespace, argv: Sequence[str] | None = None) -
                              progress=not args.no_progress)
     elapsed = time.perf_counter() - start
     summary = summarise(results, policies, scenarios, bootstrap=args.bootstrap)
-    run_info = {"command": command_line(argv), "policies": policies, "scenarios": scenarios,
+    run_info = {"command": command_line(args, argv), "policies": policies, "scenarios": scenarios,
                 "battles": args.battles, "seed": args.seed, "workers": args.workers,
                 "games": len(results), "elapsed_s": round(elapsed, 1),
                 "cpu_count": os.cpu_count()}
@@ -443,16 +447,18 @@ def run_from_args(args: argparse.Namespace, argv: Sequence[str] | None = None) -
     return 0
 
 
-def command_line(argv: Sequence[str] | None = None) -> str:
-    """The command that ran this tournament, for ``results.json``: ``python -m
-    experiments.tournament ARGV`` when given ``argv``, else this process's own command line
-    (``traveller tournament ...`` when the ``traveller`` command runs it)."""
+def command_line(args: argparse.Namespace, argv: Sequence[str] | None = None) -> str:
+    """The command that reruns this tournament, for ``results.json``: ``python -m
+    experiments.tournament ARGV`` when the arguments ``argv`` are known, else every option
+    spelled out from the parsed ``args`` (as when ``traveller tournament`` runs it)."""
+    head = ["python", "-m", "experiments.tournament"]
     if argv is not None:
-        return shlex.join(["python", "-m", "experiments.tournament", *argv])
-    prog = Path(sys.argv[0]).name
-    if prog == "tournament.py":
-        prog = "python -m experiments.tournament"
-    return " ".join([prog, *(shlex.quote(a) for a in sys.argv[1:])])
+        return shlex.join([*head, *argv])
+    words = [*head, "--policies", args.policies, "--scenarios", args.scenarios,
+             "--battles", str(args.battles), "--seed", str(args.seed),
+             "--workers", str(args.workers), "--out", str(args.out),
+             "--bootstrap", str(args.bootstrap)]
+    return shlex.join(words + (["--no-progress"] if args.no_progress else []))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -469,7 +475,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if argv[:1] == ["--"]:
             argv = argv[1:]
     args = build_parser().parse_args(argv)
-    return run_from_args(args, argv)
+    return run_from_args(args, sys.argv[1:] if argv is None else argv)
 
 
 if __name__ == "__main__":
