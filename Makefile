@@ -32,8 +32,8 @@ test: $(STAMP)
 
 # Benchmarks (experiments/, never timed assertions in tests).
 bench: $(STAMP)
-	$(BIN)/python experiments/bench_env.py --json results/bench_env.json
-	$(BIN)/python experiments/bench_train.py --json results/bench_train.json
+	$(BIN)/python -m experiments.bench_env --json results/bench_env.json
+	$(BIN)/python -m experiments.bench_train --json results/bench_train.json
 
 # Rewrite the golden playthroughs (tests/golden/) after a rule change that is meant to alter
 # them; commit the diff with the change.

@@ -1,37 +1,23 @@
 """Policies by name: ``make_policy("rush", seed=0)``, ``parse_policy_list("rush,marksman")``.
 
-``POLICIES`` maps each scripted behaviour's name to its class; a name ending in ``.zip`` is a
-trained ``MaskablePPO`` checkpoint (``agents.trained.load_policy``), which needs the scenario
-it will play. To add a policy, write a class implementing the ``Policy`` protocol (usually a
-``common.ScriptedPolicy`` subclass) and add it to ``POLICIES``.
+``POLICIES`` maps each scripted behaviour's name to its class (the table lives in
+``agents.scripted``); a name ending in ``.zip`` is a trained ``MaskablePPO`` checkpoint
+(``agents.trained.load_policy``), which needs the scenario it will play. To add a policy,
+write a class implementing the ``Policy`` protocol (usually a ``common.ScriptedPolicy``
+subclass) and add it to ``POLICIES`` in ``agents/scripted.py``.
+
+Imports run one way: ``registry`` -> ``trained`` -> ``scripted``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .aiming import OptimalAimPolicy
-from .base import PassivePolicy, Policy, RandomPolicy
-from .cover import CoverPolicy
-from .leader import AlwaysLeadPolicy, LeaderPolicy, NeverLeadPolicy
-from .marksman import MarksmanPolicy
-from .rush import RushPolicy
-from .tactician import TacticianPolicy
+from .base import Policy
+from .scripted import POLICIES, make_scripted
+from .trained import load_policy
 
 __all__ = ["POLICIES", "make_policy", "parse_policy_list"]
-
-POLICIES: dict[str, type] = {
-    "random": RandomPolicy,
-    "rush": RushPolicy,
-    "marksman": MarksmanPolicy,
-    "cover": CoverPolicy,
-    "leader": LeaderPolicy,
-    "tactician": TacticianPolicy,
-    "passive": PassivePolicy,
-    "always_lead": AlwaysLeadPolicy,
-    "never_lead": NeverLeadPolicy,
-    "optimal_aim": OptimalAimPolicy,
-}
 
 
 def make_policy(name: str, seed: int | None = None, scenario: Any = None,
@@ -41,14 +27,11 @@ def make_policy(name: str, seed: int | None = None, scenario: Any = None,
     if name.endswith(".zip"):
         if scenario is None:
             raise ValueError(f"{name}: a trained policy needs the scenario it will play")
-        from .trained import load_policy
-
         return load_policy(name, scenario, seed=seed, **params)
-    cls = POLICIES.get(name)
-    if cls is None:
+    if name not in POLICIES:
         raise ValueError(f"unknown policy {name!r}; known: {', '.join(POLICIES)}, "
                          "or a path to a MaskablePPO .zip")
-    return cls(seed=seed, **params)
+    return make_scripted(name, seed=seed, **params)
 
 
 def parse_policy_list(text: str) -> list[str]:

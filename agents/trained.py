@@ -9,6 +9,8 @@ import numpy as np
 
 from traveller_env.env import ScenarioSource, TravellerEnv
 
+from .scripted import make_scripted
+
 __all__ = ["AssistedPolicy", "CheckpointPool", "TrainedPolicy", "load_policy", "read_meta"]
 
 
@@ -189,9 +191,7 @@ def load_policy(path: str | Path, scenario: ScenarioSource, deterministic: bool 
     if not assisted:
         return policy
     if assist is None:
-        from .registry import make_policy
-
-        assist = make_policy(meta["assist"], seed=seed)
+        assist = make_scripted(meta["assist"], seed=seed)
     return AssistedPolicy(policy, assist, tuple(meta["focus"]))
 
 
@@ -207,11 +207,9 @@ class CheckpointPool:
 
     def __init__(self, folder: str | Path, scenario: ScenarioSource,
                  fallback: str = "marksman", seed: int | None = None) -> None:
-        from .registry import make_policy
-
         self.folder = Path(folder)
         self.scenario = scenario
-        self.fallback = make_policy(fallback, seed=seed)
+        self.fallback = make_scripted(fallback, seed=seed)
         self.rng = np.random.default_rng(seed)
         self._loaded: dict[Path, TrainedPolicy] = {}
         self.current: Any = self.fallback

@@ -6,7 +6,7 @@ held, actions used this round) gives the policy minimising the expected rounds t
 the optimal number of aims before the first shot, the exact expected rounds, and the mean
 rounds of ``--battles`` simulated battles played by that policy (with a 95% interval).
 
-    python experiments/aiming_optimum.py --battles 1000 --json results/aiming_optimum.json
+    python -m experiments.aiming_optimum --battles 1000 --json runs/aiming_optimum.json
 """
 
 from __future__ import annotations
@@ -60,14 +60,19 @@ def optimum_table(battles: int = 0, seed: int = 0) -> list[dict]:
     return rows
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Print the optimum table (and write it as JSON with ``--json``)."""
+def build_parser() -> argparse.ArgumentParser:
+    """The script's options (it writes a file only when asked with ``--json``)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--battles", type=int, default=1000,
                         help="simulated battles per band to check the exact values (0: none)")
     parser.add_argument("--seed", type=int, default=0, help="first battle seed")
     parser.add_argument("--json", type=Path, default=None, help="write the table here")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the optimum table (and write it as JSON with ``--json``)."""
+    args = build_parser().parse_args(argv)
     start = time.perf_counter()
     rows = optimum_table(args.battles, args.seed)
     print(f"{'band':<16}{'distance':>9}{'DM':>5}{'aims':>6}{'E[rounds]':>11}"

@@ -16,7 +16,7 @@ steps per second over several repeats:
 It also reports the engine alone (legal actions + apply, no PettingZoo) in actions per second
 and the memory of one environment instance. No timing is asserted anywhere.
 
-    python experiments/bench_env.py --steps 20000 --repeats 5 --json results/bench_env.json
+    python -m experiments.bench_env --steps 20000 --repeats 5 --json runs/bench_env.json
 """
 
 from __future__ import annotations
@@ -144,13 +144,18 @@ def instance_memory_kib(factory: Any) -> float:
     return current / 1024
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run every benchmark and print the table (and JSON with ``--json``)."""
+def build_parser() -> argparse.ArgumentParser:
+    """The script's options (it writes a file only when asked with ``--json``)."""
     parser = argparse.ArgumentParser(description="AEC environment speed benchmark")
     parser.add_argument("--steps", type=int, default=20_000, help="AEC steps per repeat")
     parser.add_argument("--repeats", type=int, default=5, help="repeats (median is reported)")
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run every benchmark and print the table (and JSON with ``--json``)."""
+    args = build_parser().parse_args(argv)
 
     from pettingzoo.classic import connect_four_v3, tictactoe_v3
 

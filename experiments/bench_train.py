@@ -7,7 +7,7 @@ with ``time.perf_counter``, over one training run: low overhead, unlike a profil
 inflates pure-Python code. The opponent is the uniform random policy, so the figure is the
 environment's own cost, not a scripted NPC's thinking time.
 
-    python experiments/bench_train.py --timesteps 20000 --json results/bench_train.json
+    python -m experiments.bench_train --timesteps 20000 --json runs/bench_train.json
 """
 
 from __future__ import annotations
@@ -89,14 +89,21 @@ def isolated_step_us(scenario: str, steps: int = 5000) -> dict[str, float]:
     return {"bridge_us": bridge_us, "dummy_vec_env_us": vec_us}
 
 
+def build_parser() -> argparse.ArgumentParser:
+    """The script's options (it writes a file only when asked with ``--json``)."""
+    parser = argparse.ArgumentParser(description="MaskablePPO training speed on duel")
+    parser.add_argument("--timesteps", type=int, default=20_000,
+                        help="timed training steps (default: %(default)s)")
+    parser.add_argument("--scenario", default="duel", help="scenario (default: %(default)s)")
+    parser.add_argument("--n-envs", type=int, default=1,
+                        help="environments in the DummyVecEnv (default: %(default)s)")
+    parser.add_argument("--json", type=Path, default=None, help="write the results here")
+    return parser
+
+
 def main(argv: list[str] | None = None) -> int:
     """Train briefly, print frames per second and the environment's share of wall time."""
-    parser = argparse.ArgumentParser(description="MaskablePPO training speed on duel")
-    parser.add_argument("--timesteps", type=int, default=20_000)
-    parser.add_argument("--scenario", default="duel")
-    parser.add_argument("--n-envs", type=int, default=1)
-    parser.add_argument("--json", type=Path, default=None)
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
 
     import torch
     from sb3_contrib import MaskablePPO

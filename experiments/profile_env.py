@@ -8,8 +8,8 @@ bookkeeping and the benchmark loop. The timers add about half a microsecond per 
 total is a little above ``bench_env.py``'s figure. ``--cprofile`` prints the functions with the
 most own time instead (cProfile inflates pure-Python code; use it to rank, not to measure).
 
-    python experiments/profile_env.py --scenario squad --steps 20000
-    python experiments/profile_env.py --scenario duel --cprofile
+    python -m experiments.profile_env --scenario squad --steps 20000
+    python -m experiments.profile_env --scenario duel --cprofile
 """
 
 from __future__ import annotations
@@ -19,16 +19,11 @@ import cProfile
 import functools
 import importlib
 import pstats
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from bench_env import big_scenario, run_aec
-
 import traveller_env
+from experiments.bench_env import big_scenario, run_aec
 from traveller_env.encoding import ActionCatalogue
 from traveller_env.observations import ObservationBuilder
 from traveller_env.rules.battle import Battle
@@ -59,15 +54,21 @@ def timed(totals: dict[str, float], label: str, fn: Any) -> Any:
     return wrapper
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Print the per-component split of an AEC step (or a cProfile listing)."""
+def build_parser() -> argparse.ArgumentParser:
+    """The script's options."""
     parser = argparse.ArgumentParser(description="where the AEC step's time goes")
     parser.add_argument("--scenario", default="duel",
                         help="built-in scenario name or path, or 16v16 (generated)")
-    parser.add_argument("--steps", type=int, default=20_000)
+    parser.add_argument("--steps", type=int, default=20_000,
+                        help="AEC steps to time (default: %(default)s)")
     parser.add_argument("--cprofile", action="store_true", help="print a cProfile listing")
     parser.add_argument("--top", type=int, default=25, help="functions listed by --cprofile")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the per-component split of an AEC step (or a cProfile listing)."""
+    args = build_parser().parse_args(argv)
     scenario = big_scenario(16) if args.scenario == "16v16" else args.scenario
 
     env = traveller_env.env(scenario=scenario)

@@ -7,7 +7,7 @@ action is drawn uniformly from its mask (dead steps take ``None``). Battle *i* u
 ``--seed + i``. Any exception is a failure: it is printed with the scenario, the seed and the
 step, and the soak goes on with the next battle. The exit status is 1 when anything failed.
 
-    python experiments/soak.py --steps 1000000 --json results/soak.json
+    python -m experiments.soak --steps 1000000 --json runs/soak.json
 """
 
 from __future__ import annotations
@@ -23,11 +23,8 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from train_common import write_json
-
 import traveller_env
+from experiments.train_common import write_json
 from traveller_env.scenario import builtin_scenarios
 
 
@@ -102,8 +99,8 @@ def soak(total_steps: int, seed: int = 0, scenarios: list[str] | None = None,
             platform.machine()}
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Command line: ``--steps``, ``--seed``, ``--scenarios``, ``--json``."""
+def build_parser() -> argparse.ArgumentParser:
+    """The script's options (it writes a file only when asked with ``--json``)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=1_000_000,
                         help="AEC steps in all (dead steps included; default 1,000,000)")
@@ -111,10 +108,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scenarios", default="",
                         help="comma-separated scenario names (default: every built-in one)")
     parser.add_argument("--json", default="", help="write the report to this file")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: ``--steps``, ``--seed``, ``--scenarios``, ``--json``."""
+    args = build_parser().parse_args(argv)
     names = [s for s in args.scenarios.split(",") if s] or None
     report = soak(args.steps, args.seed, names)
-    report["command"] = "python experiments/soak.py " + " ".join(
+    report["command"] = "python -m experiments.soak " + " ".join(
         sys.argv[1:] if argv is None else argv)
     print(f"steps {report['steps']:,}  battles {report['battles']:,}  "
           f"failures {report['failures']}  time {report['seconds']:,.1f} s  "

@@ -1,7 +1,7 @@
 """Round-robin tournament of policies on built-in (or any) scenarios.
 
-    python experiments/tournament.py --policies rush,marksman,cover,leader,tactician,random \
-        --scenarios duel,squad,ambush --battles 200 --seed 0 --workers 2 --out results/t
+    python -m experiments.tournament --policies rush,marksman,cover,leader,tactician,random \
+        --scenarios duel,squad,ambush --battles 200 --seed 0 --workers 2 --out runs/t
 
 Every pair of policies meets on every scenario, ``--battles`` times with each side
 assignment (A plays side 0 and B side 1, then B side 0 and A side 1); battle ``i`` of a
@@ -16,7 +16,8 @@ the first policy's side of the table, with Wilson 95% intervals, mean rounds and
 ``games.csv`` (one row per battle), ``results.json`` (all of it plus the run's settings),
 ``summary.md`` (the tables in Markdown) and ``winrate_heatmap.png``.
 
-``build_parser()`` and ``main(argv)`` are reusable by a ``traveller tournament`` command.
+``build_parser(parser)`` and ``run(args)`` are the ``traveller tournament`` command; the default
+``--out`` is ``runs/tournament`` (the README's published tables are written only when asked).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import argparse
 import csv
 import json
 import os
+import shlex
 import sys
 import time
 from collections import defaultdict
@@ -40,8 +42,8 @@ from agents.base import policy_action
 from agents.registry import make_policy, parse_policy_list
 from experiments.stats import bootstrap_elo, openskill_ratings, wilson_interval
 
-__all__ = ["Game", "build_games", "build_parser", "main", "play_game", "run_tournament",
-           "summarise", "write_outputs"]
+__all__ = ["DEFAULT_OUT", "Game", "build_games", "build_parser", "command_line", "main",
+           "play_game", "run", "run_tournament", "summarise", "write_outputs"]
 
 
 class Game(NamedTuple):
@@ -374,23 +376,33 @@ def write_outputs(summary: dict[str, Any], results: Sequence[dict[str, Any]], ou
 
 
 # ---------------------------------------------------------------------------- command line
+#: Where a tournament writes when no ``--out`` is given (``runs/`` is ignored by git).
+DEFAULT_OUT = "runs/tournament"
+
+
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     """The tournament's arguments (added to ``parser`` when given, e.g. a subcommand's)."""
     if parser is None:
         parser = argparse.ArgumentParser(
-            prog="tournament", description="Round-robin tournament of policies.")
+            prog="python -m experiments.tournament",
+            description="Round-robin tournament of policies.")
     parser.add_argument("--policies", default="rush,marksman,cover,leader,tactician,random",
-                        help="comma-separated registry names or MaskablePPO .zip paths")
+                        help="comma-separated registry names or MaskablePPO .zip paths "
+                             "(default: %(default)s)")
     parser.add_argument("--scenarios", default="duel,squad,ambush",
-                        help="comma-separated scenario names or paths")
+                        help="comma-separated scenario names or paths (default: %(default)s)")
     parser.add_argument("--battles", type=int, default=200,
-                        help="battles per pairing, scenario and side assignment")
-    parser.add_argument("--seed", type=int, default=0, help="battle i uses seed SEED + i")
+                        help="battles per pairing, scenario and side assignment "
+                             "(default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="battle i uses seed SEED + i (default: %(default)s)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                         help="worker processes (default: all cores)")
-    parser.add_argument("--out", default="results/tournament", help="output folder")
+    parser.add_argument("--out", default=DEFAULT_OUT,
+                        help=f"output folder (default: {DEFAULT_OUT}; the README's published "
+                             "tables are written only when asked, with --out results/tournament)")
     parser.add_argument("--bootstrap", type=int, default=200,
-                        help="bootstrap resamples for the Elo intervals")
+                        help="bootstrap resamples for the Elo intervals (default: %(default)s)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
 
@@ -424,17 +436,35 @@ def run_from_args(args: argparse.Namespace, argv: Sequence[str] | None = None) -
                              progress=not args.no_progress)
     elapsed = time.perf_counter() - start
     summary = summarise(results, policies, scenarios, bootstrap=args.bootstrap)
-    cmd = " ".join(["python experiments/tournament.py",
-                    *(sys.argv[1:] if argv is None else list(argv))])
-    run = {"command": cmd, "policies": policies, "scenarios": scenarios,
-           "battles": args.battles, "seed": args.seed, "workers": args.workers,
-           "games": len(results), "elapsed_s": round(elapsed, 1),
-           "cpu_count": os.cpu_count()}
-    paths = write_outputs(summary, results, Path(args.out), run)
+    run_info = {"command": command_line(args, argv), "policies": policies, "scenarios": scenarios,
+                "battles": args.battles, "seed": args.seed, "workers": args.workers,
+                "games": len(results), "elapsed_s": round(elapsed, 1),
+                "cpu_count": os.cpu_count()}
+    paths = write_outputs(summary, results, Path(args.out), run_info)
     print(markdown_tables(summary))
     print(f"{len(results)} battles in {elapsed:.0f} s with {args.workers} worker(s); wrote "
           + ", ".join(str(p) for p in paths))
     return 0
+
+
+def command_line(args: argparse.Namespace, argv: Sequence[str] | None = None) -> str:
+    """The command that reruns this tournament, for ``results.json``: ``python -m
+    experiments.tournament ARGV`` when the arguments ``argv`` are known, else every option
+    spelled out from the parsed ``args`` (as when ``traveller tournament`` runs it)."""
+    head = ["python", "-m", "experiments.tournament"]
+    if argv is not None:
+        return shlex.join([*head, *argv])
+    words = [*head, "--policies", args.policies, "--scenarios", args.scenarios,
+             "--battles", str(args.battles), "--seed", str(args.seed),
+             "--workers", str(args.workers), "--out", str(args.out),
+             "--bootstrap", str(args.bootstrap)]
+    return shlex.join(words + (["--no-progress"] if args.no_progress else []))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the tournament described by ``args`` (parsed by ``build_parser``); return the exit
+    status. The ``traveller tournament`` command calls this."""
+    return run_from_args(args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -445,7 +475,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if argv[:1] == ["--"]:
             argv = argv[1:]
     args = build_parser().parse_args(argv)
-    return run_from_args(args, argv)
+    return run_from_args(args, sys.argv[1:] if argv is None else argv)
 
 
 if __name__ == "__main__":

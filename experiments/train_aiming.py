@@ -8,7 +8,7 @@ fits every seat). The report compares, per range band, the learned policy's mean
 incapacitate and aims before the first shot with the exact optimum of ``agents/aiming.py``,
 and gives its ``duel`` win rate against each scripted policy with 95% intervals.
 
-    python experiments/train_aiming.py --total-timesteps 300000 --seed 1
+    python -m experiments.train_aiming --total-timesteps 300000 --seed 1
 
 Each run writes to ``runs/<run name>/``: ``model.zip`` (written atomically), ``config.json``
 (the exact arguments, seed and package versions), TensorBoard logs, ``monitor.csv``,
@@ -21,15 +21,18 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from train_common import (
+import traveller_env
+from agents.aiming import problem_from_battle, solve
+from agents.base import PassivePolicy
+from agents.evaluation import evaluate_matchup, evaluate_range, format_matchups
+from agents.registry import make_policy
+from agents.trained import CheckpointPool, load_policy
+from experiments.train_common import (
     PPOArgs,
     add_dataclass_args,
     atomic_save_model,
@@ -39,13 +42,6 @@ from train_common import (
     seed_everything,
     write_json,
 )
-
-import traveller_env
-from agents.aiming import problem_from_battle, solve
-from agents.base import PassivePolicy
-from agents.evaluation import evaluate_matchup, evaluate_range, format_matchups
-from agents.registry import make_policy
-from agents.trained import CheckpointPool, load_policy
 from traveller_env.sb3 import TravellerSB3Env
 
 BANDS = ("short", "medium", "long", "extreme")
@@ -146,7 +142,7 @@ def train(args: Args) -> Path:
     model = make_model(args, venv, run_dir)
     callback = None
     if args.self_play == "pool":
-        from train_common import PoolCheckpointCallback
+        from experiments.train_common import PoolCheckpointCallback
 
         callback = PoolCheckpointCallback(
             run_dir / "pool", args.pool_every,
@@ -173,13 +169,24 @@ def train(args: Args) -> Path:
     return run_dir
 
 
+def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    """The experiment's arguments, one ``--flag`` per field of ``Args`` (added to ``parser``
+    when given, e.g. the ``traveller train ...`` subcommand's)."""
+    if parser is None:
+        parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_dataclass_args(parser, Args)
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    """Train with the parsed ``args``; return the exit status."""
+    train(Args(**vars(args)))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse ``Args`` from the command line and train."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_dataclass_args(parser, Args)
-    ns = parser.parse_args(argv)
-    train(Args(**vars(ns)))
-    return 0
+    return run(build_parser().parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -15,24 +15,25 @@ where leading pays) and ``squad_commander0`` (the same with Leadership 0, where 
 and is evaluated on both and on ``squad`` (a good shot with Leadership 2). The observation
 carries the sergeant's own Leadership DM, so one policy can tell the cases apart.
 
-    python experiments/train_leadership.py --total-timesteps 200000 --seed 1
+    python -m experiments.train_leadership --total-timesteps 200000 --seed 1
 
-Outputs in ``runs/<run name>/`` as for ``train_aiming.py``.
+Outputs in ``runs/<run name>/`` as for ``experiments.train_aiming``.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from train_common import (
+import traveller_env
+from agents.evaluation import play_battle, wilson_interval
+from agents.registry import make_policy
+from agents.trained import load_policy
+from experiments.train_common import (
     PPOArgs,
     add_dataclass_args,
     atomic_save_model,
@@ -42,11 +43,6 @@ from train_common import (
     seed_everything,
     write_json,
 )
-
-import traveller_env
-from agents.evaluation import play_battle, wilson_interval
-from agents.registry import make_policy
-from agents.trained import load_policy
 from traveller_env.sb3 import TravellerSB3Env
 
 REWARDS = {"win": 1.0, "loss": -1.0, "draw": 0.0, "damage_dealt": 0.02,
@@ -184,12 +180,24 @@ def print_table(rows: list[dict]) -> None:
               f"{r['leads_per_turn']:>12.3f}{r['bonuses_per_battle']:>16.2f}")
 
 
+def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    """The experiment's arguments, one ``--flag`` per field of ``Args`` (added to ``parser``
+    when given, e.g. the ``traveller train ...`` subcommand's)."""
+    if parser is None:
+        parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_dataclass_args(parser, Args)
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    """Train with the parsed ``args``; return the exit status."""
+    train(Args(**vars(args)))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse ``Args`` from the command line and train."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_dataclass_args(parser, Args)
-    train(Args(**vars(parser.parse_args(argv))))
-    return 0
+    return run(build_parser().parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ import copy
 import importlib
 import json
 import random
-import sys
 import tempfile
 import zlib
 from collections.abc import Callable
@@ -613,8 +612,8 @@ def test_r2_5_r7_5_pool_of_a_leader_downed_in_its_own_group_lapses_when_it_drops
 def test_soak_script_counts_steps_and_records_failures_without_stopping(monkeypatch):
     """``experiments/soak.py``: a short clean soak has no failures; an exception in one battle
     is recorded with its scenario and seed, and the soak goes on with the next battle."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
-    soak = importlib.import_module("soak")
+    from experiments import soak
+
     report = soak.soak(400, seed=5, scenarios=["duel", "melee"], progress_every=1e9)
     assert report["steps"] == 400 and report["failures"] == 0
     assert report["per_scenario"]["duel"]["steps"] + report["per_scenario"]["melee"][

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import io
 import os
-import sys
 import zipfile
 from pathlib import Path
 
@@ -24,12 +23,9 @@ import pytest
 from conftest import fighter, scenario
 
 import traveller_env
+from experiments import train_common
 from traveller_env.sb3 import TravellerSB3Env
 from traveller_env.scenario import ScenarioError
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
-
-import train_common
 
 
 def finished(e):

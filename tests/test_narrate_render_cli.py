@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from traveller_env.cli import main, play_random
+from traveller_cli import main
+from traveller_env.cli import play_random
 from traveller_env.render import (
     DOWN_COLOUR,
     HIT_COLOUR,

@@ -6,8 +6,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,9 +14,6 @@ from agents.aiming import AimProblem, outcome_distribution, problem_from_battle,
 from agents.evaluation import aims_before_first_shot, mean_interval, wilson_interval
 from traveller_env.rules.dice import parse_dice
 from traveller_env.scenario import build_battle
-
-EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
-sys.path.insert(0, str(EXPERIMENTS))
 
 
 # ------------------------------------------------------------------ value iteration (R4.3)
@@ -109,7 +104,7 @@ def runs(tmp_path):
 
 def test_train_aiming_smoke(runs, capsys):
     """A tiny run writes every artifact, and the saved model evaluates via `traveller eval`."""
-    import train_aiming
+    from experiments import train_aiming
 
     run = train_aiming.train(train_aiming.Args(
         total_timesteps=256, n_steps=64, batch_size=64, n_epochs=1, eval_battles=2,
@@ -126,7 +121,7 @@ def test_train_aiming_smoke(runs, capsys):
     out = capsys.readouterr().out
     assert "learned rounds" in out and "learning curve:" in out
 
-    from traveller_env.cli import main
+    from traveller_cli import main
 
     report = runs / "eval.json"
     assert main(["eval", str(run / "model.zip"), "--scenario", "duel", "--vs", "rush",
@@ -137,7 +132,7 @@ def test_train_aiming_smoke(runs, capsys):
 
 def test_train_aiming_self_play_modes_smoke(runs):
     """Self-play: shared policy in every seat, and a pool of its own checkpoints."""
-    import train_aiming
+    from experiments import train_aiming
 
     for mode in ("shared", "pool"):
         run = train_aiming.train(train_aiming.Args(
@@ -152,9 +147,8 @@ def test_train_aiming_self_play_modes_smoke(runs):
 def test_train_leadership_smoke(runs):
     """A tiny assisted run: the model decides leadership only and loads back as an
     AssistedPolicy through its metadata."""
-    import train_leadership
-
     from agents.trained import AssistedPolicy, load_policy
+    from experiments import train_leadership
 
     run = train_leadership.train(train_leadership.Args(
         total_timesteps=128, n_envs=1, n_steps=64, batch_size=64, n_epochs=1, eval_battles=1,
@@ -166,7 +160,7 @@ def test_train_leadership_smoke(runs):
 
 
 def test_aiming_optimum_script(tmp_path, capsys):
-    import aiming_optimum
+    from experiments import aiming_optimum
 
     out = tmp_path / "opt.json"
     assert aiming_optimum.main(["--battles", "0", "--json", str(out)]) == 0
@@ -177,17 +171,3 @@ def test_aiming_optimum_script(tmp_path, capsys):
     assert all(a["expected_rounds"] < b["expected_rounds"] for a, b in itertools.pairwise(rows))
     assert all(a["optimal_aims_before_first_shot"] <= b["optimal_aims_before_first_shot"]
                for a, b in itertools.pairwise(rows))
-
-
-@pytest.mark.parametrize("name", ["aiming", "leadership", "tournament"])
-def test_cli_loads_every_experiment_script(name, capsys):
-    """`traveller train aiming|leadership` and `traveller tournament` load the scripts
-    (the path `make demo` takes) and hand them their arguments."""
-    from traveller_env.cli import experiment_main, main
-
-    assert callable(experiment_main(name))
-    argv = ["tournament", "--help"] if name == "tournament" else ["train", name, "--help"]
-    with pytest.raises(SystemExit) as exc:
-        main(argv)
-    assert exc.value.code == 0
-    assert "--" in capsys.readouterr().out

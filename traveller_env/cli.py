@@ -1,18 +1,19 @@
-"""The ``traveller`` command line.
+"""The environment's own commands and the pieces of the ``traveller`` command line.
 
-Commands (one function each; ``COMMANDS`` maps a name to its help, its argument set-up and its
-handler, so that later commands such as ``train``, ``eval`` or ``tournament`` are one entry
-more):
+The ``traveller`` console command is ``traveller_cli.main``: it sits above ``agents`` and
+``experiments`` and assembles every command. This module keeps what needs only the
+environment (no ``agents``, no ``experiments``), as library functions:
 
 * ``traveller simulate --scenario squad --seed 1 [--json out.jsonl] [--gif out.gif] [--quiet]``
   plays one battle with uniformly random legal actions and prints the narrated log and a
-  summary;
+  summary (``play_random``, ``result_line``);
 * ``traveller scenarios`` lists the built-in scenarios;
-* ``traveller train aiming|leadership [args]`` runs a training script of ``experiments/``;
-* ``traveller eval MODEL --scenario duel --vs marksman,rush`` evaluates a trained model;
-* ``traveller tournament [args]`` runs ``experiments/tournament.py``.
+* ``Command`` (one subcommand: help, argument set-up, handler), ``COMMANDS`` (these two),
+  ``add_commands`` and ``dispatch`` (parse, run, and turn errors into exit statuses), which
+  ``traveller_cli`` builds on.
 
-A bad scenario prints its message on stderr and exits with status 2.
+``main`` runs these environment commands alone (``python -m traveller_env.cli simulate``). A bad
+scenario prints its message on stderr and exits with status 2.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from .rules.battle import Battle
 
-__all__ = ["COMMANDS", "Command", "build_parser", "main", "play_random", "result_line"]
+__all__ = ["COMMANDS", "Command", "add_commands", "build_parser", "dispatch", "main",
+           "new_parser", "play_random", "result_line"]
 
 PROG = "traveller"
 
@@ -193,124 +195,51 @@ def _cmd_scenarios(args: argparse.Namespace) -> int:
     return 0
 
 
-# ---------------------------------------------------------------------------- experiments
-EXPERIMENTS = {"aiming": "train_aiming.py", "leadership": "train_leadership.py",
-               "tournament": "tournament.py"}
-
-
-def experiment_main(name: str) -> Callable[[list[str]], int]:
-    """The ``main(argv)`` of a script in the repository's ``experiments/`` folder."""
-    import importlib.util
-
-    folder = Path(__file__).resolve().parents[1] / "experiments"
-    path = folder / EXPERIMENTS[name]
-    if not path.is_file():
-        raise SystemExit(f"{PROG}: error: {path} not found: the experiments ship with the "
-                         "repository (install it with `pip install -e .` from a clone)")
-    if str(folder) not in sys.path:
-        sys.path.insert(0, str(folder))  # the scripts import their shared helpers
-    spec = importlib.util.spec_from_file_location(f"_traveller_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses and pickling look their module up there
-    spec.loader.exec_module(module)
-    return module.main
-
-
-def _add_train_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("experiment", choices=["aiming", "leadership"],
-                   help="which training script (experiments/train_<name>.py)")
-    p.add_argument("script_args", nargs=argparse.REMAINDER,
-                   help="arguments for the script (see `traveller train aiming --help`)")
-
-
-def _cmd_train(args: argparse.Namespace) -> int:
-    return experiment_main(args.experiment)(list(args.script_args))
-
-
-def _add_tournament_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("script_args", nargs=argparse.REMAINDER,
-                   help="arguments of experiments/tournament.py (e.g. --policies rush,random "
-                        "--scenarios duel --battles 200)")
-
-
-def _cmd_tournament(args: argparse.Namespace) -> int:
-    return experiment_main("tournament")(list(args.script_args))
-
-
-def _add_eval_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", type=Path, help="a MaskablePPO .zip saved by a training script")
-    p.add_argument("--scenario", default="duel", help="scenario to play (default: duel)")
-    p.add_argument("--vs", default="marksman",
-                   help="opponent policies, comma-separated (default: marksman)")
-    p.add_argument("--battles", type=int, default=200, help="battles per opponent")
-    p.add_argument("--seed", type=int, default=20_000, help="first battle seed")
-    p.add_argument("--json", type=Path, default=None, help="write the results here")
-
-
-def _cmd_eval(args: argparse.Namespace) -> int:
-    from agents.evaluation import evaluate_matchup, format_matchups
-    from agents.registry import make_policy
-    from agents.trained import load_policy
-
-    try:
-        learned = load_policy(args.model, args.scenario)
-        rows = [evaluate_matchup(learned, make_policy(name), args.scenario,
-                                 battles=args.battles, seed=args.seed)
-                for name in args.vs.split(",") if name]
-    except ValueError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 2
-    print(format_matchups(rows))
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(rows, indent=2) + "\n")
-    return 0
-
-
-#: Subcommands by name.
+#: The environment's subcommands by name (``traveller_cli.COMMANDS`` adds the others).
 COMMANDS: dict[str, Command] = {
     "simulate": Command("play one battle with uniformly random legal actions",
                         _add_simulate_args, _cmd_simulate),
     "scenarios": Command("list the built-in scenarios", _add_scenarios_args, _cmd_scenarios),
-    "train": Command("train a policy (experiments/train_aiming.py, train_leadership.py)",
-                     _add_train_args, _cmd_train),
-    "eval": Command("evaluate a trained model against scripted policies",
-                    _add_eval_args, _cmd_eval),
-    "tournament": Command("rank policies in a round-robin tournament "
-                          "(experiments/tournament.py)", _add_tournament_args,
-                          _cmd_tournament),
 }
 
 
 # ---------------------------------------------------------------------------- entry point
-def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
-    """The top-level parser and a dict of its subparsers by command name."""
-    parser = argparse.ArgumentParser(
+def new_parser() -> argparse.ArgumentParser:
+    """The top-level ``traveller`` parser, without commands."""
+    return argparse.ArgumentParser(
         prog=PROG, description="Mongoose Traveller 2e personal combat simulator.")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    subparsers: dict[str, argparse.ArgumentParser] = {}
-    for name, cmd in COMMANDS.items():
+
+
+def add_commands(sub: Any, commands: dict[str, Command]) -> dict[str, argparse.ArgumentParser]:
+    """Add ``commands`` to the subparsers action ``sub``; return their parsers by name. Each
+    parser's handler is its ``_run`` default and the parser itself its ``_parser`` default
+    (``dispatch`` removes both before the handler sees ``args``)."""
+    parsers: dict[str, argparse.ArgumentParser] = {}
+    for name, cmd in commands.items():
         p = sub.add_parser(name, help=cmd.help, description=cmd.help)
         cmd.add_arguments(p)
-        p.set_defaults(_run=cmd.run)
-        subparsers[name] = p
-    return parser, subparsers
+        p.set_defaults(_run=cmd.run, _parser=p)
+        parsers[name] = p
+    return parsers
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line (``argv`` defaults to ``sys.argv[1:]``); return the exit status:
+def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The parser of the environment's commands and a dict of its subparsers by name."""
+    parser = new_parser()
+    sub = parser.add_subparsers(metavar="COMMAND")
+    return parser, add_commands(sub, COMMANDS)
+
+
+def dispatch(parser: argparse.ArgumentParser, argv: Sequence[str]) -> int:
+    """Parse ``argv`` with ``parser`` and run the chosen handler; return the exit status:
     0 on success, 2 on a usage error or a bad scenario (message on stderr, no traceback),
-    1 when an output file cannot be written."""
-    parser, _ = build_parser()
-    argv = list(sys.argv[1:] if argv is None else argv)
-    # Experiment scripts parse their own options: hand them everything after the command
-    # (argparse's REMAINDER cannot take a leading --option inside a subcommand).
-    if argv[:1] == ["tournament"] and argv[1:2] not in (["-h"], ["--help"]):
-        return experiment_main("tournament")(argv[1:])
-    if argv[:1] == ["train"] and argv[1:2] in (["aiming"], ["leadership"]):
-        return experiment_main(argv[1])(argv[2:])
-    args = parser.parse_args(argv)
-    run = getattr(args, "_run", None)
+    1 when an output file cannot be written. Without a command, the help goes to stderr
+    (status 2)."""
+    args, extra = parser.parse_known_args(list(argv))
+    chosen = vars(args).pop("_parser", parser)
+    if extra:  # reported by the command's own parser, with its usage
+        chosen.error(f"unrecognized arguments: {' '.join(extra)}")
+    run = vars(args).pop("_run", None)
     if run is None:
         parser.print_help(sys.stderr)
         return 2
@@ -327,6 +256,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the environment's commands (``argv`` defaults to ``sys.argv[1:]``); return the exit
+    status as ``dispatch`` does. The full ``traveller`` command is ``traveller_cli.main``."""
+    return dispatch(build_parser()[0], sys.argv[1:] if argv is None else argv)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,164 @@
+"""The ``traveller`` command line (``traveller_cli``): every command documents its own options,
+an experiment command is one table entry, and default outputs go under ``runs/``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import types
+
+import pytest
+
+import traveller_cli
+from traveller_cli import EXPERIMENTS, Experiment, main
+
+
+def help_of(argv, capsys) -> str:
+    """The text ``traveller ARGV`` prints (``--help`` exits 0)."""
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 0
+    return capsys.readouterr().out
+
+
+def test_top_level_help_lists_every_command(capsys):
+    out = help_of(["--help"], capsys)
+    for name in ("simulate", "scenarios", "eval", "train", "tournament"):
+        assert name in out
+
+
+def test_tournament_help_names_its_real_options(capsys):
+    out = help_of(["tournament", "--help"], capsys)
+    assert out.startswith("usage: traveller tournament")
+    for option in ("--policies", "--scenarios", "--battles", "--seed", "--workers", "--out",
+                   "--bootstrap", "--no-progress"):
+        assert option in out, option
+    assert "runs/tournament" in out and "script_args" not in out
+
+
+def test_train_help_lists_the_training_experiments(capsys):
+    out = help_of(["train", "--help"], capsys)
+    assert out.startswith("usage: traveller train")
+    assert "aiming" in out and "leadership" in out and "script_args" not in out
+
+
+@pytest.mark.parametrize(("experiment", "own"), [
+    ("aiming", ("--bands", "--self-play", "--pool-every", "--relative-actions")),
+    ("leadership", ("--focus", "--assist", "--eval-scenarios")),
+])
+def test_train_experiment_help_names_its_real_options(experiment, own, capsys):
+    out = help_of(["train", experiment, "--help"], capsys)
+    assert out.startswith(f"usage: traveller train {experiment}")
+    # the shared PPO settings and the experiment's own flags
+    for option in ("--seed", "--total-timesteps", "--learning-rate", "--runs-dir", *own):
+        assert option in out, option
+
+
+def test_eval_help_names_its_real_options(capsys):
+    out = help_of(["eval", "--help"], capsys)
+    assert out.startswith("usage: traveller eval")
+    for option in ("model", "--scenario", "--vs", "--battles", "--seed", "--json"):
+        assert option in out, option
+
+
+def test_bare_group_and_unknown_options_are_usage_errors(capsys):
+    assert main(["train"]) == 2
+    assert "aiming" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["tournament", "--no-such-option"])
+    assert exc.value.code == 2
+    assert "traveller tournament: error: unrecognized arguments: --no-such-option" in (
+        capsys.readouterr().err)
+
+
+# ---------------------------------------------------------------------------- the table
+@pytest.fixture
+def fake_experiment(monkeypatch):
+    """A module of the experiment protocol (``build_parser(parser)``, ``run(args)``)
+    registered as ``traveller train fake`` by one table entry."""
+    module = types.ModuleType("fake_experiment")
+    module.__doc__ = "A fake experiment for the tests.\n\nLonger text."
+    seen: list[argparse.Namespace] = []
+
+    def build_parser(parser=None):
+        parser = parser or argparse.ArgumentParser()
+        parser.add_argument("--size", type=int, default=1, help="how big")
+        return parser
+
+    def run(args):
+        seen.append(args)
+        return 7
+
+    module.build_parser, module.run = build_parser, run
+    monkeypatch.setitem(sys.modules, "fake_experiment", module)
+    monkeypatch.setitem(EXPERIMENTS, "train fake", Experiment("a fake", "fake_experiment"))
+    return seen
+
+
+def test_one_table_entry_adds_an_experiment_command(fake_experiment, capsys):
+    assert "fake" in help_of(["train", "--help"], capsys)
+    out = help_of(["train", "fake", "--help"], capsys)
+    assert "--size" in out and "A fake experiment for the tests." in out
+    assert main(["train", "fake", "--size", "3"]) == 7
+    # the handler sees its own options only, not the command line's bookkeeping
+    assert vars(fake_experiment[0]) == {"size": 3}
+
+
+def test_an_experiment_module_is_imported_only_when_named(monkeypatch):
+    monkeypatch.setitem(EXPERIMENTS, "train ghost", Experiment("never imported",
+                                                               "experiments.no_such_module"))
+    _, parsers = traveller_cli.build_parser(["scenarios"])
+    assert "train ghost" in parsers  # listed, not imported
+    with pytest.raises(SystemExit) as exc:
+        main(["train", "ghost"])
+    message = str(exc.value.code)
+    assert "experiments/no_such_module.py" in message and "pip install -e ." in message
+
+
+# ---------------------------------------------------------------------------- outputs
+def test_tournament_writes_under_runs_by_default(tmp_path, monkeypatch, capsys):
+    """With no ``--out`` the tables go to ``runs/tournament`` (git-ignored), never to the
+    published ``results/``."""
+    from experiments.tournament import DEFAULT_OUT, build_parser
+
+    assert DEFAULT_OUT == "runs/tournament"
+    assert build_parser().parse_args([]).out == DEFAULT_OUT
+    monkeypatch.chdir(tmp_path)
+    assert main(["tournament", "--policies", "rush,random", "--scenarios", "duel",
+                 "--battles", "1", "--workers", "1", "--bootstrap", "5",
+                 "--no-progress"]) == 0
+    assert (tmp_path / "runs" / "tournament" / "results.json").is_file()
+    assert not (tmp_path / "results").exists()
+    run = json.loads((tmp_path / "runs" / "tournament" / "results.json").read_text())["run"]
+    assert run["command"] == ("python -m experiments.tournament --policies rush,random "
+                              "--scenarios duel --battles 1 --seed 0 --workers 1 "
+                              "--out runs/tournament --bootstrap 5 --no-progress")
+    capsys.readouterr()
+
+
+def test_train_scripts_write_under_runs_by_default():
+    from experiments import train_aiming, train_leadership
+
+    for module in (train_aiming, train_leadership):
+        assert module.build_parser().parse_args([]).runs_dir == "runs"
+
+
+@pytest.mark.parametrize("module", ["bench_env", "bench_train", "soak", "aiming_optimum",
+                                    "profile_env"])
+def test_benchmarks_write_no_file_unless_asked(module):
+    """Their ``--json`` is off by default: the README's figures are written only when asked."""
+    import importlib
+
+    args = importlib.import_module(f"experiments.{module}").build_parser().parse_args([])
+    assert not getattr(args, "json", None)
+
+
+def test_environment_commands_still_run_from_traveller_env_cli(capsys):
+    """``python -m traveller_env.cli`` keeps the environment's own commands."""
+    from traveller_env import cli
+
+    assert cli.main(["scenarios"]) == 0
+    assert "duel" in capsys.readouterr().out
+    assert set(cli.COMMANDS) == {"simulate", "scenarios"}
+    assert set(cli.COMMANDS) < set(traveller_cli.COMMANDS)

@@ -1,0 +1,15 @@
+"""The ``traveller`` command line: every command in one parser.
+
+It sits on top of the layering (rules -> env -> bridges -> agents -> experiments -> this), so
+its commands may use ``agents`` and ``experiments``; the environment's own commands
+(``simulate``, ``scenarios``) keep their code in ``traveller_env.cli``. Run it as
+``traveller COMMAND ...`` or ``python -m traveller_cli COMMAND ...``. Adding a command is one
+entry: ``EXPERIMENTS`` for a module of ``experiments/`` (``"train aiming"`` is ``traveller
+train aiming``), ``COMMANDS`` for anything else (see ``traveller_cli.app``).
+"""
+
+from __future__ import annotations
+
+from .app import COMMANDS, EXPERIMENTS, GROUPS, Experiment, build_parser, main
+
+__all__ = ["COMMANDS", "EXPERIMENTS", "GROUPS", "Experiment", "build_parser", "main"]
