@@ -37,6 +37,7 @@ from hypothesis import strategies as st
 from traveller_env import raw_env
 from traveller_env.encoding import ActionCatalogue
 from traveller_env.invariants import InvariantError, check_invariants, check_new_events
+from traveller_env.rules.checks import SPECIALISED_SKILLS
 from traveller_env.scenario import (
     ScenarioError,
     build_battle,
@@ -53,7 +54,7 @@ SHIPPED_WEAPONS = sorted(EQUIPMENT.weapons)
 SHIPPED_ARMOUR = sorted(EQUIPMENT.armour)
 SKILLS = ("gun_combat.slug", "gun_combat.energy", "gun_combat", "melee.blade", "melee.bludgeon",
           "melee.unarmed", "melee", "heavy_weapons.portable", "athletics.dexterity",
-          "leadership", "tactics.military")
+          "leadership", "tactics.military", "tactics.naval", "tactics")
 CHARS = ("STR", "DEX", "END", "INT", "EDU", "SOC")
 SIDE_NAMES = ("blue", "red", "Raiders", "guards-2", "x9", "B")
 NAN, INF = float("nan"), float("inf")
@@ -118,8 +119,10 @@ def valid_scenarios(draw, max_side: int = 8, max_map: int = 30, max_char: int = 
                 "characteristics": {ch: draw(st.integers(1, max_char if ch in
                                                           ("STR", "DEX", "END") else 15))
                                     for ch in CHARS},
-                "skills": draw(st.dictionaries(st.sampled_from(SKILLS), st.integers(0, 6),
-                                               max_size=3)),
+                "skills": {k: 0 if k in SPECIALISED_SKILLS else v  # R1.4: base names at 0
+                           for k, v in draw(st.dictionaries(st.sampled_from(SKILLS),
+                                                            st.integers(0, 6),
+                                                            max_size=3)).items()},
                 "weapon": draw(st.sampled_from(weapon_names)),
                 "position": list(positions[k]),
             }
@@ -231,7 +234,7 @@ BAD_VALUES: dict[str, dict[str, list]] = {
         "name": [5, None, []], "characteristics": ["strong", [], None, 7],
         "skills": ["gun", [], {"Gun Combat": 1}, {"leadership": 7}, {"leadership": -1},
                    {"leadership": "high"}, {"leadership": 1.5}, {"leadership": True},
-                   {"a..b": 1}],
+                   {"a..b": 1}, {"gun_combat": 2}, {"melee.blade": "2"}],
         "weapon": [5, None, []], "armour": [5, None],
         "position": [[1], [1, 2, 3], "1,2", [1.5, 2], None, [0, "a"], [True, 0], {"x": 1}],
         "stance": ["kneel", 1, None], "drawn": ["maybe", 2], "radio": ["maybe", []],

@@ -24,10 +24,6 @@ ABOVE = {
     "experiments": ("traveller_cli",),
 }
 
-SB3_REASON = ("traveller_env/sb3.py still imports agents.base (policy_action, RandomPolicy) "
-              "late; the move of the Policy protocol into traveller_env/policy.py fixes it")
-
-
 def imported_modules(path: Path) -> set[str]:
     """The absolute module names ``path`` imports anywhere (relative imports are resolved
     against its package)."""
@@ -49,9 +45,7 @@ def _files(package: str) -> list:
     params = []
     for path in sorted((ROOT / package).rglob("*.py")):
         rel = path.relative_to(ROOT).as_posix()
-        marks = ([pytest.mark.xfail(strict=True, reason=SB3_REASON)]
-                 if rel == "traveller_env/sb3.py" else [])
-        params.append(pytest.param(package, path, id=rel, marks=marks))
+        params.append(pytest.param(package, path, id=rel))
     return params
 
 
@@ -105,8 +99,7 @@ _USE_BRIDGE = """
 
 @pytest.mark.parametrize("code", [
     pytest.param(_USE_ENV, id="env"),
-    pytest.param(_USE_BRIDGE, id="sb3-bridge",
-                 marks=pytest.mark.xfail(strict=True, reason=SB3_REASON)),
+    pytest.param(_USE_BRIDGE, id="sb3-bridge"),
 ])
 def test_using_the_environment_loads_no_agents_nor_experiments(code):
     """In a fresh interpreter, importing and using ``traveller_env`` loads no module of the

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from conftest import scripted
+from conftest import fighter, scenario, scripted
 from rules_helpers import (
     FIRST,
     MISS,
@@ -31,7 +31,7 @@ from traveller_env.rules.checks import (
     skill_level,
 )
 from traveller_env.rules.dice import Dice, ScriptedDice
-from traveller_env.scenario import build_battle, builtin_scenarios
+from traveller_env.scenario import ScenarioError, build_battle, builtin_scenarios, load_scenario
 
 
 def test_r1_1_nd_is_the_sum_of_n_six_sided_dice():
@@ -177,12 +177,36 @@ def test_r1_3_dms_use_the_current_value_after_damage():
     ({"gun_combat.slug": 1}, "leadership", None),
     ({"tactics.military": 2}, "tactics.military", 2),
     ({"tactics.military": 2, "tactics.naval": 3}, "tactics", 3),   # base asked: best specialty
-    ({"tactics": 1}, "tactics", 1),
+    ({"tactics": 0}, "tactics.military", 0),
     ({"tactics_x.military": 2}, "tactics", None),       # a different skill with a common prefix
 ])
 def test_r1_4_skill_level_specialty_base_and_unskilled(skills, skill, level):
     assert skill_level(skills, skill) == level
     assert skill_dm(skills, skill) == (-3 if level is None else level)
+
+
+@pytest.mark.parametrize("base", ["gun_combat", "melee", "heavy_weapons", "athletics",
+                                  "tactics"])
+def test_r1_4_a_base_skill_with_specialties_above_level_0_is_a_scenario_error(base):
+    sc = scenario([fighter((0, 0), skills={base: 2})], [fighter((1, 0))])
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(sc)
+    assert err.value.path == "sides[0].combatants[0].skills"
+    assert "name the specialty" in str(err.value) and base in str(err.value)
+
+
+def test_r1_4_a_base_skill_at_level_0_and_a_skill_without_specialties_are_fine():
+    sc = scenario([fighter((0, 0), skills={"gun_combat": 0, "leadership": 3})],
+                  [fighter((1, 0))])
+    assert load_scenario(sc).sides[0].combatants[0].skills["leadership"] == 3
+
+
+@pytest.mark.parametrize("level", ["2", 2.0, True])
+def test_r1_4_skill_levels_are_whole_numbers(level):
+    sc = scenario([fighter((0, 0), skills={"gun_combat.slug": level})], [fighter((1, 0))])
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(sc)
+    assert err.value.path.startswith("sides[0].combatants[0].skills")
 
 
 def test_r1_4_unskilled_dm_is_minus_3():

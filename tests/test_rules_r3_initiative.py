@@ -106,10 +106,25 @@ def test_r3_3_tactics_tie_goes_to_higher_int():
 
 
 def test_r3_3_tactics_tie_on_int_goes_to_scenario_order():
-    blue = [fighter((2, 2), skills={"tactics": 1}, chars={"INT": 9}),
+    blue = [fighter((2, 2), skills={"tactics.military": 1}, chars={"INT": 9}),
             fighter((2, 4), skills={"tactics.military": 1}, chars={"INT": 9})]
     b, dice = scripted(scenario(blue, [fighter((10, 2))]), [(3, 3), (3, 4), (4, 4), (4, 4)])
     assert last(b, "tactics")["actor"] == "blue_0"
+    dice.assert_used_up()
+
+
+def test_r3_3_only_tactics_military_counts():
+    """R3.3 ruling: the naval specialty alone makes no Tactics check in personal combat; the
+    base skill (level 0) does."""
+    blue = [fighter((2, 2), skills={"tactics.naval": 3}, chars={"INT": 12})]
+    b, dice = scripted(scenario(blue, [fighter((10, 2))]), [(3, 3), (3, 4)])
+    assert events(b, "tactics") == []
+    dice.assert_used_up()
+    blue = [fighter((2, 2), skills={"tactics.naval": 3}),
+            fighter((2, 4), skills={"tactics": 0})]
+    b, dice = scripted(scenario(blue, [fighter((10, 2))]), [(3, 3), (3, 4), (4, 4), (4, 4)])
+    t = last(b, "tactics")
+    assert t["actor"] == "blue_1" and t["dms"] == {"skill": 0, "INT": 0}
     dice.assert_used_up()
 
 

@@ -95,7 +95,6 @@ def test_r3_6_parry_minus_melee_level_minimum_1(red_weapon, red_skills, dm):
 @pytest.mark.parametrize("blue_weapon, red_weapon, red_drawn, why", [
     ("autorifle", "blade", True, "only against melee"),
     ("dagger", "autorifle", True, "melee weapon"),
-    ("dagger", "dagger", False, "not drawn"),
 ])
 def test_r3_6_parry_legality(blue_weapon, red_weapon, red_drawn, why):
     sc = _react_setup(blue_weapon=blue_weapon, red_weapon=red_weapon, red_drawn=red_drawn,
@@ -108,6 +107,22 @@ def test_r3_6_parry_legality(blue_weapon, red_weapon, red_drawn, why):
     with pytest.raises(IllegalActionError):
         b.apply("react:parry")
     b.apply("react:dodge")
+    dice.assert_used_up()
+
+
+@pytest.mark.parametrize("red_weapon", ["dagger", "autorifle"])
+def test_r3_6_no_weapon_drawn_parries_unarmed(red_weapon):
+    """R3.6 ruling: with no weapon drawn the target may parry unarmed, with Melee (unarmed)
+    (minimum 1)."""
+    sc = _react_setup(blue_weapon="dagger", red_weapon=red_weapon, red_drawn=False,
+                      blue_skills={"melee.blade": 1}, adjacent=True)
+    sc["sides"][1]["combatants"][0]["skills"] = {"melee.unarmed": 2, "melee.blade": 3}
+    b, dice = scripted(sc, [FIRST, SECOND, (4, 4)])
+    b.apply("attack:red_0")
+    assert b.why_illegal("react:parry") is None
+    b.apply("react:parry")
+    e = last(b, "attack")
+    assert e["reaction"] == "parry" and e["dms"]["parry"] == -2  # unarmed 2, not blade 3
     dice.assert_used_up()
 
 

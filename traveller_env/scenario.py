@@ -27,6 +27,7 @@ from pydantic import (
 )
 
 from .rules.battle import Battle, RulesOptions
+from .rules.checks import SPECIALISED_SKILLS
 from .rules.combatant import Combatant
 from .rules.dice import Dice, parse_dice
 from .rules.equipment import Armour, Weapon
@@ -207,8 +208,10 @@ class CharacteristicsSpec(_Strict):
     @field_validator("*", mode="before")
     @classmethod
     def _whole_number(cls, v: Any) -> Any:
-        if isinstance(v, bool):  # YAML yes/no/true would otherwise pass as 1 or 0
-            raise ValueError("a characteristic is a whole number from 1 to 15")
+        # R8.3: a string ("7"), a float (7.0) or a boolean (YAML yes/no) is refused, not coerced.
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ValueError(f"a characteristic is a whole number from 1 to 15, not a "
+                             f"{type(v).__name__}")
         return v
 
 
@@ -227,6 +230,16 @@ class CombatantSpec(_Strict):
     prepared: bool | None = None
     movement: float = Field(default=6.0, gt=0, le=60)
 
+    @field_validator("skills", mode="before")
+    @classmethod
+    def _skill_levels_are_ints(cls, v: Any) -> Any:
+        if isinstance(v, dict):
+            for k, level in v.items():
+                if isinstance(level, bool) or not isinstance(level, int):
+                    raise ValueError(f"skill {k!r} has level {level!r}; a level is a whole "
+                                     "number from 0 to 6")
+        return v
+
     @field_validator("skills")
     @classmethod
     def _skills(cls, v: dict[str, int]) -> dict[str, int]:
@@ -235,6 +248,10 @@ class CombatantSpec(_Strict):
                 raise ValueError(f"{k!r} is not a skill name like 'gun_combat.slug'")
             if not 0 <= level <= 6:
                 raise ValueError(f"skill {k!r} has level {level}; levels are 0 to 6")
+            if k in SPECIALISED_SKILLS and level > 0:  # R1.4
+                raise ValueError(f"skill {k!r} has specialties: its base name is held at level "
+                                 f"0 only; name the specialty for level {level} (e.g. "
+                                 f"'{k}.<specialty>: {level}')")
         return v
 
 

@@ -9,6 +9,7 @@ from .dice import Dice
 
 __all__ = [
     "CHARACTERISTICS",
+    "SPECIALISED_SKILLS",
     "TARGET_NUMBER",
     "UNSKILLED_DM",
     "characteristic_dm",
@@ -20,6 +21,8 @@ __all__ = [
 ]
 
 TARGET_NUMBER = 8
+#: Skills that have specialties (R1.4): held at level 0 by the base name, or per specialty.
+SPECIALISED_SKILLS = ("gun_combat", "melee", "heavy_weapons", "athletics", "tactics")
 UNSKILLED_DM = -3
 CHARACTERISTICS = ("STR", "DEX", "END", "INT", "EDU", "SOC")
 

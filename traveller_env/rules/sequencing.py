@@ -15,17 +15,23 @@ from .reactions import HASTE_INITIATIVE
 if TYPE_CHECKING:  # pragma: no cover
     from .combatant import Combatant
 
-__all__ = ["TACTICS_SKILL", "TurnSequencing", "tactics_leader"]
+__all__ = ["TACTICS_SKILL", "TurnSequencing", "has_military_tactics", "tactics_leader"]
 
 # R3.3 ruling: only Tactics (military) counts in personal combat (naval does not).
 TACTICS_SKILL = "tactics.military"
 AMBUSH_INITIATIVE = 12  # R3.2
 
 
+def has_military_tactics(skills: dict[str, int]) -> bool:
+    """R3.3: Tactics (military) held, by the specialty or the base skill (level 0); the
+    naval specialty alone does not count."""
+    return TACTICS_SKILL in skills or TACTICS_SKILL.split(".")[0] in skills
+
+
 def tactics_leader(unit: list[Combatant]) -> Combatant | None:
     """R3.3: who makes the unit's Tactics check: the highest Tactics (military) level (held
     through the base skill counts as 0), ties to the higher INT, then scenario order."""
-    tacticians = [c for c in unit if skill_level(c.skills, TACTICS_SKILL) is not None]
+    tacticians = [c for c in unit if has_military_tactics(c.skills)]
     if not tacticians:
         return None
     return max(tacticians, key=lambda c: (skill_level(c.skills, TACTICS_SKILL),
