@@ -153,8 +153,8 @@ def test_policies_never_mutate_the_battle(name):
 
     def fingerprint(b):
         cs = tuple(tuple(repr(getattr(c, s)) for s in type(c).__slots__) for c in b.combatants)
-        return (cs, b.round, b.phase, b.current_agent, repr(list(b.pools)), repr(b.pending_attack), b.version,
-                b.dice._rng.getstate(), repr(b.events))
+        return (cs, b.round, b.phase, b.current_agent, repr(list(b.pools)),
+                repr(b.pending_attack), b.version, b.dice._rng.getstate(), repr(b.events))
 
     while env.agents and checked < 60:
         agent = env.agent_selection

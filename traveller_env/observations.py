@@ -16,8 +16,8 @@ from .rules.actions import STANCES
 from .rules.attack import range_dm
 from .rules.battle import Battle
 from .rules.checks import skill_dm
-from .rules.leadership import leadership_dms
 from .rules.grid import GridMap
+from .rules.leadership import leadership_dms
 
 __all__ = ["PHASES", "SELF_FIELDS", "SLOT_FIELDS", "ObservationBuilder"]
 

@@ -11,16 +11,9 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-__all__ = [
-    "FREE_KINDS",
-    "MINOR_KINDS",
-    "REACTIONS",
-    "SIGNIFICANT_KINDS",
-    "STANCES",
-    "TARGETED_KINDS",
-    "Action",
-    "parse_action",
-]
+# ``MINOR_KINDS``, ``SIGNIFICANT_KINDS``, ``FREE_KINDS`` and ``TARGETED_KINDS`` are derived
+# from ``kinds.KINDS`` when asked (module ``__getattr__`` below).
+__all__ = ["REACTIONS", "STANCES", "Action", "parse_action"]
 
 STANCES = ("stand", "crouch", "prone")
 REACTIONS = ("none", "dodge", "parry")

@@ -113,7 +113,8 @@ _PHASE_REFUSAL = {
 def _budget_refusal(kind: ActionKind, budget: Budget) -> str | None:
     """Why R2.1 refuses an action of ``kind`` with ``budget`` left, or ``None``."""
     if kind.cost == "significant" and not budget.significant_left:
-        return "no Significant action left this turn (R2.1: one Significant after at most one Minor)"
+        return ("no Significant action left this turn (R2.1: one Significant after at most "
+                "one Minor)")
     if kind.cost == "minor" and budget.minors_left <= 0:
         return "no Minor action left this turn (R2.1)"
     return None

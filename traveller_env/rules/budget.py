@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["MINORS_WITH_SIGNIFICANT", "MINORS_WITHOUT_SIGNIFICANT", "Budget"]
+__all__ = ["MINORS_WITHOUT_SIGNIFICANT", "MINORS_WITH_SIGNIFICANT", "Budget"]
 
 MINORS_WITH_SIGNIFICANT = 1
 MINORS_WITHOUT_SIGNIFICANT = 3
