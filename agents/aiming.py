@@ -1,4 +1,4 @@
-"""The exact aiming optimum for one shooter against a passive target (issue 5, R4.3, R5).
+"""The exact aiming optimum for one shooter against a passive target (R4.3, R5).
 
 The shooter's problem in the ``range_*`` scenarios (no haste, no reactions, a target that never
 acts) is a small Markov decision process over *(target's STR, DEX, END; aim DM held; actions
@@ -18,10 +18,13 @@ from typing import Any
 
 import numpy as np
 
+from traveller_env.rules.attack import AIM_MAX, damage_on_hit, next_aim_dm, total_dm
 from traveller_env.rules.battle import Battle
+from traveller_env.rules.budget import Budget
 from traveller_env.rules.checks import TARGET_NUMBER, dice_sum_distribution
 from traveller_env.rules.damage import apply_damage, is_incapacitated
 from traveller_env.rules.dice import DiceExpr
+from traveller_env.view import BattleView
 
 __all__ = [
     "BUDGETS",
@@ -29,25 +32,32 @@ __all__ = [
     "AimSolution",
     "OptimalAimPolicy",
     "problem_from_battle",
+    "problem_from_view",
     "solve",
 ]
 
-MAX_AIM = 6
+MAX_AIM = AIM_MAX
 # Budget states (minors used, significant used) in which the turn still has actions (R2.1).
-BUDGETS = ((0, 0), (1, 0), (2, 0), (0, 1))
+BUDGETS = tuple((m, s) for s in (0, 1) for m in range(3) if not Budget(m, bool(s)).spent)
 _SPENT = None  # marker: budget spent, the round is over
 
 
+def _after(b: tuple[int, int], cost: str) -> tuple[int, int] | None:
+    nxt = Budget(b[0], bool(b[1])).after(cost)
+    return _SPENT if nxt.spent else (nxt.minors_used, int(nxt.significant_used))
+
+
 def _after_minor(b: tuple[int, int]) -> tuple[int, int] | None:
-    m, s = b
-    nxt = (m + 1, s)
-    return nxt if nxt in BUDGETS else _SPENT
+    return _after(b, "minor")
 
 
 def _after_significant(b: tuple[int, int]) -> tuple[int, int] | None:
-    m, _ = b
-    nxt = (m, 1)
-    return nxt if nxt in BUDGETS else _SPENT
+    return _after(b, "significant")
+
+
+def _aim_once_more(aim: int) -> int:
+    """The aim DM after one more aim at the same target (R4.3)."""
+    return next_aim_dm("target", aim, "target")
 
 
 @dataclass(frozen=True)
@@ -75,7 +85,7 @@ def outcome_distribution(problem: AimProblem, aim: int) -> dict[int, float]:
             out[0] = out.get(0, 0.0) + p_roll
             continue
         for total, p_dmg in dice.items():
-            dmg = max(0, total + problem.damage.modifier + effect - problem.protection)
+            dmg = damage_on_hit(total, problem.damage.modifier, effect, problem.protection)
             out[dmg] = out.get(dmg, 0.0) + p_roll * p_dmg
     return out
 
@@ -110,7 +120,7 @@ class AimSolution:
                 return count
             if action == "aim":
                 count += 1
-                aim = min(MAX_AIM, aim + 1)
+                aim = _aim_once_more(aim)
                 b = _after_minor(b)
             if action == "end_turn" or b is _SPENT:
                 b = (0, 0)
@@ -176,7 +186,7 @@ def solve(problem: AimProblem, tol: float = 1e-12, max_iter: int = 100_000) -> A
                 for a in range(MAX_AIM + 1):
                     # Ties go to the earlier of end_turn, attack, aim (no wasted actions).
                     best, best_action = R[a], "end_turn"
-                    if b[1] == 0 and b[0] <= 1:
+                    if Budget(b[0], bool(b[1])).significant_left:
                         nb = _after_significant(b)
                         p_down, rest = trans[a]
                         v = 0.0
@@ -184,7 +194,7 @@ def solve(problem: AimProblem, tol: float = 1e-12, max_iter: int = 100_000) -> A
                             v += p * (value(0, nb) if nt == t else _start_value(sol, nt, nb))
                         if v < best - 1e-15:
                             best, best_action = v, "attack"
-                    v = value(min(MAX_AIM, a + 1), _after_minor(b))
+                    v = value(_aim_once_more(a), _after_minor(b))
                     if v < best - 1e-15:
                         best, best_action = v, "aim"
                     X[(a, b)] = best
@@ -210,14 +220,18 @@ def _start_value(sol: AimSolution, t: tuple[int, int, int], b: tuple[int, int] |
     return sol.values[(t, 0, b)]
 
 
-def problem_from_battle(battle: Battle, shooter: str, target: str) -> AimProblem:
+def problem_from_view(view: BattleView, shooter: str, target: str) -> AimProblem:
     """The ``AimProblem`` of a battle's shooter and target, from the engine's own DMs."""
-    s, t = battle.by_id[shooter], battle.by_id[target]
-    dms = battle.attack_dms(shooter, target)
-    dms.pop("aim", None)
-    return AimProblem(base_dm=sum(dms.values()), damage=s.weapon.damage,
+    s, t = view.combatant(shooter), view.combatant(target)
+    dms = view.attack_dms(shooter, target, aim=0)
+    return AimProblem(base_dm=total_dm(dms), damage=s.weapon.damage,
                       protection=t.armour.protection,
                       target=(t.chars["STR"], t.chars["DEX"], t.chars["END"]))
+
+
+def problem_from_battle(battle: Battle, shooter: str, target: str) -> AimProblem:
+    """``problem_from_view`` for a ``Battle``."""
+    return problem_from_view(BattleView(battle), shooter, target)
 
 
 class OptimalAimPolicy:
@@ -246,8 +260,7 @@ class OptimalAimPolicy:
         me = view.combatant(agent)
         if "reload" in [env.action_labels[i] for i in legal] and me.ammo == 0:
             return env.action_index("reload")
-        battle = view.simulate(0)
-        problem = problem_from_battle(battle, agent, target.id)
+        problem = problem_from_view(view, agent, target.id)
         sol = self._cache.get(problem)
         if sol is None:
             sol = self._cache[problem] = solve(problem)

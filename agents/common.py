@@ -26,14 +26,20 @@ from typing import Any
 
 import numpy as np
 
-from traveller_env.rules.battle import range_dm
-from traveller_env.rules.checks import (
-    dice_sum_distribution,
-    effect_distribution,
-    skill_dm,
-    skill_level,
+from traveller_env.rules.attack import (
+    attack_dms,
+    damage_on_hit,
+    held_dms,
+    in_attack_reach,
+    total_dm,
 )
+from traveller_env.rules.attack import chebyshev as chebyshev
+from traveller_env.rules.budget import Budget
+from traveller_env.rules.checks import dice_sum_distribution, effect_distribution
+from traveller_env.rules.damage import damage_to_incapacitate
 from traveller_env.rules.grid import DIRECTIONS, SQUARE_M
+from traveller_env.rules.movement import move_budget_m, squares_per_move
+from traveller_env.rules.reactions import reaction_dm
 from traveller_env.view import BattleView, CombatantView
 
 __all__ = [
@@ -59,15 +65,10 @@ def unwrap(env: Any) -> Any:
     return getattr(env, "unwrapped", env)
 
 
-def chebyshev(a: Square, b: Square) -> int:
-    """Squares between two squares when every step (diagonals too) costs one square."""
-    return max(abs(a[0] - b[0]), abs(a[1] - b[1]))
-
-
 # ============================================================================ attack arithmetic
-def _damage_dice(count: int, modifier: int) -> tuple[tuple[int, float], ...]:
-    """Exact distribution of ``count``D6 + ``modifier`` as ``((value, probability), ...)``."""
-    return tuple(sorted((v + modifier, p) for v, p in dice_sum_distribution(count).items()))
+def _damage_dice(count: int) -> tuple[tuple[int, float], ...]:
+    """Exact distribution of ``count``D6 as ``((sum, probability), ...)``."""
+    return tuple(sorted(dice_sum_distribution(count).items()))
 
 
 @lru_cache(maxsize=200_000)
@@ -80,14 +81,14 @@ def attack_outcome(dm: int, count: int, modifier: int, protection: int,
     beyond it is wasted). ``p_down`` is the chance the hit takes at least ``hp``.
     """
     dm = max(-20, min(20, dm))
-    dice = _damage_dice(count, modifier)
+    dice = _damage_dice(count)
     p_hit = expected = p_down = 0.0
     for effect, pe in effect_distribution(dm).items():
         if effect < 0:
             continue
         p_hit += pe
         for value, pv in dice:
-            dmg = max(0, value + effect - protection)
+            dmg = damage_on_hit(value, modifier, effect, protection)
             p = pe * pv
             if dmg >= hp:
                 p_down += p
@@ -103,7 +104,7 @@ def damage_to_down(c: CombatantView) -> int:
     ch = c.chars
     if c.down:
         return 0
-    return max(1, ch["END"] + max(ch["STR"], ch["DEX"]))
+    return max(1, damage_to_incapacitate(ch["STR"], ch["DEX"], ch["END"]))
 
 
 def attack_dm(view: BattleView, attacker: CombatantView, target: CombatantView, *,
@@ -120,34 +121,14 @@ def attack_dm(view: BattleView, attacker: CombatantView, target: CombatantView, 
     result equals ``sum(view.attack_dms(...).values())`` (+ held bonus/penalty).
     """
     grid = view.grid
-    apos = attacker.pos if apos is None else apos
-    tpos = target.pos if tpos is None else tpos
-    w = attacker.weapon
-    dm = skill_dm(attacker.skills, w.skill)
-    if w.is_melee:
-        if chebyshev(apos, tpos) > 1:
-            return None
-        dm += max(attacker.dm("STR"), attacker.dm("DEX"))
-    else:
-        if not grid.line_of_sight(apos, tpos):
-            return None
-        band = range_dm(grid.distance_m(apos, tpos), w.range_m)
-        if band is None:
-            return None
-        dm += attacker.dm("DEX") + band
-        if aim is None:
-            aim = attacker.aim_dm if attacker.aim_target == target.id else 0
-        dm += aim
-        stance = target.stance if tstance is None else tstance
-        if stance != "stand" and grid.cover_between(apos, tpos):
-            dm -= 2
-        if stance == "prone":
-            dm -= 1
-    if attacker.hasty if hasty is None else hasty:
-        dm -= 1
+    if not in_attack_reach(attacker.weapon, grid, attacker.pos if apos is None else apos,
+                           target.pos if tpos is None else tpos):
+        return None
+    dms = attack_dms(attacker, target, grid, apos=apos, tpos=tpos, tstance=tstance, aim=aim,
+                     hasty=hasty)
     if held:
-        dm += (1 if attacker.bonus else 0) - (1 if attacker.penalty else 0)
-    return dm
+        dms.update(held_dms(attacker))
+    return total_dm(dms)
 
 
 def attack_value(view: BattleView, attacker: CombatantView, target: CombatantView, dm: int,
@@ -162,9 +143,8 @@ def attack_value(view: BattleView, attacker: CombatantView, target: CombatantVie
 
 # ============================================================================ aiming (R4.3)
 def _feasible(minors_used: int, k: int) -> bool:
-    """Can the attack follow ``k`` more aims, given ``minors_used`` this turn (R2.1)?
-    A Significant action needs at most one Minor before it in the same turn."""
-    return (minors_used + k) % 3 in (0, 1)
+    """Can the attack follow ``k`` more aims, given ``minors_used`` this turn (R2.1)?"""
+    return Budget.significant_after_minors(minors_used, k)
 
 
 def aim_plan(value_at: Callable[[int], float], aim: int, minors_used: int,
@@ -196,21 +176,10 @@ def move_path(grid: Any, occupied: set[Square] | frozenset[Square], pos: Square,
               direction: str, squares: int, budget_m: float) -> list[Square] | None:
     """The squares a straight Move enters (the engine's rule, read-only), or ``None`` if the
     move is impossible (map edge, wall, corner cut, occupied square, too costly)."""
-    dx, dy = DIRECTIONS[direction]
-    x, y = pos
-    spent = 0.0
-    path = []
-    for step in range(1, squares + 1):
-        nxt = (x + dx, y + dy)
-        if (not grid.in_bounds(nxt) or nxt in grid.walls or grid.cuts_corner((x, y), nxt)
-                or nxt in occupied):
-            return None
-        spent += grid.step_cost_m(nxt)
-        if step > 1 and spent > budget_m + 1e-9:
-            return None
-        path.append(nxt)
-        x, y = nxt
-    return path
+    path, reason, _ = grid.walk(pos, direction, budget_m, squares)
+    if reason is not None or any(sq in occupied for sq in path):
+        return None
+    return list(path)
 
 
 _FIELDS: dict[tuple[Any, Square], dict[Square, float]] = {}
@@ -259,7 +228,7 @@ def move_options(ctx: Context) -> list[tuple[str, Square]]:
     """``(label, destination)`` of every legal Move action now."""
     out = []
     me = ctx.me
-    budget = me.movement_m / 4 if me.stance == "prone" else me.movement_m
+    budget = move_budget_m(me.movement_m, me.stance)
     occupied = ctx.occupied
     for label in ctx.legal_labels:
         if label.startswith("move:"):
@@ -505,7 +474,7 @@ def threat(ctx: Context, enemy: CombatantView) -> float:
     best = 0.0
     for m in [ctx.me, *ctx.allies]:
         if enemy.weapon.is_melee:
-            if chebyshev(enemy.pos, m.pos) > 1 + int(enemy.movement_m // SQUARE_M):
+            if chebyshev(enemy.pos, m.pos) > 1 + squares_per_move(enemy.movement_m):
                 continue
             dm = attack_dm(view, enemy, m, apos=m.pos, tpos=m.pos)
         else:
@@ -522,7 +491,7 @@ def bonus_value(ctx: Context, ally: CombatantView) -> float:
     best = 0.0
     for e in ctx.enemies:
         if ally.weapon.is_melee and chebyshev(ally.pos, e.pos) > 1:
-            reach = 1 + int(ally.movement_m // SQUARE_M)
+            reach = 1 + squares_per_move(ally.movement_m)
             if chebyshev(ally.pos, e.pos) > reach:
                 continue
             dm = attack_dm(view, ally, e, apos=e.pos, held=False)
@@ -550,7 +519,7 @@ def best_reaction(ctx: Context, init_cost_waiting: float = 1.0, init_cost_acted:
     if p is None:
         return "react:none"
     attacker = view.combatant(p["attacker"])
-    total = sum(p["dms"].values()) + (1 if attacker.bonus else 0) - (1 if attacker.penalty else 0)
+    total = total_dm(p["dms"]) + total_dm(held_dms(attacker))
     w = attacker.weapon
     hp = damage_to_down(me)
     p0, ed0, k0 = attack_outcome(total, w.damage.count, w.damage.modifier,
@@ -568,12 +537,8 @@ def best_reaction(ctx: Context, init_cost_waiting: float = 1.0, init_cost_acted:
         label = f"react:{choice}"
         if not ctx.legal(label):
             continue
-        if choice == "dodge":
-            d = max(1, skill_level(me.skills, "athletics.dexterity") or 0)
-        else:
-            d = max(1, skill_level(me.skills, me.weapon.skill) or 0)
-        p1, ed1, k1 = attack_outcome(total - d, w.damage.count, w.damage.modifier,
-                                     me.armour.protection, hp)
+        p1, ed1, k1 = attack_outcome(total + reaction_dm(me, choice), w.damage.count,
+                                     w.damage.modifier, me.armour.protection, hp)
         if p0 - p1 < min_drop:
             continue
         gain = (ed0 - ed1) + 5.0 * (k0 - k1) - cost

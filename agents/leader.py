@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from traveller_env.rules.checks import effect_distribution, skill_dm
+from traveller_env.rules.attack import held_dms, total_dm
+from traveller_env.rules.checks import effect_distribution
+from traveller_env.rules.leadership import can_communicate, leadership_dms
 
 from .common import Context, attack_dm, attack_value, bonus_value, threat
 from .marksman import MarksmanPolicy
@@ -50,10 +52,7 @@ class LeaderPolicy(MarksmanPolicy):
     def leadership_dm(self, ctx: Context) -> int:
         """DM of its Leadership check now (R4.2): skill (or −3) + best of INT/EDU/SOC."""
         me = ctx.me
-        dm = skill_dm(me.skills, "leadership") + max(me.dm(k) for k in ("INT", "EDU", "SOC"))
-        if me.hasty:
-            dm -= 1
-        return dm + (1 if me.bonus else 0) - (1 if me.penalty else 0)
+        return total_dm(leadership_dms(me)) + total_dm(held_dms(me))
 
     def receivers(self, ctx: Context) -> list:
         """Allies that could take a bonus now (in comms range or both with radios, R7.2,
@@ -63,7 +62,7 @@ class LeaderPolicy(MarksmanPolicy):
         for a in ctx.allies:
             if a.bonus:
                 continue
-            if (me.radio and a.radio) or view.distance_m(me.id, a.id) <= view.comms_range_m:
+            if can_communicate(me, a, view.grid, view.comms_range_m):
                 out.append(a)
         return out
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from traveller_env.rules.grid import SQUARE_M
+from traveller_env.rules.movement import squares_per_move
 
 from .common import (
     Context,
@@ -110,7 +110,7 @@ class MarksmanPolicy(ScriptedPolicy):
             if ctx.view.distance_m(me.id, e.id) < self.keep_away_m:
                 return True
             if e.weapon.is_melee:
-                reach = 1 + 3 * int(e.movement_m // SQUARE_M)
+                reach = 1 + 3 * squares_per_move(e.movement_m)
                 if chebyshev(me.pos, e.pos) <= reach:
                     return True
         return False

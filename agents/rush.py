@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from traveller_env.rules.movement import squares_per_move
+
 from .common import Context, ScriptedPolicy, best_attacks, chebyshev
 
 __all__ = ["RushPolicy"]
@@ -41,7 +43,7 @@ class RushPolicy(ScriptedPolicy):
         """Haste only for a melee charge that can land this round (if enabled)."""
         me = ctx.me
         if self.hasten and me.weapon.is_melee:
-            reach = 1 + 3 * int(me.movement_m // 1.5)
+            reach = 1 + 3 * squares_per_move(me.movement_m)
             if any(chebyshev(me.pos, e.pos) <= reach for e in ctx.enemies):
                 return "haste:yes"
         return "haste:no"

@@ -5,8 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
+from traveller_env.rules.actions import STANCES
+from traveller_env.rules.attack import held_dms, next_aim_dm, total_dm
 from traveller_env.rules.checks import skill_level
-from traveller_env.rules.grid import DIRECTIONS, SQUARE_M
+from traveller_env.rules.grid import DIRECTIONS
+from traveller_env.rules.leadership import LEADERSHIP_SKILL
+from traveller_env.rules.movement import move_budget_m, squares_per_move
 
 from .common import (
     Context,
@@ -25,8 +29,6 @@ from .common import (
 from .leader import LeaderPolicy
 
 __all__ = ["TacticianPolicy"]
-
-STANCES = ("stand", "crouch", "prone")
 
 
 class _State(NamedTuple):
@@ -194,7 +196,7 @@ class _Planner:
                 own = max(own, attack_value(self.view, me, e, dm, 0.0))
         self.self_value = own
         self.lead_value = None
-        if (policy.use_leadership and skill_level(me.skills, "leadership") is not None
+        if (policy.use_leadership and skill_level(me.skills, LEADERSHIP_SKILL) is not None
                 and policy._leader.receivers(ctx)):
             p_pos, value = policy._leader.leadership_value(ctx)
             if p_pos >= 0.5 and value > 0:
@@ -203,7 +205,7 @@ class _Planner:
     # ------------------------------------------------------------------ evaluations
     def _enemy_dm(self, e, target, pos, stance) -> int | None:
         if e.weapon.is_melee:
-            reach = 1 + int(e.movement_m // SQUARE_M)
+            reach = 1 + squares_per_move(e.movement_m)
             if chebyshev(e.pos, pos) > reach:
                 return None
             return attack_dm(self.view, e, target, apos=pos, tpos=pos)
@@ -249,8 +251,7 @@ class _Planner:
         me = self.me
         best = 0.0
         if self.melee:
-            reach = 1 + int((me.movement_m / 4 if s.stance == "prone" else me.movement_m)
-                            // SQUARE_M)
+            reach = 1 + squares_per_move(move_budget_m(me.movement_m, s.stance))
             for t in self.enemies:
                 d = chebyshev(s.pos, t.pos)
                 if d > reach:
@@ -265,7 +266,7 @@ class _Planner:
             if dm is None:
                 continue
             held = s.aim_dm if s.aim_t == t.id else 0
-            aim = min(6, held + (1 if ready else 0))
+            aim = next_aim_dm(t.id, held, t.id) if ready else held
             # A held aim beyond what next turn needs frees its Minor action: a small tie-break.
             best = max(best, self.attack_worth(t, dm + aim) + 0.01 * held)
         return best
@@ -356,10 +357,7 @@ class _Planner:
                         continue
                     if s.aim_t == t.id:
                         dm += s.aim_dm
-                    if me.bonus:
-                        dm += 1
-                    if me.penalty:
-                        dm -= 1
+                    dm += total_dm(held_dms(me))
                     loaded = self.melee or me.ammo > 1
                     yield (f"attack:{t.id}", self.attack_worth(t, dm),
                            s._replace(sig=True, aim_t=None, aim_dm=0, aimed=False,
@@ -371,8 +369,8 @@ class _Planner:
     def moves_from(self, s: _State) -> list[tuple[str, tuple[int, int]]]:
         """Moves from a hypothetical state (the engine's path rules, read-only)."""
         me = self.me
-        budget = me.movement_m / 4 if s.stance == "prone" else me.movement_m
-        n_max = max(1, int(me.movement_m // SQUARE_M))
+        budget = move_budget_m(me.movement_m, s.stance)
+        n_max = squares_per_move(me.movement_m)
         occupied = self.ctx.occupied
         out = []
         for d in DIRECTIONS:

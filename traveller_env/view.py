@@ -12,14 +12,19 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any
 
+from .rules import attack as attack_rules
 from .rules.actions import Action, parse_action
 from .rules.attack import range_dm
 from .rules.battle import Battle
+from .rules.budget import Budget
 from .rules.checks import success_probability
 from .rules.dice import Dice
 from .rules.equipment import Armour, Weapon
+from .rules.movement import move_budget_m
 
 __all__ = ["BattleView", "CombatantView"]
+
+Square = tuple[int, int]
 
 
 class CombatantView:
@@ -54,7 +59,9 @@ class CombatantView:
     significant = property(lambda self: self._c.significant, doc="Significant action used")
     initiative = property(lambda self: self._c.current_initiative,
                           doc="this round's Initiative")
-    movement_m = property(lambda self: self._c.movement_m, doc="metres per Move action")
+    movement_m = property(lambda self: self._c.movement_m, doc="Movement score in metres")
+    move_budget_m = property(lambda self: move_budget_m(self._c.movement_m, self._c.stance),
+                             doc="metres one Move action covers now (R4.6: prone quarters it)")
     weapon: Weapon = property(lambda self: self._c.weapon, doc="the (immutable) weapon")
     armour: Armour = property(lambda self: self._c.armour, doc="the (immutable) armour")
 
@@ -148,14 +155,33 @@ class BattleView:
             return None
         return range_dm(self._b.distance_m(attacker, target), a.weapon.range_m)
 
-    def attack_dms(self, attacker: str, target: str) -> dict[str, int]:
-        """The DMs an attack would take now (before reactions and leadership bonuses)."""
-        return dict(self._b.attack_dms(attacker, target))
+    def attack_dms(self, attacker: str, target: str, *, apos: Square | None = None,
+                   tpos: Square | None = None, tstance: str | None = None,
+                   aim: int | None = None, hasty: bool | None = None) -> dict[str, int]:
+        """The DMs an attack would take (before reactions and leadership bonuses): now, or
+        with the attacker or target elsewhere, another target stance, aim or haste
+        (``rules.attack.attack_dms``)."""
+        b = self._b
+        return attack_rules.attack_dms(b.by_id[attacker], b.by_id[target], b.grid, apos=apos,
+                                       tpos=tpos, tstance=tstance, aim=aim, hasty=hasty)
+
+    def attack_in_reach(self, attacker: str, target: str, *, apos: Square | None = None,
+                        tpos: Square | None = None) -> bool:
+        """R4.1 reach (adjacent for melee; line of sight and 4x Range for ranged), now or
+        from hypothetical squares; drawn and loaded are not checked."""
+        a, t = self._b.by_id[attacker], self._b.by_id[target]
+        return attack_rules.in_attack_reach(a.weapon, self._b.grid,
+                                            a.pos if apos is None else apos,
+                                            t.pos if tpos is None else tpos)
 
     def hit_probability(self, attacker: str, target: str, extra_dm: int = 0) -> float:
         """Exact chance that the attack hits now (2D6), with an extra DM (e.g. aim, dodge)."""
         return success_probability(sum(self._b.attack_dms(attacker, target).values())
                                    + extra_dm)
+
+    def budget(self, cid: str) -> Budget:
+        """What the combatant has spent of its turn (R2.1; ``rules.budget.Budget``)."""
+        return self._b.budget(cid)
 
     def budget_left(self, cid: str) -> tuple[bool, int]:
         """``(significant_available, minors_available)`` (R2.1)."""
