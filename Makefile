@@ -29,12 +29,18 @@ $(STAMP): $(BIN)/python pyproject.toml
 	touch $(STAMP)
 
 # (Re)compile the C++ core (csrc/) into traveller_env/_core*.so: incremental, a no-op when
-# nothing changed. Python edits never need it; C++ edits always do.
+# nothing changed. Python edits never need it; C++ edits always do. It configures the build dir
+# itself when it is missing or points at a nanobind that is gone (a `pip install -e .` with build
+# isolation configures it against a temporary copy).
 build: $(STAMP)
-	@test -f $(CORE_BUILD)/CMakeCache.txt || $(CMAKE) -S csrc -B $(CORE_BUILD) \
-	    -DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE="$(abspath $(BIN)/python)" \
-	    -Dnanobind_DIR="$$($(BIN)/python -m nanobind --cmake_dir)"
-	$(CMAKE) --build $(CORE_BUILD)
+	@nb=$$(sed -n 's/^nanobind_DIR:[A-Z]*=//p' $(CORE_BUILD)/CMakeCache.txt 2>/dev/null); \
+	if [ -z "$$nb" ] || [ ! -d "$$nb" ]; then \
+	    gen=$$(PATH="$(abspath $(BIN)):$$PATH" command -v ninja >/dev/null && echo "-G Ninja"); \
+	    $(CMAKE) $$gen -S csrc -B $(CORE_BUILD) -DCMAKE_BUILD_TYPE=Release \
+	        -DPython_EXECUTABLE="$(abspath $(BIN)/python)" \
+	        -Dnanobind_DIR:PATH="$$($(BIN)/python -m nanobind --cmake_dir)"; \
+	fi
+	$(CMAKE) --build $(CORE_BUILD) --parallel $$(nproc)
 
 # The main job: a short MaskablePPO training of the aiming policy (a few minutes on 2 cores),
 # evaluated against the exact optimum and the scripted NPCs; prints the tables and the plot.
