@@ -153,8 +153,11 @@ class Pcg32:
         return ((x >> rot) | (x << (32 - rot))) & M32
 
     def d6(self) -> int:
-        """One six-sided die, 1..6."""
-        return self.roll_d6(1)[0]
+        """One six-sided die, 1..6 (``pcg32_boundedrand_r(6) + 1``)."""
+        x = self.next_u32()
+        while x < D6_THRESHOLD:  # rejected, draw again
+            x = self.next_u32()
+        return x % 6 + 1
 
     def roll_d6(self, n: int) -> list[int]:
         """``n`` six-sided dice.
