@@ -54,6 +54,11 @@ battle: $(STAMP)
 test: build
 	$(BIN)/python -m pytest
 
+# Benchmarks (experiments/, never timed assertions in tests).
+bench: $(STAMP)
+	$(BIN)/python experiments/bench_env.py --json results/bench_env.json
+	$(BIN)/python experiments/bench_train.py --json results/bench_train.json
+
 # The core under AddressSanitizer + UndefinedBehaviorSanitizer (not part of `make test`): a
 # wheel built with -fsanitize=address,undefined into its own venv and build dir, and the core's
 # tests run against that install (from outside the checkout, so the normal build is not
