@@ -5,18 +5,42 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo battle test lint bench golden clean
+.PHONY: demo battle test lint bench golden clean build sanitize
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
+
+# The compiled core's build requirements: exactly [build-system].requires of pyproject.toml
+# (a test checks). Installed into the venv so that the build needs no isolated environment and
+# `make build` can rebuild incrementally; cmake and ninja come from PyPI only if missing here.
+BUILD_DEPS := "scikit-build-core>=1.1.2,<2" "nanobind>=3.1,<4"
+BUILD_TOOLS := $(if $(shell command -v cmake),,cmake) $(if $(shell command -v ninja),,ninja)
+# The build dir of `pip install -e .` (pyproject.toml's editable override), reused by `make build`.
+CORE_BUILD = build/editable-$(shell $(BIN)/python -c 'import sys; print(sys.implementation.cache_tag)')
+CMAKE = PATH="$(abspath $(BIN)):$$PATH" cmake
 
 # torch is pinned here, not in pyproject: it must be installed before anything that
 # depends on it, so that the CPU wheel is used instead of a multi-GB CUDA build.
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e ".[train,bench,dev]"
+	$(BIN)/pip install --quiet $(BUILD_DEPS) $(BUILD_TOOLS)
+	$(BIN)/pip install --quiet --no-build-isolation -e ".[train,bench,dev]"
 	touch $(STAMP)
+
+# (Re)compile the C++ core (csrc/) into traveller_env/_core*.so: incremental, a no-op when
+# nothing changed. Python edits never need it; C++ edits always do. It configures the build dir
+# itself when it is missing or points at a nanobind that is gone (a `pip install -e .` with build
+# isolation configures it against a temporary copy).
+build: $(STAMP)
+	@nb=$$(sed -n 's/^nanobind_DIR:[A-Z]*=//p' $(CORE_BUILD)/CMakeCache.txt 2>/dev/null); \
+	if [ -z "$$nb" ] || [ ! -d "$$nb" ]; then \
+	    gen=$$(PATH="$(abspath $(BIN)):$$PATH" command -v ninja >/dev/null && echo "-G Ninja"); \
+	    $(CMAKE) $$gen -S csrc -B $(CORE_BUILD) -DCMAKE_BUILD_TYPE=Release \
+	        -DPython_EXECUTABLE="$(abspath $(BIN)/python)" \
+	        -Dnanobind_DIR:PATH="$$($(BIN)/python -m nanobind --cmake_dir)"; \
+	fi
+	$(CMAKE) --build $(CORE_BUILD) --parallel $$(nproc)
 
 # The main job: a short MaskablePPO training of the aiming policy (a few minutes on 2 cores),
 # evaluated against the exact optimum and the scripted NPCs; prints the tables and the plot.
@@ -27,7 +51,7 @@ demo: $(STAMP)
 battle: $(STAMP)
 	$(BIN)/traveller simulate --scenario squad --seed 1
 
-test: $(STAMP)
+test: build
 	$(BIN)/python -m pytest
 
 # Benchmarks (experiments/, never timed assertions in tests).
@@ -40,8 +64,39 @@ bench: $(STAMP)
 golden: $(STAMP)
 	$(BIN)/python tests/golden_playthroughs.py --write
 
+# The core under AddressSanitizer + UndefinedBehaviorSanitizer (not part of `make test`): a
+# wheel built with -fsanitize=address,undefined into its own venv and build dir, and the core's
+# tests run against that install (from outside the checkout, so the normal build is not
+# imported). The ASan runtime must be loaded before Python (LD_PRELOAD), and libstdc++ with it,
+# or ASan cannot intercept C++ exceptions. Reports go to $(SAN_DIR)/report.*; any finding aborts
+# the run. LeakSanitizer is off for the whole run (CPython frees little at exit) and on inside
+# tests/test_core_leaks.py, which checks the core alone.
+SAN_VENV := .venv-sanitize
+SAN_BIN := $(SAN_VENV)/bin
+SAN_DIR := build/sanitize
+SAN_ENV = LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libstdc++.so)" \
+    ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:log_path=$(CURDIR)/$(SAN_DIR)/report \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$(CURDIR)/$(SAN_DIR)/report
+sanitize:
+	test -x $(SAN_BIN)/python || $(PYTHON) -m venv $(SAN_VENV)
+	$(SAN_BIN)/pip install --quiet --upgrade pip
+	$(SAN_BIN)/pip install --quiet $(BUILD_DEPS) $(BUILD_TOOLS) "pytest>=8" "hypothesis>=6.100"
+	PATH="$(abspath $(SAN_BIN)):$$PATH" $(SAN_BIN)/pip install --quiet --no-build-isolation \
+	    -C build-dir="build/sanitize-{wheel_tag}" -C cmake.build-type=RelWithDebInfo \
+	    -C cmake.define.TRAVELLER_SANITIZE=ON .
+	rm -rf $(SAN_DIR) && mkdir -p $(SAN_DIR)
+	cd $(SAN_VENV) && $(SAN_ENV) bin/python -c "from traveller_env import core; \
+	    info = core.build_info(); assert info['sanitizers'] == 'address,undefined', info; \
+	    print('sanitized core:', core.status())"
+	cd $(SAN_VENV) && $(SAN_ENV) bin/python -m pytest -p no:cacheprovider \
+	    $(wildcard $(CURDIR)/tests/test_core_*.py); status=$$?; \
+	    findings=$$(cat $(CURDIR)/$(SAN_DIR)/report.* 2>/dev/null | grep -cE "ERROR: |runtime error:|CHECK failed"); \
+	    cat $(CURDIR)/$(SAN_DIR)/report.* 2>/dev/null; \
+	    echo "sanitize: $$findings findings (AddressSanitizer + UBSan), pytest exit $$status"; \
+	    test $$status -eq 0 -a $$findings -eq 0
+
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
 clean:
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(SAN_VENV) build traveller_env/_core.*.so

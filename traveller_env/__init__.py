@@ -3,15 +3,19 @@
 ``traveller_env.env(scenario="duel")`` gives the wrapped AEC environment, ``raw_env`` the bare
 one; importing this package registers ``"traveller/combat-v0"`` with PettingZoo's registry, so
 ``pettingzoo.make("aec", "traveller/combat-v0", scenario="duel")`` works too.
+
+The compiled battle core is optional at import: ``core_available()`` says whether it is built
+here, and ``traveller_env.core.require()`` returns it or says why not and how to build it.
 """
 
 from __future__ import annotations
 
+from .core import available as core_available
 from .env import TravellerEnv, env, raw_env
 from .scenario import ScenarioError, build_battle, builtin_scenarios, load_scenario
 
-__all__ = ["ENV_ID", "ScenarioError", "TravellerEnv", "build_battle", "builtin_scenarios", "env",
-           "load_scenario", "raw_env"]
+__all__ = ["ENV_ID", "ScenarioError", "TravellerEnv", "build_battle", "builtin_scenarios",
+           "core_available", "env", "load_scenario", "raw_env"]
 __version__ = "0.1.0"
 
 ENV_ID = "traveller/combat-v0"

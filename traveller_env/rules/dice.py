@@ -2,16 +2,30 @@
 
 `Dice` is seeded and reproducible; `ScriptedDice` is fed exact rolls for rules tests and fails
 loudly when a test scripts too few or too many rolls.
+
+`Dice(seed, generator="pcg")` draws from the generator shared with the compiled core
+(`traveller_env.rules.rng.Pcg32`); the default is still Python's Mersenne Twister ("mt").
+Setting `DEFAULT_GENERATOR = "pcg"` moves every seeded battle onto the shared generator, which
+changes every seeded figure: do it on purpose, in one commit that regenerates them.
 """
 
 from __future__ import annotations
 
 import random
 import re
+import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Dice", "DiceExpr", "DiceScriptError", "ScriptedDice", "parse_dice"]
+from .rng import Pcg32
+
+__all__ = ["DEFAULT_GENERATOR", "GENERATORS", "Dice", "DiceExpr", "DiceScriptError",
+           "ScriptedDice", "parse_dice"]
+
+#: The dice generators: "mt" (Python's Mersenne Twister) and "pcg" (the shared `Pcg32`).
+GENERATORS = ("mt", "pcg")
+#: The generator `Dice(seed)` uses when none is named.
+DEFAULT_GENERATOR = "mt"
 
 _DICE_RE = re.compile(r"^\s*(\d+)\s*D\s*(?:([+-])\s*(\d+))?\s*$", re.IGNORECASE)
 
@@ -51,25 +65,69 @@ def parse_dice(text: str) -> DiceExpr:
 class Dice:
     """The battle's seeded source of six-sided dice (R1.1).
 
-    Uses Python's Mersenne Twister so that a seed gives the same rolls on every platform and
-    NumPy version.
+    ``generator="mt"`` uses Python's Mersenne Twister so that a seed gives the same rolls on
+    every platform and NumPy version; ``generator="pcg"`` uses the generator shared with the
+    compiled core (a seed is then an int in ``[0, 2**64 - 1]``; ``None`` draws a fresh one).
+    ``None`` means `DEFAULT_GENERATOR`.
     """
 
-    def __init__(self, seed: int | None = None) -> None:
+    def __init__(self, seed: int | None = None, generator: str | None = None) -> None:
+        generator = DEFAULT_GENERATOR if generator is None else generator
         self.seed = seed
-        self._rng = random.Random(seed)
+        self.generator = generator
+        self._pcg: Pcg32 | None = None
+        if generator == "mt":
+            self._rng = random.Random(seed)
+        elif generator == "pcg":
+            self._pcg = Pcg32(secrets.randbits(64) if seed is None else seed)
+        else:
+            raise ValueError(f"generator must be one of {GENERATORS}, got {generator!r}")
+
+    @classmethod
+    def from_rng(cls, rng: Pcg32, seed: int | None = None) -> Dice:
+        """Dice drawing from ``rng`` itself (not a copy), recording ``seed`` as their seed."""
+        if not isinstance(rng, Pcg32):
+            raise TypeError(f"rng must be a traveller_env.rules.rng.Pcg32, got "
+                            f"{type(rng).__name__}")
+        dice = cls.__new__(cls)
+        dice.seed, dice.generator, dice._pcg = seed, "pcg", rng
+        return dice
 
     def roll(self, n: int) -> list[int]:
         """Roll ``n`` six-sided dice and return the individual results."""
+        if self._pcg is not None:
+            return self._pcg.roll_d6(n)
         rnd = self._rng.random
         return [int(rnd() * 6) + 1 for _ in range(n)]
+
+    def getstate(self) -> tuple[str, object]:
+        """``(generator, state)``: what `setstate` needs to replay the same future rolls."""
+        if self._pcg is not None:
+            return "pcg", self._pcg.getstate()
+        return "mt", self._rng.getstate()
+
+    def setstate(self, state: tuple[str, object]) -> None:
+        """Restore a state from `getstate` of dice with the same generator."""
+        generator, inner = state
+        if generator != self.generator:
+            raise ValueError(f"state is of generator {generator!r}, these dice use "
+                             f"{self.generator!r}")
+        if self._pcg is not None:
+            self._pcg.setstate(inner)  # type: ignore[arg-type]
+        else:
+            self._rng.setstate(inner)  # type: ignore[arg-type]
 
     def clone(self) -> Dice:
         """An independent copy that will produce the same future rolls."""
         twin = Dice.__new__(Dice)
         twin.seed = self.seed
-        twin._rng = random.Random()
-        twin._rng.setstate(self._rng.getstate())
+        twin.generator = self.generator
+        twin._pcg = None
+        if self._pcg is not None:
+            twin._pcg = self._pcg.clone()
+        else:
+            twin._rng = random.Random()
+            twin._rng.setstate(self._rng.getstate())
         return twin
 
 
