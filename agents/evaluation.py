@@ -1,4 +1,4 @@
-"""Evaluation helpers for learned and scripted policies (issue 5).
+"""Evaluation helpers for learned and scripted policies.
 
 * ``play_battle``: one seeded battle with a policy per agent, returning the finished battle;
 * ``evaluate_range``: rounds to incapacitate and aims before the first shot in ``range_*``

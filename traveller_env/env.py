@@ -32,7 +32,7 @@ class TravellerEnv(AECEnv):
 
     ## Description
     Agents are the scenario's combatants (``<side>_<index>``, ``possible_agents`` in scenario
-    order). ``agent_selection`` follows the rules (see README, RULES.md R2-R3): at the start of
+    order). ``agent_selection`` follows the rules (docs/rules.md R2-R3): at the start of
     each round, when hastening is on, every able combatant declares haste in Initiative order;
     then turns run in dynamic Initiative order. The acting agent keeps the selection for
     consecutive steps until its budget (one Significant + one Minor, or three Minor; R2.1) is

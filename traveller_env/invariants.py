@@ -29,6 +29,8 @@ State invariants (``check_invariants``):
 Event invariants (``check_new_events``):
 
 * ``json``: events are JSON-serialisable (no NaN, string keys);
+* ``event_shape``: every event is of a known type with exactly its fields, in log order
+  (``rules.events.EVENT_KINDS``);
 * ``check``: every check (``attack``, ``leadership``, ``tactics``) has a 2D roll of d6
   results, ``sum(roll) + sum(dms.values()) == total`` and ``effect == total - 8`` (R1.2); an
   ``initiative`` roll gives ``sum(roll) + DEX DM == initiative``, the ambush's automatic roll
@@ -54,6 +56,7 @@ from typing import TYPE_CHECKING, Any
 from .rules.actions import STANCES
 from .rules.checks import TARGET_NUMBER, characteristic_dm
 from .rules.damage import is_dead, is_incapacitated
+from .rules.events import check_event
 from .rules.grid import WALL
 from .rules.kinds import KINDS
 
@@ -214,6 +217,9 @@ def check_new_events(battle: Battle, start: int = 0) -> None:
         raise InvariantError("end", None, f"'end' events at {ends} in a log of "
                              f"{len(battle.events)} (done={battle.done})")
     for ev in events:
+        shape = check_event(ev)
+        if shape is not None:
+            raise InvariantError("event_shape", ev.get("actor"), shape)
         t = ev["type"]
         who = ev.get("actor")
         if t in ACTING_TYPES and who in out:

@@ -29,6 +29,7 @@ from . import attack as attack_rules
 from .actions import REACTIONS, STANCES, Action
 from .budget import Budget
 from .checks import roll_check
+from .events import EVENT_KINDS, EventKind
 from .grid import DIRECTIONS
 from .leadership import can_communicate, leadership_dms
 from .movement import move_budget_m
@@ -78,6 +79,8 @@ class ActionKind:
     rules: str = ""
     #: Draw/reload progress (R4.5) survives this kind.
     keeps_ready: bool = False
+    #: New event types this kind emits (``events.EventKind`` by type), registered with it.
+    events: dict[str, EventKind] = {}
 
     # ------------------------------------------------------------------ labels
     @property
@@ -505,13 +508,19 @@ def register_kind(kind: ActionKind) -> None:
         raise ValueError(f"{kind.name}: args {kind.args!r}; allowed: {', '.join(ARG_FORMS)}")
     if kind.phase not in ("turn", "haste", "reaction"):
         raise ValueError(f"{kind.name}: phase {kind.phase!r}; allowed: turn, haste, reaction")
+    clash = sorted(set(kind.events) & set(EVENT_KINDS))
+    if clash:
+        raise ValueError(f"{kind.name}: event types {clash} already exist")
+    EVENT_KINDS.update(kind.events)
     KINDS[kind.name] = kind
     _clear_caches()
 
 
 def unregister_kind(name: str) -> None:
-    """Remove a kind added by ``register_kind`` (tests use it to clean up)."""
-    KINDS.pop(name)
+    """Remove a kind added by ``register_kind``, and its event types (tests clean up)."""
+    kind = KINDS.pop(name)
+    for event_type in kind.events:
+        EVENT_KINDS.pop(event_type, None)
     _clear_caches()
 
 
