@@ -10,7 +10,9 @@ more):
 * ``traveller scenarios`` lists the built-in scenarios;
 * ``traveller train aiming|leadership [args]`` runs a training script of ``experiments/``;
 * ``traveller eval MODEL --scenario duel --vs marksman,rush`` evaluates a trained model;
-* ``traveller tournament [args]`` runs ``experiments/tournament.py``.
+* ``traveller tournament [args]`` runs ``experiments/tournament.py``;
+* ``traveller replay BATTLE.jsonl --html out.html`` writes a replay page
+  (``traveller_env.replay_html``).
 
 A bad scenario prints its message on stderr and exits with status 2.
 """
@@ -119,6 +121,8 @@ def _add_simulate_args(p: argparse.ArgumentParser) -> None:
                    help="pixels per square in --gif (default: chosen from the map size)")
     p.add_argument("--quiet", action="store_true",
                    help="print only the summary, not the narrated log")
+    p.add_argument("--html", metavar="PATH", type=Path,
+                   help="write a self-contained replay page to PATH (traveller replay)")
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
@@ -161,6 +165,11 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
         write_gif(frames, args.gif, fps=args.fps)
         print(f"Replay: {args.gif} ({len(frames)} frames)", file=out)
+    if args.html is not None:
+        from .replay_html import write_battle_html
+
+        write_battle_html(args.html, battle, args.scenario, seed=args.seed)
+        print(f"Replay page: {args.html}", file=out)
     return 0
 
 
@@ -245,6 +254,10 @@ def _add_eval_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--battles", type=int, default=200, help="battles per opponent")
     p.add_argument("--seed", type=int, default=20_000, help="first battle seed")
     p.add_argument("--json", type=Path, default=None, help="write the results here")
+    p.add_argument("--html-dir", type=Path, default=None, metavar="DIR",
+                   help="write replay pages of the first --html-battles battles per opponent")
+    p.add_argument("--html-battles", type=int, default=2, metavar="N",
+                   help="battles per opponent written by --html-dir (default: 2, one per side)")
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
@@ -253,10 +266,13 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     from agents.trained import load_policy
 
     try:
+        if args.html_dir is not None and args.html_battles < 1:
+            raise ValueError(f"--html-battles must be at least 1, got {args.html_battles}")
         learned = load_policy(args.model, args.scenario)
-        rows = [evaluate_matchup(learned, make_policy(name), args.scenario,
+        opponents = [make_policy(name) for name in args.vs.split(",") if name]
+        rows = [evaluate_matchup(learned, opponent, args.scenario,
                                  battles=args.battles, seed=args.seed)
-                for name in args.vs.split(",") if name]
+                for opponent in opponents]
     except ValueError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
@@ -264,7 +280,26 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(rows, indent=2) + "\n")
+    if args.html_dir is not None:
+        from .replay_html import write_eval_replays
+
+        pages = write_eval_replays(learned, opponents, args.scenario, args.seed,
+                                   args.html_battles, args.html_dir)
+        print(f"Replay pages: {len(pages)} in {args.html_dir}")
     return 0
+
+
+# ---------------------------------------------------------------------------- replay
+def _add_replay_args(p: argparse.ArgumentParser) -> None:
+    from .replay_html import add_replay_args  # the viewer's own module (issue 16)
+
+    add_replay_args(p)
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    from .replay_html import cmd_replay
+
+    return cmd_replay(args)
 
 
 #: Subcommands by name.
@@ -276,6 +311,8 @@ COMMANDS: dict[str, Command] = {
                      _add_train_args, _cmd_train),
     "eval": Command("evaluate a trained model against scripted policies",
                     _add_eval_args, _cmd_eval),
+    "replay": Command("write a self-contained HTML replay page of a battle's event log",
+                      _add_replay_args, _cmd_replay),
     "tournament": Command("rank policies in a round-robin tournament "
                           "(experiments/tournament.py)", _add_tournament_args,
                           _cmd_tournament),
