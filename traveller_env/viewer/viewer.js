@@ -1,6 +1,6 @@
 /* Traveller Tactics replay viewer.
  *
- * Reads the JSON in <script id="replay-data"> (written by traveller_env/replay_html.py):
+ * Reads the JSON of the element #replay-data (written by traveller_env/replay_html.py):
  * {format, version, header, events, narration, problems}. Every string from it is shown
  * with textContent, createElement or canvas fillText only: never parsed as markup. No
  * network request is made (the page's Content-Security-Policy forbids them anyway).
