@@ -9,6 +9,7 @@ component updates, sync and QUIC off, so that it contacts nothing on its own.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["CHROMEDRIVER", "CHROMIUM", "INSTALL_HINT", "browser_missing", "console_errors",
-           "headless_chromium"]
+           "headless_chromium", "requested_urls"]
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -65,7 +66,7 @@ def headless_chromium(width: int = 1400, height: int = 1000) -> Iterator[Any]:
         options.add_argument(flag)
     options.add_argument(f"--user-data-dir={profile}")
     options.add_argument(f"--window-size={width},{height}")
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
     service = Service(executable_path=str(CHROMEDRIVER), log_output=subprocess.DEVNULL)
     driver = webdriver.Chrome(service=service, options=options)
     try:
@@ -78,3 +79,14 @@ def headless_chromium(width: int = 1400, height: int = 1000) -> Iterator[Any]:
 def console_errors(driver: Any) -> list[dict[str, Any]]:
     """Browser console entries of level SEVERE since the last call (errors, failed loads)."""
     return [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
+
+
+def requested_urls(driver: Any) -> list[str]:
+    """Every URL the pages asked the network stack for since the last call (from the
+    DevTools ``Network.requestWillBeSent`` log), ``file:`` and ``data:`` ones included."""
+    urls = []
+    for entry in driver.get_log("performance"):
+        message = json.loads(entry["message"])["message"]
+        if message.get("method") == "Network.requestWillBeSent":
+            urls.append(message["params"]["request"]["url"])
+    return urls

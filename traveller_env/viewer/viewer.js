@@ -49,6 +49,13 @@
     return (typeof n === "number" && n >= 0 ? "+" : n < 0 ? "\u2212" : "") +
       (typeof n === "number" ? String(Math.abs(n)) : String(n));
   }
+  // Writes that skip the DOM when nothing changed (playing fast must not re-lay the page).
+  function setText(node, value) {
+    if (node.__text !== value) { node.textContent = value; node.__text = value; }
+  }
+  function setClass(node, value) {
+    if (node.className !== value) node.className = value;
+  }
   function isInt(v) { return typeof v === "number" && Math.floor(v) === v; }
   function isObj(v) { return v !== null && typeof v === "object" && !Array.isArray(v); }
   function plural(n, word, many) { return n + " " + (n === 1 ? word : (many || word + "s")); }
@@ -275,8 +282,8 @@
   var work = null, workIndex = -2;
   function stateAt(i) {
     if (i === workIndex) return work;
-    if (work && i === workIndex + 1) {
-      applyEvent(work, i);
+    if (work && i > workIndex && i - workIndex <= CHECKPOINT) {
+      for (var f = workIndex + 1; f <= i; f++) applyEvent(work, f);
       workIndex = i;
       return work;
     }
@@ -645,57 +652,62 @@
   function renderRoster(s) {
     s.cs.forEach(function (c, k) {
       var r = cards[k], base = C[k].characteristics;
-      r.card.className = "card" + (c.down || c.out ? " down" : "") + (s.turn === C[k].id ? " acting" : "");
-      r.chip.className = "chip s" + C[k].side + (c.down || c.out ? " down" : "");
-      r.state.textContent = stateWord(c);
+      setClass(r.card, "card" + (c.down || c.out ? " down" : "") + (s.turn === C[k].id ? " acting" : ""));
+      setClass(r.chip, "chip s" + C[k].side + (c.down || c.out ? " down" : ""));
+      setText(r.state, stateWord(c));
       ["STR", "DEX", "END"].forEach(function (key) {
         var max = base[key] || 1, v = c.chars[key], frac = Math.max(0, Math.min(1, v / max));
-        r.fills[key].style.width = (100 * frac).toFixed(1) + "%";
-        r.fills[key].className = frac > 0.6 ? "" : frac > 0.3 ? "mid" : "low";
-        r.nums[key].textContent = v + "/" + base[key];
+        var width = (100 * frac).toFixed(1) + "%";
+        if (r.fills[key].__width !== width) { r.fills[key].style.width = width; r.fills[key].__width = width; }
+        setClass(r.fills[key], frac > 0.6 ? "" : frac > 0.3 ? "mid" : "low");
+        setText(r.nums[key], v + "/" + base[key]);
       });
-      r.weapon.textContent = weaponText(k, c) + " \u00b7 armour " + C[k].armour.name + " (" + C[k].armour.protection + ")";
-      r.aim.textContent = c.aim ? "aiming at " + c.aim + " (" + signed(c.aimDm) + ")" : "";
+      setText(r.weapon, weaponText(k, c) + " \u00b7 armour " + C[k].armour.name + " (" + C[k].armour.protection + ")");
+      setText(r.aim, c.aim ? "aiming at " + c.aim + " (" + signed(c.aimDm) + ")" : "");
       var held = [];
       if (c.bonus) held.push("holds a leadership bonus +1 (from " + c.bonus + ")");
       if (c.penalty) held.push("holds a leadership penalty \u22121 (imposed by " + c.penalty + ")");
-      r.held.textContent = held.join("; ");
-      r.held.className = "held " + (c.penalty ? "penalty" : c.bonus ? "bonus" : "");
+      setText(r.held, held.join("; "));
+      setClass(r.held, "held " + (c.penalty ? "penalty" : c.bonus ? "bonus" : ""));
       var p = s.pools[C[k].id], extra = [];
       if (p && p.bonus > 0) extra.push("orders: " + plural(p.bonus, "bonus", "bonuses") + " to hand out");
       if (p && p.penalty > 0) extra.push("failed orders: " + sideNames[1 - C[k].side] + " may impose " + plural(p.penalty, "penalty", "penalties"));
-      r.extra.textContent = extra.join("; ");
+      setText(r.extra, extra.join("; "));
     });
   }
 
+  function logClass(idx, i) {
+    var base = bad[idx] ? "bad" : E[idx].type === "attack" ? "attack" + (E[idx].hit ? " hit" : "") : "";
+    return base + (idx === i ? " current" : idx > i ? " future" : "");
+  }
+
+  var listCur = -1;
   function renderLog(i) {
-    var g = group[i], list = $("log-list");
+    var g = group[i], list = $("log-list"), from, to;
     if (g !== listGroup) {
       listGroup = g;
       list.textContent = "";
       listItems = [];
       for (var j = g; j <= groupEnd[g]; j++) {
         var li = el("li", null, narration(j));
-        var e = E[j];
-        if (bad[j]) li.className = "bad";
-        else if (e.type === "attack") li.className = "attack" + (e.hit ? " hit" : "");
         li.dataset.index = String(j);
         list.appendChild(li);
         listItems.push(li);
       }
+      from = g; to = groupEnd[g];
+    } else {
+      from = Math.min(listCur, i); to = Math.max(listCur, i);
     }
-    var curLi = null;
-    for (var k = 0; k < listItems.length; k++) {
-      var idx = g + k, item = listItems[k];
-      var base = bad[idx] ? "bad" : (!bad[idx] && E[idx].type === "attack" ? "attack" + (E[idx].hit ? " hit" : "") : "");
-      item.className = base + (idx === i ? " current" : idx > i ? " future" : "");
-      if (idx === i) curLi = item;
-    }
-    if (curLi) {
-      var top = curLi.offsetTop - list.offsetTop, bottom = top + curLi.offsetHeight;
-      if (top < list.scrollTop) list.scrollTop = top;
-      else if (bottom > list.scrollTop + list.clientHeight) list.scrollTop = bottom - list.clientHeight;
-    }
+    for (var idx = from; idx <= to; idx++) setClass(listItems[idx - g], logClass(idx, i));
+    listCur = i;
+  }
+
+  function scrollLog(i) {  // after every other write of the frame: one layout, not two
+    var list = $("log-list"), li = listItems[i - listGroup];
+    if (!li) return;
+    var top = li.offsetTop - list.offsetTop, bottom = top + li.offsetHeight;
+    if (top < list.scrollTop) list.scrollTop = top;
+    else if (bottom > list.scrollTop + list.clientHeight) list.scrollTop = bottom - list.clientHeight;
   }
 
   function addRow(table, name, value) {
@@ -720,6 +732,9 @@
         for (var j = i; t >= 0 && j >= t; j--) if (!bad[j] && E[j].type === "attack") { show = j; break; }
       }
     }
+    var key = show === null ? "none" : show + (show === pinned ? "p" : "");
+    if (box.__key === key) return;
+    box.__key = key;
     box.textContent = "";
     if (show === null) {
       box.appendChild(el("span", "hint", "Hover or click an attack (a shot line on the map, or an attack in the list of events) to see its dice, every DM by name, the Effect and the damage."));
@@ -766,6 +781,7 @@
   function renderBanner(s) {
     var banner = $("winner");
     if (!s.end) { banner.hidden = true; return; }
+    if (!banner.hidden) return;
     banner.hidden = false;
     banner.textContent = "";
     var rounds = isInt(s.end.round) ? plural(s.end.round, "round") : "the battle";
@@ -784,23 +800,33 @@
   function render(i) {
     var t0 = performance.now();
     var s = stateAt(i);
+    var t1 = performance.now();
     drawMap(s, i);
+    var t2 = performance.now();
     renderInitiative(s, i);
     renderRoster(s);
+    var t3 = performance.now();
     renderLog(i);
     renderDetails(i);
     renderBanner(s);
-    $("round-label").textContent = s.round ? "Round " + s.round + (isInt(H.max_rounds) ? " / " + H.max_rounds : "") : "Before round 1";
+    setText($("round-label"), s.round ? "Round " + s.round + (isInt(H.max_rounds) ? " / " + H.max_rounds : "") : "Before round 1");
     var e = bad[i] ? null : E[i];
     var phase = s.end ? "battle over" : s.turn ? "turn of " + cname(s.turn) :
       e && e.type === "haste" ? "haste declarations" : s.round ? "" : "Initiative and Tactics rolls";
-    $("phase-label").textContent = phase;
-    $("event-counter").textContent = "event " + (i + 1) + " / " + N;
+    setText($("phase-label"), phase);
+    setText($("event-counter"), "event " + (i + 1) + " / " + N);
     var nar = $("narration");
-    nar.textContent = bad[i] ? "Cannot show this event: " + bad[i] + " (as logged: " + narration(i) + ")" : narration(i);
-    nar.className = bad[i] ? "problem" : "";
-    slider.value = String(i);
-    stats.renderMs.push(performance.now() - t0);
+    setText(nar, bad[i] ? "Cannot show this event: " + bad[i] + " (as logged: " + narration(i) + ")" : narration(i));
+    setClass(nar, bad[i] ? "problem" : "");
+    if (slider.value !== String(i)) slider.value = String(i);
+    var t4 = performance.now();
+    scrollLog(i);
+    var t5 = performance.now();
+    stats.renderMs.push(t5 - t0);
+    [["state", t1 - t0], ["map", t2 - t1], ["panels", t3 - t2], ["log", t4 - t3], ["layout", t5 - t4]].forEach(function (p) {
+      var part = stats.parts[p[0]] || (stats.parts[p[0]] = { sum: 0, max: 0, n: 0 });
+      part.sum += p[1]; part.n += 1; if (p[1] > part.max) part.max = p[1];
+    });
     if (stats.renderMs.length > 20000) stats.renderMs.shift();
   }
 
@@ -809,7 +835,7 @@
   slider.max = String(N - 1);
   var playBtn = $("btn-play");
   var playing = false, raf = 0, lastT = 0, acc = 0;
-  var stats = { renderMs: [], frameMs: [] };
+  var stats = { renderMs: [], frameMs: [], parts: {} };
 
   function go(i) {
     i = Math.max(0, Math.min(N - 1, i | 0));
@@ -978,8 +1004,8 @@
     index: function () { return cur; },
     playing: function () { return playing; },
     setSpeed: function (v) { speedSel.value = String(v); return speed(); },
-    stats: function () { return { renderMs: stats.renderMs.slice(), frameMs: stats.frameMs.slice() }; },
-    resetStats: function () { stats.renderMs = []; stats.frameMs = []; },
+    stats: function () { return { renderMs: stats.renderMs.slice(), frameMs: stats.frameMs.slice(), parts: JSON.parse(JSON.stringify(stats.parts)) }; },
+    resetStats: function () { stats.renderMs = []; stats.frameMs = []; stats.parts = {}; },
     problems: function () { return problemList.map(function (p) { return p.message; }); }
   };
 
