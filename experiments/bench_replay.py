@@ -13,6 +13,10 @@ the state (render time). The reference, in the same browser and run: the frame d
 empty requestAnimationFrame loop on the same page for as long (what the machine and the
 browser give with no work at all). It also times jumps to random events (slider scrubbing).
 Prints a table and writes the figures as JSON.
+
+``--screenshot docs/replay.png`` also writes the README's picture: the squad_commander battle
+of the scripted ``leader`` (blue) against the ``tactician`` (red), seed 0, at the first attack
+that uses a leadership bonus.
 """
 
 from __future__ import annotations
@@ -108,6 +112,36 @@ def measure(page: Path, speeds: list[float], jumps: int) -> dict[str, Any]:
     return out
 
 
+def screenshot(path: Path, width: int = 1100) -> Path:
+    """The README's picture (see the module docstring), scaled to ``width`` pixels."""
+    import io
+
+    from PIL import Image
+
+    import traveller_env
+    from agents.evaluation import play_battle
+    from agents.registry import make_policy
+
+    env = traveller_env.raw_env("squad_commander")
+    pols = {a: make_policy("leader" if env.side_of(a) == 0 else "tactician")
+            for a in env.possible_agents}
+    battle = play_battle(env, pols, 0)
+    index = next(i for i, e in enumerate(battle.events)
+                 if e["type"] == "attack" and "leadership_bonus" in e["dms"])
+    header = replay_header(env.scenario, battle, seed=0,
+                           title="squad_commander, seed 0: leader (blue) vs tactician (red)")
+    page = write_replay_html(Path("runs/bench_replay/screenshot.html"), header, battle.events)
+    with headless_chromium(1400, 1130) as d:
+        d.get(page.resolve().as_uri())
+        d.execute_script("replayViewer.go(arguments[0])", index)
+        png = d.get_screenshot_as_png()
+    img = Image.open(io.BytesIO(png)).convert("RGB")
+    img = img.resize((width, round(img.height * width / img.width)), Image.LANCZOS)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    img.quantize(colors=128, method=Image.Quantize.MEDIANCUT).save(path, optimize=True)
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--seeds", default="1-20", help="squad seeds to choose from (1-20)")
@@ -115,7 +149,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jumps", type=int, default=200, help="random jumps to time (200)")
     p.add_argument("--out", default="runs/bench_replay", help="folder of the page")
     p.add_argument("--json", default="runs/bench_replay.json", help="write the figures here")
+    p.add_argument("--screenshot", default=None, metavar="PNG",
+                   help="also write the README's screenshot here (e.g. docs/replay.png)")
     args = p.parse_args(argv)
+    if args.screenshot:
+        print(f"wrote {screenshot(Path(args.screenshot))}")
     seed, battle = pick_battle(_seeds(args.seeds))
     page = write_replay_html(Path(args.out) / f"squad_seed{seed}.html",
                              replay_header("squad", battle, seed=seed), battle.events)

@@ -241,17 +241,17 @@ def test_hovering_attacks_shows_their_breakdown(driver, pages):
     js(driver, "replayViewer.go(arguments[0])", rnd[2] - 1)
     item = driver.find_element("css selector", f"#log-list li[data-index='{attacks[0]}']")
     ActionChains(driver).move_to_element(item).perform()
-    assert text(driver, "details").startswith(f"Attack (event {attacks[0]})")
+    assert text(driver, "details").startswith(f"Attack (event {attacks[0] + 1})")
     # On the map: the middle of the round's first shot line (not the current turn's).
     first = attacks[0]
     e = events[first]
     assert events[first]["actor"] != events[rnd[2] - 1].get("actor")
     hover_square(driver, *[(e["actor_pos"][j] + e["target_pos"][j] + 1) / 2 for j in (0, 1)])
-    assert text(driver, "details").startswith(f"Attack (event {first})")
+    assert text(driver, "details").startswith(f"Attack (event {first + 1})")
     assert text(driver, "tooltip") == narrate(e) + "\n(click to pin its breakdown)"
     ActionChains(driver).click().perform()
     ActionChains(driver).move_to_element(driver.find_element("id", "narration")).perform()
-    assert text(driver, "details").startswith(f"Attack (event {first}, pinned")
+    assert text(driver, "details").startswith(f"Attack (event {first + 1}, pinned")
     assert_clean(driver)
 
 
@@ -350,13 +350,13 @@ def test_a_malformed_log_shows_a_message_and_plays_the_rest(driver, pages):
     assert problems.is_displayed()
     message = problems.text
     assert message.startswith(f"4 events of {len(info['events'])} cannot be shown")
-    assert 'event 15 has an unknown type "teleport"' in message
-    assert "event 20 is not a JSON object (42)" in message
-    assert "line 32 of bad.jsonl is not valid JSON" in message
-    assert f"event {info['attack']} (attack): field 'dms' is missing" in message
+    assert 'event 16 has an unknown type "teleport"' in message
+    assert "event 21 is not a JSON object (42)" in message
+    assert "event 31 (line 32 of bad.jsonl) is not valid JSON" in message
+    assert f"event {info['attack'] + 1} (attack): field 'dms' is missing" in message
     js(driver, "replayViewer.go(15)")
     assert text(driver, "narration").startswith(
-        'Cannot show this event: event 15 has an unknown type "teleport"')
+        'Cannot show this event: event 16 has an unknown type "teleport"')
     js(driver, "replayViewer.go(arguments[0])", info["attack"])
     assert "field 'dms' is missing" in text(driver, "narration")
     js(driver, "replayViewer.go(1e9)")

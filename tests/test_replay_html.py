@@ -101,14 +101,16 @@ def test_check_events_names_the_event_and_the_field():
     events[6] = {k: v for k, v in events[6].items() if k != "actor"} | {"type": "out"}
     problems = {p["index"]: p["message"] for p in check_events(events, header)}
     assert sorted(problems) == sorted({3, 4, 5, 6, attack, move, turn})
-    assert problems[3].startswith('event 3 has an unknown type "teleport": this viewer knows')
-    assert problems[4] == 'event 4 is not a JSON object (["not", "an", "object"])'
-    assert problems[5].startswith("event 5 has an unknown type null")
-    assert problems[6] == "event 6 (out): field 'actor' is missing"
-    assert problems[attack] == (f"event {attack} (attack): field 'dms' expected an object of "
-                                'whole numbers, got "lots"')
-    assert problems[move] == f"event {move} (move): field 'to' [99, 2] is off the 30x16 map"
-    assert problems[turn] == (f"event {turn} (turn): field 'actor' 'green_7' is not a "
+    # Messages count events from 1, as the page does.
+    assert problems[3].startswith('event 4 has an unknown type "teleport": this viewer knows')
+    assert problems[4] == 'event 5 is not a JSON object (["not", "an", "object"])'
+    assert problems[5].startswith("event 6 has an unknown type null")
+    assert problems[6] == "event 7 (out): field 'actor' is missing"
+    assert problems[attack] == (f"event {attack + 1} (attack): field 'dms' expected an object "
+                                'of whole numbers, got "lots"')
+    assert problems[move] == (f"event {move + 1} (move): field 'to' [99, 2] is off the 30x16 "
+                              "map")
+    assert problems[turn] == (f"event {turn + 1} (turn): field 'actor' 'green_7' is not a "
                               "combatant of this scenario")
 
 
@@ -160,8 +162,8 @@ def test_reading_a_bad_replay_file_names_the_line_or_field(tmp_path):
     path.write_text("\n".join([*lines[:5], "{oops", *lines[5:]]) + "\n")
     _, events, problems = read_replay_jsonl(path)
     assert len(events) == len(battle.events) + 1 and events[4] is None
-    assert problems == [{"index": 4, "message": "line 6 of x.jsonl is not valid JSON "
-                         "(Expecting property name enclosed in double quotes at column 2)"}]
+    assert problems == [{"index": 4, "message": "event 5 (line 6 of x.jsonl) is not valid "
+                         "JSON (Expecting property name enclosed in double quotes at column 2)"}]
     # A header that is not first.
     path.write_text("\n".join([lines[1], lines[0], *lines[2:]]) + "\n")
     with pytest.raises(ReplayError, match=r"x\.jsonl:2: a header line must be the first line"):

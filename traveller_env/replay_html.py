@@ -261,19 +261,20 @@ def _field_problem(kind: str, v: Any, ids: set[str]) -> str | None:
 def check_events(events: Sequence[Any], header: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The events the viewer cannot use: ``[{"index": i, "message": ...}]`` for every item
     that is not an object, has no known ``type``, or lacks a field (or holds a bad value) of
-    ``VIEWER_FIELDS``. A pre-existing ``problem`` (an unreadable line) is kept."""
+    ``VIEWER_FIELDS``. ``index`` counts from 0; messages count events from 1, as the page
+    does."""
     ids = {c["id"] for c in header["combatants"]}
     width, height = header["map"]["width"], header["map"]["height"]
     problems = []
     for i, e in enumerate(events):
         if not isinstance(e, dict):
-            problems.append({"index": i, "message": f"event {i} is not a JSON object "
+            problems.append({"index": i, "message": f"event {i + 1} is not a JSON object "
                              f"({json.dumps(e, default=str)[:60]})"})
             continue
         kind = e.get("type")
         spec = VIEWER_FIELDS.get(kind) if isinstance(kind, str) else None
         if spec is None:
-            problems.append({"index": i, "message": f"event {i} has an unknown type "
+            problems.append({"index": i, "message": f"event {i + 1} has an unknown type "
                              f"{json.dumps(kind, default=str)[:40]}: this viewer knows "
                              + ", ".join(VIEWER_FIELDS)})
             continue
@@ -287,7 +288,7 @@ def check_events(events: Sequence[Any], header: Mapping[str, Any]) -> list[dict[
                     if not (0 <= x < width and 0 <= y < height):
                         why = f"{e[name]} is off the {width}x{height} map"
             if why is not None:
-                problems.append({"index": i, "message": f"event {i} ({kind}): field "
+                problems.append({"index": i, "message": f"event {i + 1} ({kind}): field "
                                  f"{name!r} {why}"})
                 break
     return problems
@@ -329,8 +330,9 @@ def read_replay_jsonl(path: str | Path) -> tuple[dict[str, Any] | None, list[Any
         try:
             item = json.loads(line)
         except json.JSONDecodeError as exc:
-            problems.append({"index": len(events), "message": f"line {lineno} of {path.name} "
-                             f"is not valid JSON ({exc.msg} at column {exc.colno})"})
+            problems.append({"index": len(events), "message": f"event {len(events) + 1} (line "
+                             f"{lineno} of {path.name}) is not valid JSON ({exc.msg} at "
+                             f"column {exc.colno})"})
             events.append(None)
             continue
         if isinstance(item, dict) and item.get("type") == "header":

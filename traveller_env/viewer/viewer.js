@@ -129,7 +129,7 @@
   });
   for (var i0 = 0; i0 < N; i0++) {
     if (!bad[i0] && (!isObj(E[i0]) || typeof E[i0].type !== "string")) {
-      bad[i0] = "event " + i0 + " is not an event object";
+      bad[i0] = "event " + (i0 + 1) + " is not an event object";
       problemList.push({ index: i0, message: bad[i0] });
     }
   }
@@ -241,14 +241,14 @@
     var e = E[i];
     var fn = Object.prototype.hasOwnProperty.call(APPLY, e.type) ? APPLY[e.type] : null;
     if (!fn) {
-      bad[i] = "event " + i + " has an unknown type " + JSON.stringify(e.type);
+      bad[i] = "event " + (i + 1) + " has an unknown type " + JSON.stringify(e.type);
       problemList.push({ index: i, message: bad[i] });
       return;
     }
     try {
       fn(s, e);
     } catch (err) {
-      bad[i] = "event " + i + " (" + e.type + ") could not be applied: " + err.message;
+      bad[i] = "event " + (i + 1) + " (" + e.type + ") could not be applied: " + err.message;
       problemList.push({ index: i, message: bad[i] });
     }
   }
@@ -742,7 +742,7 @@
     }
     var e = E[show];
     var head = el("div");
-    head.appendChild(el("strong", null, "Attack (event " + show + (show === pinned ? ", pinned: click the map to unpin" : "") + "): "));
+    head.appendChild(el("strong", null, "Attack (event " + (show + 1) + (show === pinned ? ", pinned: click the map to unpin" : "") + "): "));
     head.appendChild(el("span", null, cname(e.actor) + " \u2192 " + cname(e.target) + " with " + e.weapon +
       (e.melee ? ", in melee" : ", range " + Number(e.range_m).toFixed(1) + " m") +
       (e.reaction && e.reaction !== "none" ? ", target reacts: " + e.reaction : "")));
