@@ -38,6 +38,18 @@ from traveller_env.cli import play_random
 from traveller_env.replay_html import replay_header, write_replay_html
 from traveller_env.scenario import build_battle
 
+# Long animation frames (over 50 ms) as the browser reports them, with the time spent in
+# scripts (those over 5 ms), style and layout: a long frame without such work was the page
+# waiting for the CPU, not working.
+LOAF_JS = """
+window.__loaf = [];
+new PerformanceObserver(list => list.getEntries().forEach(e => window.__loaf.push({
+  duration: e.duration,
+  script: e.scripts.reduce((t, s) => t + s.duration, 0),
+  style_layout: e.styleAndLayoutStart ? e.startTime + e.duration - e.styleAndLayoutStart : 0,
+}))).observe({type: "long-animation-frame", buffered: false});
+"""
+
 IDLE_JS = """
 const done = arguments[arguments.length - 1];
 const ms = arguments[0];
@@ -87,6 +99,7 @@ def measure(page: Path, speeds: list[float], jumps: int) -> dict[str, Any]:
         d.get(page.as_uri())
         n = d.execute_script("return replayViewer.events")
         for speed in speeds:
+            d.execute_script(LOAF_JS)
             d.execute_script("replayViewer.go(0); replayViewer.resetStats();"
                              "replayViewer.setSpeed(arguments[0]); replayViewer.play();", speed)
             start = time.perf_counter()
@@ -96,8 +109,14 @@ def measure(page: Path, speeds: list[float], jumps: int) -> dict[str, Any]:
             stats = d.execute_script("return replayViewer.stats()")
             assert d.execute_script("return replayViewer.index()") == n - 1
             frames = stats["frameMs"][1:]  # the first delta includes the start-up
-            out[f"play_{speed:g}"] = {"seconds": wall, "frame_ms": _summary(frames),
-                                      "render_ms": _summary(stats["renderMs"])}
+            loaf = d.execute_script("return window.__loaf")
+            out[f"play_{speed:g}"] = {
+                "seconds": wall, "frame_ms": _summary(frames),
+                "render_ms": _summary(stats["renderMs"]),
+                "long_frames": {"n": len(loaf),
+                                "max_script_ms": max((x["script"] for x in loaf), default=0),
+                                "max_style_layout_ms": max((x["style_layout"] for x in loaf),
+                                                           default=0)}}
             ms = min(wall, 20) * 1000
             idle = d.execute_async_script(IDLE_JS, ms)[1:]
             out[f"idle_{speed:g}"] = {"frame_ms": _summary(idle)}
@@ -179,9 +198,13 @@ def main(argv: list[str] | None = None) -> int:
                         for k, w in (("mean", 13), ("max", 8))))
     for speed in args.speeds.split(","):
         play, idle = result[f"play_{float(speed):g}"], result[f"idle_{float(speed):g}"]
+        long = play["long_frames"]
         print(f"at {speed} events/s: max frame {play['frame_ms']['max']:.1f} ms playing vs "
               f"{idle['frame_ms']['max']:.1f} ms for an empty loop (ratio "
-              f"{play['frame_ms']['max'] / idle['frame_ms']['max']:.2f})")
+              f"{play['frame_ms']['max'] / idle['frame_ms']['max']:.2f}); "
+              f"{long['n']} frames over 50 ms, in which scripts over 5 ms took at most "
+              f"{long['max_script_ms']:.0f} ms and style+layout "
+              f"{long['max_style_layout_ms']:.0f} ms")
     print(f"{os.cpu_count()} cores; 1-minute load average {result['load_average_1min'][0]} "
           f"before, {result['load_average_1min'][1]} after (other processes share the cores)")
     if result["console_errors"]:
