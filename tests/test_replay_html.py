@@ -164,6 +164,10 @@ def test_reading_a_bad_replay_file_names_the_line_or_field(tmp_path):
     assert len(events) == len(battle.events) + 1 and events[4] is None
     assert problems == [{"index": 4, "message": "event 5 (line 6 of x.jsonl) is not valid "
                          "JSON (Expecting property name enclosed in double quotes at column 2)"}]
+    path.write_text("\n".join([*lines[:3], '{"type": "move", "metres": NaN}', *lines[3:]]) + "\n")
+    _, events, problems = read_replay_jsonl(path)
+    assert problems == [{"index": 2, "message": "event 3 (line 4 of x.jsonl) is not valid JSON "
+                         "(NaN is not a JSON number)"}]
     # A header that is not first.
     path.write_text("\n".join([lines[1], lines[0], *lines[2:]]) + "\n")
     with pytest.raises(ReplayError, match=r"x\.jsonl:2: a header line must be the first line"):

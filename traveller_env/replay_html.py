@@ -53,6 +53,8 @@ __all__ = [
     "render_html",
     "replay_header",
     "safe_filename",
+    "write_battle_html",
+    "write_eval_replays",
     "write_replay_html",
     "write_replay_jsonl",
 ]
@@ -307,6 +309,10 @@ def write_replay_jsonl(header: Mapping[str, Any], events: Iterable[Mapping[str, 
     return path
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
 def read_replay_jsonl(path: str | Path) -> tuple[dict[str, Any] | None, list[Any],
                                                   list[dict[str, Any]]]:
     """Read a replay file: ``(header or None, events, problems)``.
@@ -328,11 +334,12 @@ def read_replay_jsonl(path: str | Path) -> tuple[dict[str, Any] | None, list[Any
         if not line.strip():
             continue
         try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
+            item = json.loads(line, parse_constant=_no_constant)
+        except ValueError as exc:
+            why = (f"{exc.msg} at column {exc.colno}" if isinstance(exc, json.JSONDecodeError)
+                   else str(exc))
             problems.append({"index": len(events), "message": f"event {len(events) + 1} (line "
-                             f"{lineno} of {path.name}) is not valid JSON ({exc.msg} at "
-                             f"column {exc.colno})"})
+                             f"{lineno} of {path.name}) is not valid JSON ({why})"})
             events.append(None)
             continue
         if isinstance(item, dict) and item.get("type") == "header":
