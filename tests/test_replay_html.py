@@ -268,6 +268,8 @@ def test_replay_command(tmp_path, capsys):
     assert main(["replay", str(log), "--html", str(page)]) == 2
     err = capsys.readouterr().err
     assert "no header line" in err and "--scenario" in err and not page.exists()
+    assert main(["replay", str(log), "--scenario", "duel", "--html", str(page)]) == 2
+    assert "are not those of scenario 'duel'" in capsys.readouterr().err
     assert main(["replay", str(log), "--scenario", "squad", "--html", str(page)]) == 0
     assert "Replay: " in capsys.readouterr().out
     events = [json.loads(line) for line in log.read_text().splitlines()]

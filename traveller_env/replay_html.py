@@ -439,6 +439,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         header, events, problems = read_replay_jsonl(args.log)
         if args.scenario is not None:
             header = replay_header(args.scenario, title=args.title)
+            _check_fits(args.log, events, header)
         elif header is None:
             raise ReplayError(
                 f"{args.log}: no header line ({{\"type\": \"header\", ...}}), so the scenario "
@@ -459,6 +460,21 @@ def cmd_replay(args: argparse.Namespace) -> int:
               f"be shown (the page lists them); first: {first}", file=sys.stderr)
     print(f"Replay: {args.html} ({len(events)} events)")
     return 0
+
+
+def _check_fits(source: Path, events: Sequence[Any], header: Mapping[str, Any]) -> None:
+    """The engine opens every log with one ``initiative`` event per combatant, in scenario
+    order: they must name the scenario's combatants (else ``--scenario`` is the wrong one)."""
+    rolled = []
+    for e in events:
+        if not (isinstance(e, dict) and e.get("type") == "initiative"):
+            break
+        rolled.append(e.get("actor"))
+    ids = [c["id"] for c in header["combatants"]]
+    if rolled and rolled != ids:
+        raise ReplayError(f"{source}: the log's combatants {rolled} (its initiative events) are "
+                          f"not those of scenario {header['scenario']!r} {ids}: pass the "
+                          "scenario the battle was played on")
 
 
 def write_eval_replays(policy: Any, opponents: Sequence[Any], scenario: str,
