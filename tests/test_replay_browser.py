@@ -238,10 +238,12 @@ def test_hovering_attacks_shows_their_breakdown(driver, pages):
     # In the list of the round's events.
     rnd = [i for i, e in enumerate(events) if e["type"] == "round"]
     attacks = [i for i in range(rnd[1], rnd[2]) if events[i]["type"] == "attack"]
-    js(driver, "replayViewer.go(arguments[0])", rnd[2] - 1)
+    js(driver, "replayViewer.go(arguments[0])", attacks[0] - 1)  # just before the attack
+    assert not text(driver, "details").startswith(f"Attack (event {attacks[0] + 1})")
     item = driver.find_element("css selector", f"#log-list li[data-index='{attacks[0]}']")
     ActionChains(driver).move_to_element(item).perform()
     assert text(driver, "details").startswith(f"Attack (event {attacks[0] + 1})")
+    js(driver, "replayViewer.go(arguments[0])", rnd[2] - 1)
     # On the map: the middle of the round's first shot line (not the current turn's).
     first = attacks[0]
     e = events[first]

@@ -429,7 +429,8 @@
   var cur = firstRound >= 0 ? firstRound : 0;
   var pinned = null, hovered = null;
   var shotGeom = [];
-  var listGroup = -1, listItems = [];
+  var LOG_ROWS = 15, LOG_BEFORE = 8;
+  var logRows = [];
   var lastInitKey = "";
 
   function stateWord(c) {
@@ -681,33 +682,26 @@
     return base + (idx === i ? " current" : idx > i ? " future" : "");
   }
 
-  var listCur = -1;
-  function renderLog(i) {
-    var g = group[i], list = $("log-list"), from, to;
-    if (g !== listGroup) {
-      listGroup = g;
-      list.textContent = "";
-      listItems = [];
-      for (var j = g; j <= groupEnd[g]; j++) {
-        var li = el("li", null, narration(j));
-        li.dataset.index = String(j);
-        list.appendChild(li);
-        listItems.push(li);
-      }
-      from = g; to = groupEnd[g];
-    } else {
-      from = Math.min(listCur, i); to = Math.max(listCur, i);
+  // The round's events around the current one: a fixed window of single-line rows, so that
+  // stepping rewrites a few lines and never re-lays or scrolls a long list.
+  function renderLog(i, s) {
+    var list = $("log-list");
+    if (!logRows.length) {
+      for (var r = 0; r < LOG_ROWS; r++) { var row = el("li"); logRows.push(row); list.appendChild(row); }
     }
-    for (var idx = from; idx <= to; idx++) setClass(listItems[idx - g], logClass(idx, i));
-    listCur = i;
-  }
-
-  function scrollLog(i) {  // after every other write of the frame: one layout, not two
-    var list = $("log-list"), li = listItems[i - listGroup];
-    if (!li) return;
-    var top = li.offsetTop - list.offsetTop, bottom = top + li.offsetHeight;
-    if (top < list.scrollTop) list.scrollTop = top;
-    else if (bottom > list.scrollTop + list.clientHeight) list.scrollTop = bottom - list.clientHeight;
+    var g = group[i], end = groupEnd[g];
+    var start = Math.max(g, Math.min(i - LOG_BEFORE, end - LOG_ROWS + 1));
+    setText($("log-title"), "Events of " + (s.round ? "round " + s.round : "the Initiative rolls") +
+      " (" + (i - g + 1) + " of " + (end - g + 1) + ")");
+    for (var k = 0; k < LOG_ROWS; k++) {
+      var idx = start + k, li = logRows[k];
+      if (idx > end) { if (!li.hidden) li.hidden = true; continue; }
+      if (li.hidden) li.hidden = false;
+      var line = (idx + 1) + ". " + narration(idx);
+      if (li.__text !== line) { li.textContent = line; li.__text = line; li.title = line; }
+      li.dataset.index = String(idx);
+      setClass(li, logClass(idx, i));
+    }
   }
 
   function addRow(table, name, value) {
@@ -806,7 +800,7 @@
     renderInitiative(s, i);
     renderRoster(s);
     var t3 = performance.now();
-    renderLog(i);
+    renderLog(i, s);
     renderDetails(i);
     renderBanner(s);
     setText($("round-label"), s.round ? "Round " + s.round + (isInt(H.max_rounds) ? " / " + H.max_rounds : "") : "Before round 1");
@@ -820,10 +814,8 @@
     setClass(nar, bad[i] ? "problem" : "");
     if (slider.value !== String(i)) slider.value = String(i);
     var t4 = performance.now();
-    scrollLog(i);
-    var t5 = performance.now();
-    stats.renderMs.push(t5 - t0);
-    [["state", t1 - t0], ["map", t2 - t1], ["panels", t3 - t2], ["log", t4 - t3], ["layout", t5 - t4]].forEach(function (p) {
+    stats.renderMs.push(t4 - t0);
+    [["state", t1 - t0], ["map", t2 - t1], ["panels", t3 - t2], ["log", t4 - t3]].forEach(function (p) {
       var part = stats.parts[p[0]] || (stats.parts[p[0]] = { sum: 0, max: 0, n: 0 });
       part.sum += p[1]; part.n += 1; if (p[1] > part.max) part.max = p[1];
     });
