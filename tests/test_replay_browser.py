@@ -378,7 +378,3 @@ def test_an_unusable_page_says_why_instead_of_going_blank(driver, pages, name, e
     assert status.is_displayed() and status.text.startswith(expected)
     assert "fatal" in status.get_attribute("class")
     assert_clean(driver)
-
-
-def test_the_page_file_is_small(pages):
-    assert pages["main"][0].stat().st_size < 1_000_000

@@ -207,6 +207,13 @@ def test_page_is_self_contained_with_a_no_network_policy():
     assert page.count("<script") == 2 and page.count("</script>") == 2  # data + code only
 
 
+def test_a_20_round_squad_battle_page_is_under_1_mb():
+    battle = played("squad", 5)  # 20 rounds, 1,021 events (experiments/bench_replay.py)
+    assert battle.round == 20
+    page = render_html(replay_header("squad", battle), battle.events)
+    assert len(page.encode("utf-8")) < 1_000_000
+
+
 def test_hostile_strings_stay_data():
     sc = hostile_scenario()
     battle = build_battle(sc, seed=3)
