@@ -150,7 +150,7 @@ def screenshot(path: Path, width: int = 1100) -> Path:
     header = replay_header(env.scenario, battle, seed=0,
                            title="squad_commander, seed 0: leader (blue) vs tactician (red)")
     page = write_replay_html(Path("runs/bench_replay/screenshot.html"), header, battle.events)
-    with headless_chromium(1400, 1130) as d:
+    with headless_chromium(1400, 1530) as d:
         d.get(page.resolve().as_uri())
         d.execute_script("replayViewer.go(arguments[0])", index)
         png = d.get_screenshot_as_png()
