@@ -81,12 +81,17 @@ def console_errors(driver: Any) -> list[dict[str, Any]]:
     return [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
 
 
-def requested_urls(driver: Any) -> list[str]:
-    """Every URL the pages asked the network stack for since the last call (from the
-    DevTools ``Network.requestWillBeSent`` log), ``file:`` and ``data:`` ones included."""
+def requested_urls(driver: Any, document: str | None = None) -> list[str]:
+    """Every URL asked of the network stack since the last call (from the DevTools
+    ``Network.requestWillBeSent`` log), ``file:`` and ``data:`` ones included; with
+    ``document``, only the requests made for that page (its own load and anything it asks
+    for), not those of the browser's start page."""
     urls = []
     for entry in driver.get_log("performance"):
         message = json.loads(entry["message"])["message"]
-        if message.get("method") == "Network.requestWillBeSent":
-            urls.append(message["params"]["request"]["url"])
+        if message.get("method") != "Network.requestWillBeSent":
+            continue
+        params = message["params"]
+        if document is None or params.get("documentURL") == document:
+            urls.append(params["request"]["url"])
     return urls
