@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo battle test lint bench golden clean build sanitize
+.PHONY: demo battle test lint bench golden clean build sanitize browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -51,8 +51,19 @@ demo: $(STAMP)
 battle: $(STAMP)
 	$(BIN)/traveller simulate --scenario squad --seed 1
 
-test: build
+test: build browser
 	$(BIN)/python -m pytest
+
+# Debian's Chromium and its driver for the replay viewer's browser tests (skipped when present;
+# apt-get as root, through sudo otherwise).
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+browser:
+	@if [ -x /usr/bin/chromedriver ] && [ -x /usr/bin/chromium ]; then \
+		echo "chromium and chromedriver already installed"; \
+	else \
+		$(SUDO) apt-get update -q && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver; \
+	fi
 
 # Benchmarks (experiments/, never timed assertions in tests).
 bench: $(STAMP)

@@ -14,7 +14,9 @@ Outputs in ``--out``: ``pairings.csv`` (win/draw/loss per scenario and ordered p
 the first policy's side of the table, with Wilson 95% intervals, mean rounds and damage),
 ``ratings.csv`` (per policy: record, Elo with bootstrap 95% interval, OpenSkill),
 ``games.csv`` (one row per battle), ``results.json`` (all of it plus the run's settings),
-``summary.md`` (the tables in Markdown) and ``winrate_heatmap.png``.
+``summary.md`` (the tables in Markdown) and ``winrate_heatmap.png``. With ``--replays DIR``,
+one example battle per scenario and pairing (battle 0, the first policy on side 0) is played
+again and written as a self-contained replay page (``traveller_env.replay_html``).
 
 ``build_parser(parser)`` and ``run(args)`` are the ``traveller tournament`` command; the default
 ``--out`` is ``runs/tournament`` (the README's published tables are written only when asked).
@@ -43,7 +45,8 @@ from agents.registry import make_policy, parse_policy_list
 from experiments.stats import bootstrap_elo, openskill_ratings, wilson_interval
 
 __all__ = ["DEFAULT_OUT", "Game", "build_games", "build_parser", "command_line", "main",
-           "play_game", "run", "run_tournament", "summarise", "write_outputs"]
+           "play_game", "run", "run_tournament", "summarise", "write_example_replays",
+           "write_outputs"]
 
 
 class Game(NamedTuple):
@@ -375,6 +378,26 @@ def write_outputs(summary: dict[str, Any], results: Sequence[dict[str, Any]], ou
     return paths
 
 
+def write_example_replays(policies: Sequence[str], scenarios: Sequence[str], seed: int,
+                          out: Path) -> list[Path]:
+    """One replay page per scenario and pairing: battle 0 of the tournament with the first
+    policy on side 0, played again (the same battle: seeds depend only on the arguments), as
+    ``<scenario>__<a>_vs_<b>.html`` in ``out``."""
+    from traveller_env.replay_html import safe_filename, write_battle_html
+
+    paths = []
+    for sc in scenarios:
+        for a, b in combinations(policies, 2):
+            play_game(Game(sc, a, b, 0, seed))
+            env = _env_for(sc)
+            sides = env.battle.side_names
+            title = f"{sc}, seed {seed}: {a} ({sides[0]}) vs {b} ({sides[1]})"
+            name = f"{safe_filename(sc)}__{safe_filename(a)}_vs_{safe_filename(b)}.html"
+            paths.append(write_battle_html(out / name, env.battle, env.scenario, seed=seed,
+                                           title=title))
+    return paths
+
+
 # ---------------------------------------------------------------------------- command line
 #: Where a tournament writes when no ``--out`` is given (``runs/`` is ignored by git).
 DEFAULT_OUT = "runs/tournament"
@@ -404,6 +427,9 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument("--bootstrap", type=int, default=200,
                         help="bootstrap resamples for the Elo intervals (default: %(default)s)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--replays", default=None, metavar="DIR",
+                        help="also write one example replay page (HTML) per scenario and "
+                             "pairing to DIR")
     return parser
 
 
@@ -444,6 +470,9 @@ def run_from_args(args: argparse.Namespace, argv: Sequence[str] | None = None) -
     print(markdown_tables(summary))
     print(f"{len(results)} battles in {elapsed:.0f} s with {args.workers} worker(s); wrote "
           + ", ".join(str(p) for p in paths))
+    if args.replays is not None:
+        pages = write_example_replays(policies, scenarios, args.seed, Path(args.replays))
+        print(f"Replay pages: {len(pages)} in {args.replays}")
     return 0
 
 

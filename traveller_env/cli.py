@@ -8,6 +8,8 @@ environment (no ``agents``, no ``experiments``), as library functions:
   plays one battle with uniformly random legal actions and prints the narrated log and a
   summary (``play_random``, ``result_line``);
 * ``traveller scenarios`` lists the built-in scenarios;
+* ``traveller replay BATTLE.jsonl --html out.html`` writes a replay page
+  (``traveller_env.replay_html``);
 * ``Command`` (one subcommand: help, argument set-up, handler), ``COMMANDS`` (these two),
   ``add_commands`` and ``dispatch`` (parse, run, and turn errors into exit statuses), which
   ``traveller_cli`` builds on.
@@ -121,6 +123,8 @@ def _add_simulate_args(p: argparse.ArgumentParser) -> None:
                    help="pixels per square in --gif (default: chosen from the map size)")
     p.add_argument("--quiet", action="store_true",
                    help="print only the summary, not the narrated log")
+    p.add_argument("--html", metavar="PATH", type=Path,
+                   help="write a self-contained replay page to PATH (traveller replay)")
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
@@ -163,6 +167,11 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
         write_gif(frames, args.gif, fps=args.fps)
         print(f"Replay: {args.gif} ({len(frames)} frames)", file=out)
+    if args.html is not None:
+        from .replay_html import write_battle_html
+
+        write_battle_html(args.html, battle, args.scenario, seed=args.seed)
+        print(f"Replay page: {args.html}", file=out)
     return 0
 
 
@@ -195,11 +204,26 @@ def _cmd_scenarios(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------- replay
+def _add_replay_args(p: argparse.ArgumentParser) -> None:
+    from .replay_html import add_replay_args
+
+    add_replay_args(p)
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    from .replay_html import cmd_replay
+
+    return cmd_replay(args)
+
+
 #: The environment's subcommands by name (``traveller_cli.COMMANDS`` adds the others).
 COMMANDS: dict[str, Command] = {
     "simulate": Command("play one battle with uniformly random legal actions",
                         _add_simulate_args, _cmd_simulate),
     "scenarios": Command("list the built-in scenarios", _add_scenarios_args, _cmd_scenarios),
+    "replay": Command("write a self-contained HTML replay page of a battle's event log",
+                      _add_replay_args, _cmd_replay),
 }
 
 
