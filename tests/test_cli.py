@@ -160,5 +160,5 @@ def test_environment_commands_still_run_from_traveller_env_cli(capsys):
 
     assert cli.main(["scenarios"]) == 0
     assert "duel" in capsys.readouterr().out
-    assert set(cli.COMMANDS) == {"simulate", "scenarios"}
+    assert set(cli.COMMANDS) == {"simulate", "scenarios", "replay"}
     assert set(cli.COMMANDS) < set(traveller_cli.COMMANDS)

@@ -10,7 +10,7 @@ environment (no ``agents``, no ``experiments``), as library functions:
 * ``traveller scenarios`` lists the built-in scenarios;
 * ``traveller replay BATTLE.jsonl --html out.html`` writes a replay page
   (``traveller_env.replay_html``);
-* ``Command`` (one subcommand: help, argument set-up, handler), ``COMMANDS`` (these two),
+* ``Command`` (one subcommand: help, argument set-up, handler), ``COMMANDS`` (these three),
   ``add_commands`` and ``dispatch`` (parse, run, and turn errors into exit statuses), which
   ``traveller_cli`` builds on.
 
