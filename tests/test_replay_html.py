@@ -314,12 +314,13 @@ def test_eval_command_html_dir(tmp_path, capsys, monkeypatch):
     # The model loading has its own tests (test_misuse, test_training); here a scripted
     # policy stands in for the loaded model so that only the --html-dir plumbing is timed.
     import agents.trained
+    from traveller_cli import main as traveller
 
     monkeypatch.setattr(agents.trained, "load_policy",
                         lambda path, scenario: make_policy("marksman", seed=0))
     (tmp_path / "m.zip").write_bytes(b"")
     out = tmp_path / "pages"
-    assert main(["eval", str(tmp_path / "m.zip"), "--scenario", "melee", "--vs", "rush,random",
+    assert traveller(["eval", str(tmp_path / "m.zip"), "--scenario", "melee", "--vs", "rush,random",
                  "--battles", "1", "--html-dir", str(out)]) == 0
     assert "Replay pages: 4" in capsys.readouterr().out
     assert sorted(p.name for p in out.iterdir()) == [
@@ -327,7 +328,7 @@ def test_eval_command_html_dir(tmp_path, capsys, monkeypatch):
         "melee_vs_rush_1.html"]
     data = payload_of((out / "melee_vs_rush_1.html").read_text())
     assert data["header"]["title"] == "melee, seed 20001: evaluated policy (red) vs rush"
-    assert main(["eval", str(tmp_path / "m.zip"), "--scenario", "melee", "--html-dir",
+    assert traveller(["eval", str(tmp_path / "m.zip"), "--scenario", "melee", "--html-dir",
                  str(out), "--html-battles", "0"]) == 2
     assert "--html-battles must be at least 1" in capsys.readouterr().err
 
