@@ -209,7 +209,7 @@ def test_mask_matches_engine_legality_over_random_play(name):
     other agent sees an all-zero mask; observations lie in the observation space."""
     e = raw_env(name)
     e.reset(seed=11)
-    actions = e._catalogue.actions
+    actions = e.catalogue.actions
     space = e.observation_space(e.possible_agents[0])
     checked = {"steps": 0}
 

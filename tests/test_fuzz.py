@@ -180,7 +180,7 @@ def play_checked(sc: dict, seed: int, illegal_rate: float = 0.1,
             continue
         mask = obs["action_mask"]
         if steps % 5 == 0:
-            assert np.array_equal(mask, env._catalogue.mask_slow(env.battle))
+            assert np.array_equal(mask, env.catalogue.mask_slow(env.battle))
         legal_attacks = np.flatnonzero(mask.astype(bool) & attacks)
         if penalize and rng.random() < illegal_rate:
             action = int(rng.integers(len(mask)))

@@ -69,7 +69,7 @@ def test_a_registered_kind_is_in_the_catalogue_mask_and_engine(taunt):
     offered = {labels[i].split(":")[1] for i in np.flatnonzero(mask)
                if labels[i].startswith("taunt:")}
     assert offered == seen and len(seen) == 1  # the wall hides the other enemy
-    assert np.array_equal(mask, env.unwrapped._catalogue.mask_slow(env.unwrapped.battle))
+    assert np.array_equal(mask, env.unwrapped.catalogue.mask_slow(env.unwrapped.battle))
     hidden = next(c for c in env.unwrapped.battle.combatants
                   if c.side != me.side and c.id not in seen)
     assert "line of sight" in env.unwrapped.battle.why_illegal(f"taunt:{hidden.id}")

@@ -161,6 +161,12 @@ class TravellerEnv(AECEnv):
 
     # ------------------------------------------------------------------ public metadata
     @property
+    def catalogue(self) -> ActionCatalogue:
+        """The scenario's action catalogue (``encoding.ActionCatalogue``: the actions behind
+        the indices, and the reference mask ``mask_slow``); treat it as read-only."""
+        return self._catalogue
+
+    @property
     def action_labels(self) -> list[str]:
         """The label of each action index."""
         return list(self._catalogue.labels)
