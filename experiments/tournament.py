@@ -37,7 +37,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from agents.base import policy_action
-from agents.registry import make_policy, parse_policy_list
+from agents.registry import is_trained, make_policy, parse_policy_list
 from experiments.stats import bootstrap_elo, openskill_ratings, wilson_interval
 
 __all__ = ["Game", "build_games", "build_parser", "main", "play_game", "run_tournament",
@@ -380,7 +380,8 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         parser = argparse.ArgumentParser(
             prog="tournament", description="Round-robin tournament of policies.")
     parser.add_argument("--policies", default="rush,marksman,cover,leader,tactician,random",
-                        help="comma-separated registry names or MaskablePPO .zip paths")
+                        help="comma-separated registry names, MaskablePPO .zip paths or RLlib "
+                             "checkpoint folders")
     parser.add_argument("--scenarios", default="duel,squad,ambush",
                         help="comma-separated scenario names or paths")
     parser.add_argument("--battles", type=int, default=200,
@@ -413,7 +414,7 @@ def run_from_args(args: argparse.Namespace, argv: Sequence[str] | None = None) -
         for sc in scenarios:
             load_scenario(sc)
         for p in policies:
-            if p.endswith(".zip"):
+            if is_trained(p):
                 for sc in scenarios:
                     make_policy(p, scenario=sc)
     except (ValueError, FileNotFoundError) as exc:

@@ -195,7 +195,7 @@ def _cmd_scenarios(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------------- experiments
 EXPERIMENTS = {"aiming": "train_aiming.py", "leadership": "train_leadership.py",
-               "tournament": "tournament.py"}
+               "tournament": "tournament.py", "rllib": "train_rllib.py"}
 
 
 def experiment_main(name: str) -> Callable[[list[str]], int]:
@@ -217,7 +217,7 @@ def experiment_main(name: str) -> Callable[[list[str]], int]:
 
 
 def _add_train_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("experiment", choices=["aiming", "leadership"],
+    p.add_argument("experiment", choices=["aiming", "leadership", "rllib"],
                    help="which training script (experiments/train_<name>.py)")
     p.add_argument("script_args", nargs=argparse.REMAINDER,
                    help="arguments for the script (see `traveller train aiming --help`)")
@@ -307,7 +307,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # (argparse's REMAINDER cannot take a leading --option inside a subcommand).
     if argv[:1] == ["tournament"] and argv[1:2] not in (["-h"], ["--help"]):
         return experiment_main("tournament")(argv[1:])
-    if argv[:1] == ["train"] and argv[1:2] in (["aiming"], ["leadership"]):
+    if argv[:1] == ["train"] and argv[1:2] in (["aiming"], ["leadership"], ["rllib"]):
         return experiment_main(argv[1])(argv[2:])
     args = parser.parse_args(argv)
     run = getattr(args, "_run", None)
