@@ -15,7 +15,7 @@ $(BIN)/python:
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e ".[train,bench,dev]"
+	$(BIN)/pip install --quiet -e ".[train,bench,dev,rllib]"
 	touch $(STAMP)
 
 # The main job: a short MaskablePPO training of the aiming policy (a few minutes on 2 cores),

@@ -18,9 +18,11 @@ one policy can play any seat) and the learned modules are ``MaskedPPOTorchRLModu
 Without ``--address`` Ray starts locally (no dashboard, no usage statistics); with
 ``--address HOST:6379`` (or ``auto``) the run joins an existing cluster started with
 ``ray start --head`` / ``ray start --address=...`` (every node needs this project and the
-same ``ray[rllib]`` installed). ``--total-timesteps`` counts environment steps (every
-decision of every seat, NPCs included); ``progress.jsonl`` also records each module's own
-decisions.
+same ``ray[rllib]`` installed; with Ray's default token authentication, set
+``RAY_AUTH_MODE=token`` and copy the head's ``~/.ray/auth_token``). ``--total-timesteps``
+counts environment steps (every decision of every seat, NPCs included); ``progress.jsonl``
+also records each module's own decisions, and ``--learner-decisions N`` stops on those
+instead.
 
 The run folder (``--out``, default ``runs/rllib__<scenario>__<seed>__<time>``) holds
 ``config.json`` (arguments, package versions), ``progress.jsonl`` (one line per training
@@ -62,6 +64,8 @@ class Args:
     """environments each env runner steps (batched inference: far faster than 1)"""
     total_timesteps: int = 200_000
     """environment steps to sample (all seats' decisions, NPCs included)"""
+    learner_decisions: int = 0
+    """if > 0, stop instead when the learned modules made this many decisions in all"""
     out: str = ""
     """run folder (default: runs/rllib__<scenario>__<seed>__<unix time>)"""
     seed: int = 1
@@ -103,6 +107,7 @@ class Args:
         for flag, value, low in (("--num-env-runners", self.num_env_runners, 0),
                                  ("--num-envs-per-env-runner", self.num_envs_per_env_runner, 1),
                                  ("--total-timesteps", self.total_timesteps, 1),
+                                 ("--learner-decisions", self.learner_decisions, 0),
                                  ("--train-batch-size", self.train_batch_size, 1),
                                  ("--minibatch-size", self.minibatch_size, 1),
                                  ("--num-epochs", self.num_epochs, 1),
@@ -215,7 +220,14 @@ def start_ray(address: str, num_env_runners: int) -> bool:
 
     env_vars = {"RAY_USAGE_STATS_ENABLED": "0", "OMP_NUM_THREADS": "1"}
     if address:
-        ray.init(address=address, runtime_env={"env_vars": env_vars}, log_to_driver=False)
+        try:
+            ray.init(address=address, runtime_env={"env_vars": env_vars}, log_to_driver=False)
+        except ConnectionError as exc:
+            raise ConnectionError(
+                f"--address {address}: cannot join a Ray cluster there ({exc}). Is `ray start "
+                "--head` running there, and, since Ray's clusters use token authentication by "
+                "default, is RAY_AUTH_MODE=token set here with the head's ~/.ray/auth_token "
+                "copied to this machine (or RAY_AUTH_TOKEN set)?") from None
         return False
     ray.init(num_cpus=num_env_runners + 1, include_dashboard=False, log_to_driver=False,
              object_store_memory=256 * 2**20, runtime_env={"env_vars": env_vars},
@@ -315,8 +327,9 @@ def train(args: Args, prepared: tuple[dict, dict[str, str], Any] | None = None) 
         start = time.perf_counter()
         progress = out / "progress.jsonl"
         progress.unlink(missing_ok=True)
-        row = {"env_steps": 0}
-        while row["env_steps"] < args.total_timesteps:
+        row: dict[str, Any] = {"env_steps": 0, "module_steps": {}}
+        while (sum(row["module_steps"].values()) < args.learner_decisions
+               if args.learner_decisions else row["env_steps"] < args.total_timesteps):
             row = summary(algo.train(), plan)
             row["seconds"] = round(time.perf_counter() - start, 2)
             with progress.open("a") as fh:
@@ -338,7 +351,9 @@ def train(args: Args, prepared: tuple[dict, dict[str, str], Any] | None = None) 
     results: dict[str, Any] = {
         "train_seconds": train_seconds, "env_steps": row["env_steps"],
         "env_steps_per_second": row["env_steps"] / train_seconds,
-        "module_steps": row["module_steps"], "num_env_runners": args.num_env_runners}
+        "module_steps": row["module_steps"],
+        "learner_decisions": sum(row["module_steps"].values()),
+        "num_env_runners": args.num_env_runners}
     print(f"\ntrained {row['env_steps']} env steps in {train_seconds:.0f} s "
           f"({results['env_steps_per_second']:.0f} steps/s); checkpoint: {checkpoint}")
     if args.eval_battles:
@@ -367,7 +382,11 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, FileNotFoundError) as exc:
         print(f"train_rllib: error: {exc}", file=sys.stderr)
         return 2
-    train(args, prepared)
+    try:
+        train(args, prepared)
+    except ConnectionError as exc:
+        print(f"train_rllib: error: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 
