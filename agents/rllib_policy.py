@@ -155,6 +155,11 @@ def load_rllib_policy(path: str | Path, scenario: ScenarioSource, module: str | 
         rl_module = RLModule.from_checkpoint(folder)
     except Exception as exc:  # a corrupt or foreign checkpoint
         raise ValueError(f"{folder}: cannot be loaded as an RLlib module: {exc}") from exc
+    from traveller_env.rllib.modules import ScriptedRLModule
+
+    if isinstance(rl_module, ScriptedRLModule):
+        raise ValueError(f"{folder}: module {module_id!r} stands for a scripted NPC seat "
+                         "during training (ScriptedRLModule); it is not a trained policy")
     if hasattr(rl_module, "eval"):
         rl_module.eval()
     env = TravellerEnv(scenario)
@@ -163,8 +168,7 @@ def load_rllib_policy(path: str | Path, scenario: ScenarioSource, module: str | 
     want_n = env.relative_actions.n if relative else len(env.action_labels)
     got_act = rl_module.action_space
     space = getattr(rl_module, "observation_space", None)
-    got_obs = space["observations"] if hasattr(space, "spaces") and "observations" in \
-        space.spaces else None
+    got_obs = getattr(space, "spaces", {}).get("observations")
     trained_on = f" (trained on {meta['scenario']!r})" if meta.get("scenario") else ""
     if getattr(got_act, "n", None) != want_n:
         kind = "slot-relative " if relative else ""

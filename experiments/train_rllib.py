@@ -229,9 +229,10 @@ def start_ray(address: str, num_env_runners: int) -> bool:
                 "default, is RAY_AUTH_MODE=token set here with the head's ~/.ray/auth_token "
                 "copied to this machine (or RAY_AUTH_TOKEN set)?") from None
         return False
-    ray.init(num_cpus=num_env_runners + 1, include_dashboard=False, log_to_driver=False,
-             object_store_memory=256 * 2**20, runtime_env={"env_vars": env_vars},
-             configure_logging=False)
+    # address="local": a new instance even if another cluster runs on this machine.
+    ray.init(address="local", num_cpus=num_env_runners + 1, include_dashboard=False,
+             log_to_driver=False, object_store_memory=256 * 2**20,
+             runtime_env={"env_vars": env_vars}, configure_logging=False)
     return True
 
 

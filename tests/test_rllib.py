@@ -321,6 +321,8 @@ def test_train_rllib_end_to_end(tmp_path, capsys):
     assert battle.done
     with pytest.raises(ValueError, match="does not fit scenario 'duel'"):
         make_policy(str(blue_dir), scenario="duel")
+    with pytest.raises(ValueError, match="scripted NPC seat"):
+        make_policy(str(blue_dir.parent / "npc_rush"), scenario="squad")
 
     report = tmp_path / "eval.json"
     assert main(["eval", str(blue_dir), "--scenario", "squad", "--vs", "random",
