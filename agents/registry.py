@@ -2,9 +2,11 @@
 
 ``POLICIES`` maps each scripted behaviour's name to its class (the table lives in
 ``agents.scripted``); a name ending in ``.zip`` is a trained ``MaskablePPO`` checkpoint
-(``agents.trained.load_policy``), which needs the scenario it will play. To add a policy,
-write a class implementing the ``Policy`` protocol (usually a ``common.ScriptedPolicy``
-subclass) and add it to ``POLICIES`` in ``agents/scripted.py``.
+(``agents.trained.load_policy``) and a folder holding an RLlib checkpoint is a module trained
+by ``experiments/train_rllib.py`` (``agents.rllib_policy.load_rllib_policy``); both need the
+scenario they will play. To add a policy, write a class implementing the ``Policy`` protocol
+(usually a ``common.ScriptedPolicy`` subclass) and add it to ``POLICIES`` in
+``agents/scripted.py``.
 
 Imports run one way: ``registry`` -> ``trained`` -> ``scripted``.
 """
@@ -17,21 +19,30 @@ from .base import Policy
 from .scripted import POLICIES, make_scripted
 from .trained import load_policy
 
-__all__ = ["POLICIES", "make_policy", "parse_policy_list"]
+__all__ = ["POLICIES", "is_trained", "make_policy", "parse_policy_list"]
 
 
 def make_policy(name: str, seed: int | None = None, scenario: Any = None,
                 **params: Any) -> Policy:
     """A new policy by registry name (``params`` go to its constructor), or a trained one
-    from a ``.zip`` path (``scenario`` required: the checkpoint is checked against it)."""
-    if name.endswith(".zip"):
+    from a ``.zip`` path or an RLlib checkpoint folder (``scenario`` required: the
+    checkpoint is checked against it)."""
+    if is_trained(name):
         if scenario is None:
             raise ValueError(f"{name}: a trained policy needs the scenario it will play")
         return load_policy(name, scenario, seed=seed, **params)
     if name not in POLICIES:
         raise ValueError(f"unknown policy {name!r}; known: {', '.join(POLICIES)}, "
-                         "or a path to a MaskablePPO .zip")
+                         "a path to a MaskablePPO .zip or an RLlib checkpoint folder")
     return make_scripted(name, seed=seed, **params)
+
+
+def is_trained(name: str) -> bool:
+    """Whether ``name`` names a trained policy: a ``.zip`` path or an RLlib checkpoint
+    folder (``agents.rllib_policy.is_rllib_checkpoint``)."""
+    from .rllib_policy import is_rllib_checkpoint
+
+    return name.endswith(".zip") or is_rllib_checkpoint(name)
 
 
 def parse_policy_list(text: str) -> list[str]:
@@ -41,9 +52,9 @@ def parse_policy_list(text: str) -> list[str]:
     if not names:
         raise ValueError("no policy given")
     for n in names:
-        if not n.endswith(".zip") and n not in POLICIES:
+        if not is_trained(n) and n not in POLICIES:
             raise ValueError(f"unknown policy {n!r}; known: {', '.join(POLICIES)}, "
-                             "or a path to a MaskablePPO .zip")
+                             "a path to a MaskablePPO .zip or an RLlib checkpoint folder")
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise ValueError(f"policy listed twice: {', '.join(dupes)}")

@@ -147,7 +147,8 @@ def read_meta(path: str | Path) -> dict:
 def load_policy(path: str | Path, scenario: ScenarioSource, deterministic: bool = True,
                 seed: int | None = None, name: str | None = None,
                 assist: Any = None) -> TrainedPolicy | AssistedPolicy:
-    """Load a ``MaskablePPO`` ``.zip`` for ``scenario`` (built-in name, path or dict).
+    """Load a ``MaskablePPO`` ``.zip`` for ``scenario`` (built-in name, path or dict); a
+    folder is read as an RLlib checkpoint (``agents.rllib_policy.load_rllib_policy``).
 
     The model's ``.meta.json`` (written by the training scripts) tells whether it names targets
     by slot (``action_targets: relative``), which the policy then translates for the seat it
@@ -157,9 +158,14 @@ def load_policy(path: str | Path, scenario: ScenarioSource, deterministic: bool 
     ``ValueError`` naming the file and the mismatch when the model's action or observation
     space does not fit the scenario's (``Discrete(N)`` actions, ``Box((D,))`` observations).
     """
+    path = Path(path)
+    if path.is_dir():  # an RLlib checkpoint folder (agents.rllib_policy)
+        from .rllib_policy import load_rllib_policy
+
+        return load_rllib_policy(path, scenario, deterministic=deterministic, seed=seed,
+                                 name=name)
     from sb3_contrib import MaskablePPO
 
-    path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such trained-policy file")
     env = TravellerEnv(scenario)

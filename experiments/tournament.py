@@ -41,7 +41,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from agents.base import policy_action
-from agents.registry import make_policy, parse_policy_list
+from agents.registry import is_trained, make_policy, parse_policy_list
 from experiments.stats import bootstrap_elo, openskill_ratings, wilson_interval
 
 __all__ = ["DEFAULT_OUT", "Game", "build_games", "build_parser", "command_line", "main",
@@ -410,8 +410,8 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
             prog="python -m experiments.tournament",
             description="Round-robin tournament of policies.")
     parser.add_argument("--policies", default="rush,marksman,cover,leader,tactician,random",
-                        help="comma-separated registry names or MaskablePPO .zip paths "
-                             "(default: %(default)s)")
+                        help="comma-separated registry names, MaskablePPO .zip paths or RLlib "
+                             "checkpoint folders (default: %(default)s)")
     parser.add_argument("--scenarios", default="duel,squad,ambush",
                         help="comma-separated scenario names or paths (default: %(default)s)")
     parser.add_argument("--battles", type=int, default=200,
@@ -451,7 +451,7 @@ def run_from_args(args: argparse.Namespace, argv: Sequence[str] | None = None) -
         for sc in scenarios:
             load_scenario(sc)
         for p in policies:
-            if p.endswith(".zip"):
+            if is_trained(p):
                 for sc in scenarios:
                     make_policy(p, scenario=sc)
     except (ValueError, FileNotFoundError) as exc:

@@ -52,6 +52,8 @@ EXPERIMENTS: dict[str, Experiment] = {
     "train leadership": Experiment("learn when to lead and whom to direct, with MaskablePPO "
                                    "(experiments/train_leadership.py)",
                                    "experiments.train_leadership"),
+    "train rllib": Experiment("PPO on Ray RLlib, locally or across a Ray cluster "
+                              "(experiments/train_rllib.py)", "experiments.train_rllib"),
     "tournament": Experiment("rank policies in a round-robin tournament "
                              "(experiments/tournament.py)", "experiments.tournament"),
 }
