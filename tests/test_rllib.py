@@ -6,7 +6,6 @@ load the checkpoint as an NPC, play battles with it (``traveller eval``, the tou
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,8 +15,6 @@ import traveller_env
 from agents.base import policy_action
 from agents.registry import make_policy
 from traveller_env.rllib import TravellerMultiAgentEnv
-
-EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
 
 
 def skirmish(**rewards) -> dict:
