@@ -16,6 +16,7 @@ Needs the dev extra (hypothesis) and the compiled core.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 import time
@@ -40,13 +41,21 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _strategy() -> Any:
-    """``test_fuzz.valid_scenarios`` (tests/ holds it; it imports its conftest by name)."""
-    if str(TESTS) not in sys.path:
-        sys.path.insert(0, str(TESTS))
-    from test_fuzz import valid_scenarios  # type: ignore[import-not-found]
+def _load(name: str) -> Any:
+    """Import ``tests/<name>.py`` as module ``name`` from its file (no ``sys.path`` edit)."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, TESTS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
-    return valid_scenarios
+
+def _strategy() -> Any:
+    """``test_fuzz.valid_scenarios`` (tests/ holds it; it imports its ``conftest`` by name)."""
+    _load("conftest")
+    return _load("test_fuzz").valid_scenarios
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
