@@ -27,19 +27,19 @@ FUZZ = settings(deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
-@pytest.mark.parametrize("name", builtin_scenarios())
 def play_both(*args, **kwargs) -> int:
     from traveller_env.core.differential import play_both as play
 
     return play(*args, **kwargs)
 
 
+@pytest.mark.parametrize("name", builtin_scenarios())
 def test_every_builtin_scenario_plays_identically(name):
     for seed in range(8):
         play_both(name, seed)
 
 
-@settings(FUZZ, max_examples=120)
+@settings(FUZZ, max_examples=80)
 @given(sc=valid_scenarios(), seed=st.integers(0, 2**64 - 1))
 def test_fuzzed_scenarios_play_identically(sc, seed):
     play_both(sc, seed)
