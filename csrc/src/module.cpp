@@ -23,6 +23,10 @@
 #include "traveller/rng.hpp"
 
 namespace nb = nanobind;
+
+namespace traveller::binding {
+void bind_battle(nb::module_& m);
+}
 using namespace nb::literals;
 using traveller::binding::Buffer;
 using traveller::binding::checked_buffer;
@@ -106,6 +110,8 @@ void battle_seeds(nb::handle vector_seed_obj, nb::handle episodes_obj, nb::handl
 NB_MODULE(_core, m) {
     m.doc() = "The compiled battle core of Traveller Tactics (C++17, sources in csrc/).";
     m.attr("SOURCE_DIGEST") = TRAVELLER_CORE_SOURCE_DIGEST;
+
+    traveller::binding::bind_battle(m);
 
     m.def("build_info", &build_info,
           "How this core was built: source digest, build type, flags, sanitizers, compiler.");

@@ -1,0 +1,86 @@
+// Characteristic DMs, skill DMs and checks (R1.2-R1.4): traveller_env/rules/checks.py.
+//
+// Skill levels arrive resolved (the Python side runs `checks.skill_level` once per combatant and
+// skill the rules ask about); kNoSkill stands for Python's None (unskilled).
+#pragma once
+
+#include <cstdint>
+
+#include "rng.hpp"
+
+namespace traveller {
+
+inline constexpr int kTargetNumber = 8;
+inline constexpr int kUnskilledDm = -3;
+inline constexpr int kNoSkill = -1;
+
+// Characteristics, in the order of checks.CHARACTERISTICS.
+enum Char : int { kSTR = 0, kDEX, kEND, kINT, kEDU, kSOC, kNumChars };
+
+// R1.3, indexed by characteristic value 0..15 (15+ clamps to the last entry).
+constexpr int characteristic_dm(int value) noexcept {
+    constexpr int table[16] = {-3, -2, -2, -1, -1, -1, 0, 0, 0, 1, 1, 1, 2, 2, 2, 3};
+    if (value <= 0) return -3;
+    return table[value > 15 ? 15 : value];
+}
+
+// The DM a skill gives a check: its level, or -3 when unskilled (R1.4).
+constexpr int skill_dm(int level) noexcept { return level == kNoSkill ? kUnskilledDm : level; }
+
+// The names a DM can carry in the event log, in no particular order.
+enum class DmName : std::uint8_t {
+    skill, STR, DEX, END, INT, EDU, SOC, range, aim, cover, prone, haste, dodge, parry,
+    leadership_bonus, leadership_penalty
+};
+
+inline const char* dm_name(DmName n) noexcept {
+    static const char* const names[] = {"skill", "STR",   "DEX",   "END",   "INT",
+                                        "EDU",   "SOC",   "range", "aim",   "cover",
+                                        "prone", "haste", "dodge", "parry", "leadership_bonus",
+                                        "leadership_penalty"};
+    return names[static_cast<int>(n)];
+}
+
+// An ordered set of named DMs (a Python dict of str -> int, in insertion order).
+struct Dms {
+    static constexpr int kMax = 12;
+    int n = 0;
+    DmName name[kMax] = {};
+    int value[kMax] = {};
+
+    // dms[name] = value: replaces an existing entry in place, else appends.
+    void set(DmName nm, int v) noexcept {
+        for (int i = 0; i < n; ++i) {
+            if (name[i] == nm) {
+                value[i] = v;
+                return;
+            }
+        }
+        name[n] = nm;
+        value[n] = v;
+        ++n;
+    }
+    int total() const noexcept {
+        int t = 0;
+        for (int i = 0; i < n; ++i) t += value[i];
+        return t;
+    }
+};
+
+struct CheckResult {
+    int roll[2];
+    int total;
+    int effect;
+};
+
+// Roll 2D + DMs (R1.2); success is effect >= 0.
+inline CheckResult roll_check(rng::Pcg32& dice, const Dms& dms) noexcept {
+    CheckResult r{};
+    r.roll[0] = dice.d6();
+    r.roll[1] = dice.d6();
+    r.total = r.roll[0] + r.roll[1] + dms.total();
+    r.effect = r.total - kTargetNumber;
+    return r;
+}
+
+}  // namespace traveller

@@ -1,0 +1,109 @@
+"""Differential play: one battle through the Python engine and the compiled core at once.
+
+``play_both(scenario, seed)`` builds the Python battle with ``Dice(seed, generator="pcg")`` and
+a ``CoreBattle`` with the same seed, then takes the same random legal actions in both (an attack,
+when one is legal, with probability ``attack_rate``; in ``penalize`` scenarios an illegal
+choice forfeited now and then). At every decision it requires identical new events (as dicts and
+as JSON), decider and phase, dice generator state, action mask and, every ``reasons_every``
+decisions, the refusal reasons of a sample of actions; at the end the same result and summary.
+The first difference raises ``Divergence`` showing both sides. Used by
+``tests/test_core_engine.py`` and ``experiments/diff_backends.py``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+
+from ..encoding import ActionCatalogue
+from ..rules.dice import Dice
+from ..scenario import build_battle, load_scenario
+from .engine import CoreBattle
+
+__all__ = ["Divergence", "first_difference", "play_both"]
+
+
+class Divergence(AssertionError):
+    """The engines disagree; the message shows the first difference."""
+
+
+def first_difference(py_events: list[dict], core_events: list[dict]) -> str | None:
+    """The first differing event of the two logs, both sides, or ``None``."""
+    for i, (a, b) in enumerate(zip(py_events, core_events, strict=False)):
+        if a != b or json.dumps(a) != json.dumps(b):
+            return f"event {i} differs:\n  python: {json.dumps(a)}\n  core:   {json.dumps(b)}"
+    if len(py_events) != len(core_events):
+        i = min(len(py_events), len(core_events))
+        extra = py_events[i:i + 1] or core_events[i:i + 1]
+        side = "python" if len(py_events) > len(core_events) else "core"
+        return f"event {i} only on the {side} side: {json.dumps(extra[0])}"
+    return None
+
+
+def play_both(scenario: Any, seed: int, attack_rate: float = 0.5, illegal_rate: float = 0.05,
+              reasons_every: int = 3) -> int:
+    """Play one battle through both engines; raise ``Divergence`` at the first difference.
+    Returns the number of decisions."""
+    sc = load_scenario(scenario)
+    py = build_battle(sc, dice=Dice(seed, generator="pcg"))
+    cb = CoreBattle(sc, seed)
+    cat = ActionCatalogue(py)
+    if cat.labels != cb.labels:
+        raise Divergence(f"action catalogues differ:\n  python: {cat.labels}\n  core: {cb.labels}")
+    penalize = sc.options.illegal_action == "penalize"
+    attacks = np.array([lab.startswith("attack:") for lab in cat.labels])
+    rng = np.random.default_rng(seed)
+    steps = 0
+    seen = 0
+    while True:
+        new_py, new_core = py.events[seen:], cb.events(seen)
+        diff = first_difference(new_py, new_core)
+        if diff is not None:
+            raise Divergence(f"seed {seed}, decision {steps}: {diff}")
+        seen = len(py.events)
+        if py.done or cb.done:
+            if not (py.done and cb.done and py.truncated == cb.truncated
+                    and py.winner == cb.winner):
+                raise Divergence(f"seed {seed}: end differs (python done={py.done} "
+                                 f"winner={py.winner}, core done={cb.done} winner={cb.winner})")
+            break
+        if py.current_agent != cb.current_agent or py.phase != cb.phase:
+            raise Divergence(f"seed {seed}, decision {steps}: decider python "
+                             f"{py.current_agent}/{py.phase}, core {cb.current_agent}/{cb.phase}")
+        if py.dice.getstate()[1] != cb.dice_state():
+            raise Divergence(f"seed {seed}, decision {steps}: dice states differ")
+        mask = cat.mask(py)
+        core_mask = cb.mask()
+        if not np.array_equal(mask, core_mask):
+            wrong = [f"{cat.labels[i]} (python {mask[i]}, core {core_mask[i]})"
+                     for i in np.flatnonzero(mask != core_mask)]
+            raise Divergence(f"seed {seed}, decision {steps}: masks differ at {wrong}")
+        if steps % reasons_every == 0:  # the refusal reasons, word for word
+            for i in rng.choice(len(mask), size=min(8, len(mask)), replace=False):
+                want, got = py.why_illegal(cat.actions[i]), cb.why_illegal(int(i))
+                if want != got:
+                    raise Divergence(f"seed {seed}, decision {steps}: why_illegal("
+                                     f"{cat.labels[i]}) python {want!r}, core {got!r}")
+        legal = np.flatnonzero(mask)
+        illegal = np.flatnonzero(mask == 0)
+        if penalize and len(illegal) and rng.random() < illegal_rate:
+            i = int(rng.choice(illegal))
+            reason = py.why_illegal(cat.actions[i])
+            py.forfeit(cat.labels[i], reason)
+            cb.forfeit(cat.labels[i], reason)
+        else:
+            legal_attacks = np.flatnonzero(mask.astype(bool) & attacks)
+            if len(legal_attacks) and rng.random() < attack_rate:
+                i = int(rng.choice(legal_attacks))
+            else:
+                i = int(rng.choice(legal))
+            py.apply(cat.actions[i])
+            cb.step(i)
+        steps += 1
+    dealt, taken, dropouts = cb.summary()
+    s = py.summary
+    if (dealt, taken, dropouts) != (s.damage_dealt, s.damage_taken, s.dropouts):
+        raise Divergence(f"seed {seed}: summaries differ")
+    return steps

@@ -1,0 +1,201 @@
+"""The compiled core's battle, driven from Python: ``CoreBattle``.
+
+The Python side loads and validates the scenario (``traveller_env.scenario.load_scenario``, the
+same checks as for the Python engine) and hands the core flat data: one int32 row per combatant
+(``INT_COLUMNS``: side, characteristics, square, stance, equipment numbers and the skill levels
+the rules ask about, resolved here by ``rules.checks.skill_level``; -1 for "not held"), one
+float64 row (movement, weapon range), the names the event log prints, the map's terrain codes
+and the rules options. The binding checks every value again and raises ``ValueError`` naming
+the field.
+
+The core plays the same battle as ``scenario.build_battle(sc, dice=Dice(seed, generator="pcg"))``:
+the same dice, the same decisions, the same event log (``events()`` gives the Python engine's
+dicts, field for field), the same action catalogue (``labels``, in ``rules.kinds.KINDS`` order)
+and mask. ``tests/test_core_engine.py`` and ``experiments/diff_backends.py`` prove it on
+built-in and fuzzed scenarios.
+
+Not supported (refused, never approximated): action kinds registered with
+``rules.kinds.register_kind`` beyond the built-in twelve (``NotImplementedError`` naming them),
+and scripted dice (the core rolls only the shared PCG32 generator).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..rules.checks import skill_level
+from ..rules.kinds import KINDS
+from ..rules.reactions import DODGE_SKILL, UNARMED_SKILL
+from ..rules.sequencing import TACTICS_SKILL, has_military_tactics
+from . import require
+
+__all__ = ["CORE_KINDS", "FLOAT_COLUMNS", "INT_COLUMNS", "CoreBattle", "flatten_scenario"]
+
+#: The action kinds the core implements, in catalogue order.
+CORE_KINDS = ("end_turn", "move", "stance", "draw", "reload", "aim", "attack", "leadership",
+              "direct", "hamper", "react", "haste")
+#: Columns of the combatants' int32 table (csrc/src/battle_binding.cpp ``Col``).
+INT_COLUMNS = ("side", "STR", "DEX", "END", "INT", "EDU", "SOC", "x", "y", "stance", "drawn",
+               "radio", "prepared", "melee", "magazine", "spare_magazines", "str_requirement",
+               "draw_actions", "reload_actions", "damage_count", "damage_modifier",
+               "needs_draw", "protection", "skill_weapon", "skill_unarmed", "skill_dodge",
+               "skill_leadership", "skill_tactics", "has_tactics")
+FLOAT_COLUMNS = ("movement", "range")
+_STANCES = {"stand": 0, "crouch": 1, "prone": 2}
+_TERRAIN = bytes.maketrans(b".~c#", bytes([0, 1, 2, 3]))
+
+
+def _level(skills: Mapping[str, int], skill: str) -> int:
+    level = skill_level(skills, skill)
+    return -1 if level is None else level
+
+
+def check_kinds() -> None:
+    """``NotImplementedError`` when the action kinds table is not the core's."""
+    if tuple(KINDS) != CORE_KINDS:
+        extra = [k for k in KINDS if k not in CORE_KINDS]
+        raise NotImplementedError(
+            f"the compiled core implements the action kinds {', '.join(CORE_KINDS)} in that "
+            f"order; this process has {', '.join(KINDS)} (not in the core: "
+            f"{', '.join(extra) or 'none, but reordered'}); use backend='python'")
+
+
+def flatten_scenario(scenario: Any) -> dict[str, Any]:
+    """The flat data the core's ``Battle.create`` takes (everything but the seed), from a
+    scenario (name, path, dict or ``Scenario``), mirroring ``scenario.build_battle``."""
+    from ..scenario import load_scenario, rules_options
+
+    sc = load_scenario(scenario)
+    weapons, armour = sc.all_weapons(), sc.all_armour()
+    rows, frows, ids, wnames, dice = [], [], [], [], []
+    for s, side in enumerate(sc.sides):
+        for i, spec in enumerate(side.combatants):
+            w = weapons[spec.weapon].to_weapon(spec.weapon)
+            prepared = side.prepared if spec.prepared is None else spec.prepared
+            ch = spec.characteristics
+            skills = dict(spec.skills)
+            rows.append([
+                s, ch.STR, ch.DEX, ch.END, ch.INT, ch.EDU, ch.SOC, spec.position[0],
+                spec.position[1], _STANCES[spec.stance],
+                int(spec.drawn or prepared or not w.needs_draw), int(spec.radio), int(prepared),
+                int(w.is_melee), w.magazine, w.spare_magazines, w.str_requirement,
+                w.draw_actions, w.reload_actions, w.damage.count, w.damage.modifier,
+                int(w.needs_draw), armour[spec.armour].protection, _level(skills, w.skill),
+                _level(skills, UNARMED_SKILL), _level(skills, DODGE_SKILL),
+                _level(skills, "leadership"), _level(skills, TACTICS_SKILL),
+                int(has_military_tactics(skills))])
+            frows.append([float(spec.movement), 0.0 if w.is_melee else float(w.range_m)])
+            ids.append(f"{side.name}_{i}")
+            wnames.append(spec.weapon)
+            dice.append(str(w.damage))
+    opts = rules_options(sc)
+    terrain = "".join(sc.map.terrain) if sc.map.terrain else "." * (sc.map.width * sc.map.height)
+    return {
+        "grid": _grid(sc.map.width, sc.map.height, terrain),
+        "ints": np.asarray(rows, dtype=np.int32).reshape(len(rows), len(INT_COLUMNS)),
+        "floats": np.asarray(frows, dtype=np.float64).reshape(len(rows), len(FLOAT_COLUMNS)),
+        "ids": ids, "weapons": wnames, "damage_dice": dice,
+        "side_names": [s.name for s in sc.sides], "hastening": opts.hastening,
+        "reactions": opts.reactions, "comms_range_m": float(opts.comms_range_m),
+        "max_rounds": opts.max_rounds,
+    }
+
+
+@functools.lru_cache(maxsize=64)
+def _grid(width: int, height: int, terrain: str) -> Any:
+    # Maps are immutable: battles of one scenario share one core Grid (and its LOS tables).
+    return require().Grid.create(width, height, terrain.encode().translate(_TERRAIN))
+
+
+class CoreBattle:
+    """One battle on the compiled core (see the module docstring).
+
+    ``step(index)`` takes an action of the catalogue (``ValueError`` naming the seat, the
+    label and the reason when it is illegal; nothing changes then), ``mask()`` gives the int8
+    mask, ``why_illegal(index)`` the reason or ``None``, ``events(start)`` the log's dicts,
+    ``forfeit(label, reason)`` the penalize mode's do-nothing default.
+    """
+
+    def __init__(self, scenario: str | Path | Mapping[str, Any] | Any, seed: int,
+                 record_events: bool = True) -> None:
+        check_kinds()
+        flat = flatten_scenario(scenario)
+        self.ids: list[str] = flat["ids"]
+        self.side_names: list[str] = flat["side_names"]
+        self._b = require().Battle.create(seed=seed, record_events=record_events, **flat)
+        self.n_actions: int = self._b.num_actions
+        self.labels: list[str] = [self._b.label(i) for i in range(self.n_actions)]
+        self._mask = np.zeros(self.n_actions, dtype=np.uint8)
+
+    @property
+    def done(self) -> bool:
+        """True once the battle is over."""
+        return self._b.done
+
+    @property
+    def truncated(self) -> bool:
+        """True when the battle ended by ``max_rounds``."""
+        return self._b.truncated
+
+    @property
+    def current_agent(self) -> str | None:
+        """The combatant that decides now (``None`` once over)."""
+        d = self._b.decider
+        return None if d < 0 else self.ids[d]
+
+    @property
+    def phase(self) -> str:
+        """``haste``, ``turn``, ``reaction`` or ``over``."""
+        return self._b.phase
+
+    @property
+    def winner(self) -> str | None:
+        """The winning side's name, or ``None``."""
+        w = self._b.winner
+        return None if w < 0 else self.side_names[w]
+
+    @property
+    def round(self) -> int:
+        """The current round."""
+        return self._b.round
+
+    def mask(self) -> np.ndarray:
+        """int8 ``[n_actions]``: 1 where the action is legal now (a new array)."""
+        self._b.mask(self._mask)
+        return self._mask.view(np.int8).copy()
+
+    def why_illegal(self, index: int) -> str | None:
+        """Why action ``index`` is refused now, or ``None`` when it is legal."""
+        return self._b.why_illegal(index)
+
+    def step(self, index: int) -> None:
+        """Take action ``index``."""
+        self._b.step(index)
+
+    def forfeit(self, label: str, reason: str) -> None:
+        """Record an illegal choice and take the do-nothing default (``Battle.forfeit``)."""
+        self._b.forfeit(label, reason)
+
+    @property
+    def num_events(self) -> int:
+        """Events recorded so far."""
+        return self._b.num_events
+
+    def events(self, start: int = 0) -> list[dict]:
+        """The event log from ``start``: the Python engine's dicts, field for field."""
+        return self._b.events(start)
+
+    def summary(self) -> tuple[dict[str, int], dict[str, int], int]:
+        """``(damage dealt, damage taken, dropouts)`` like ``Battle.summary``."""
+        dealt, taken, dropouts = self._b.summary()
+        return dict(zip(self.ids, dealt, strict=True)), dict(zip(self.ids, taken, strict=True)), \
+            dropouts
+
+    def dice_state(self) -> tuple[int, int]:
+        """The dice generator's ``(state, inc)`` (the Python ``Pcg32.getstate()`` pair)."""
+        return self._b.dice_state()
