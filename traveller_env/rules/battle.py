@@ -31,9 +31,9 @@ from .budget import Budget
 from .checks import roll_check
 from .combatant import Combatant
 from .damage import apply_damage, is_dead, is_incapacitated
-from .events import touched_ids
+from .events import ALL, EVENT_KINDS
 from .grid import DIRECTIONS, SQUARE_M, GridMap
-from .kinds import KINDS, ActionKind, KindContext
+from .kinds import KINDS, ActionKind, KindContext, phase_kinds
 from .leadership import LeadershipPools, Pool
 from .movement import move_budget_m
 from .reactions import REACTION_INITIATIVE_COST, reaction_dm, recoil_cost
@@ -296,16 +296,17 @@ class Battle(TurnSequencing):
         if self.done:
             raise RuntimeError("legal_options() needs a decision: the battle is over")
         ctx = self._context()
+        budget = ctx.budget
         opts = TurnOptions()
-        opts.significant, opts.minors = ctx.budget.significant_left, ctx.budget.minors_left
-        phase = self.phase
-        for name, kind in KINDS.items():
-            if kind.phase != phase:
-                continue
-            if _budget_refusal(kind, ctx.budget) is not None:
-                opts[name] = ()
+        opts.significant = sig_ok = budget.significant_left
+        opts.minors = budget.minors_left
+        minor_ok = opts.minors > 0
+        for kind in phase_kinds(self.phase):
+            cost = kind.cost
+            if (cost == "minor" and not minor_ok) or (cost == "significant" and not sig_ok):
+                opts[kind.name] = ()  # R2.1 (``_budget_refusal`` gives the reason)
             else:
-                opts[name] = kind.legal(ctx)
+                opts[kind.name] = kind.legal(ctx)
         return opts
 
     def turn_options(self) -> TurnOptions:
@@ -404,9 +405,14 @@ class Battle(TurnSequencing):
         """Append an event and stamp the combatants it touches (``events.EVENT_KINDS``)."""
         self.events.append(event)
         self.version = v = self.version + 1
-        by_id = self.by_id
-        for cid in touched_ids(event, self._ids):
-            by_id[cid].version = v
+        touches = EVENT_KINDS[event["type"]].touches
+        if touches is ALL:
+            for c in self.combatants:
+                c.version = v
+        else:
+            by_id = self.by_id
+            for field in touches:
+                by_id[event[field]].version = v
 
     def _touch(self, c: Combatant) -> None:
         """A change that emits no event (declaring an attack): bump the versions."""

@@ -34,7 +34,7 @@ class Budget(NamedTuple):
     @property
     def spent(self) -> bool:
         """Nothing but free actions and ``end_turn`` remains (R2.3)."""
-        return not self.significant_left and self.minors_left <= 0
+        return not self.significant_left and self.minors_left == 0
 
     def after(self, cost: str) -> Budget:
         """The budget after one more action costing ``"minor"``, ``"significant"`` or

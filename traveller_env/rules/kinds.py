@@ -39,7 +39,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .battle import Battle
     from .combatant import Combatant
 
-__all__ = ["KINDS", "ActionKind", "KindContext", "register_kind", "unregister_kind"]
+__all__ = ["KINDS", "ActionKind", "KindContext", "phase_kinds", "register_kind",
+           "unregister_kind"]
 
 COSTS = ("minor", "significant", "free", "end", "answer")
 ARG_FORMS = ("none", "combatant", "choice", "move")
@@ -497,6 +498,17 @@ KINDS: dict[str, ActionKind] = {
 }
 
 
+_BY_PHASE: dict[str, tuple[ActionKind, ...]] = {}
+
+
+def phase_kinds(phase: str) -> tuple[ActionKind, ...]:
+    """The kinds that answer a decision of ``phase``, in table order (cached)."""
+    kinds = _BY_PHASE.get(phase)
+    if kinds is None:
+        kinds = _BY_PHASE[phase] = tuple(k for k in KINDS.values() if k.phase == phase)
+    return kinds
+
+
 def register_kind(kind: ActionKind) -> None:
     """Add a new kind at the end of the table (and so of the action catalogue). Battles and
     environments built afterwards offer it; ``ValueError`` on a clash or a bad description."""
@@ -527,4 +539,5 @@ def unregister_kind(name: str) -> None:
 def _clear_caches() -> None:
     from .actions import parse_action
 
+    _BY_PHASE.clear()
     parse_action.cache_clear()
