@@ -377,7 +377,7 @@ class Battle(TurnSequencing):
             else:
                 actor.significant = True
             # R4.3 / R4.5: anything else breaks aim and draw/reload progress.
-            if not kind.keeps_aim(actor, action):
+            if actor.aim_target is not None and not kind.keeps_aim(actor, action):
                 self._break_aim(actor)
             if not kind.keeps_ready:
                 actor.ready_kind, actor.ready_count = None, 0
