@@ -89,8 +89,7 @@ __all__ = ["BACKENDS", "MAX_SKIPPED", "VectorBackend", "VectorEnv", "make",
            "random_legal_actions"]
 
 #: Every backend name, and whether it can run today.
-BACKENDS = {"python": "available", "core": "not implemented yet (the compiled core has no "
-                                          "battle rules yet)"}
+BACKENDS = {"python": "available", "core": "not implemented yet"}
 #: How many consecutive battles of one row may end before any learner seat decides.
 MAX_SKIPPED = 1000
 
@@ -200,6 +199,14 @@ class VectorEnv:
         if not isinstance(backend, str) or backend not in BACKENDS:
             raise ValueError(f"backend must be one of {', '.join(map(repr, BACKENDS))}, got "
                              f"{backend!r}")
+        if backend == "core":
+            from .core import status
+
+            raise NotImplementedError(
+                "backend='core' is not implemented yet: the compiled core holds no battle "
+                f"rules yet ({status()}). Backends: " + ", ".join(
+                    f"{k!r} ({v})" for k, v in BACKENDS.items())
+                + ". Use backend='python' (the same battles through the Python engine).")
         if not isinstance(relative_actions, bool):
             raise TypeError(f"relative_actions must be True or False, got {relative_actions!r}")
         if "check_invariants" in options:
@@ -241,12 +248,6 @@ class VectorEnv:
             "agent": self._buf.agent, "episode": self._buf.episode,
             "battle_seed": self._buf.battle_seed, "winner": self._buf.winner}
         self._rows = np.arange(self.num_envs)
-        if backend == "core":
-            raise NotImplementedError(
-                "backend='core' is not implemented yet: the compiled core (traveller_env._core) "
-                "does not hold the battle rules yet. Backends: " + "; ".join(
-                    f"{k!r}: {v}" for k, v in BACKENDS.items())
-                + ". Use backend='python' (the same battles through the Python engine).")
         self.backend = backend
         self._backend: VectorBackend = _PythonBackend(
             template, self.num_envs, [self.opponents.get(a) for a in self.possible_agents])
@@ -360,48 +361,44 @@ class VectorEnv:
             np.copyto(self._mask_out, rel.view(bool))
 
     def _check_actions(self, actions: Any) -> tuple[list[int], dict[int, tuple[str, str]]]:
-        """The absolute action of each row, after the shape, range and legality checks."""
+        """The absolute action of each row, after the shape, range and legality checks (on
+        Python lists: cheaper than NumPy's per-call overhead for small N, and negligible next
+        to the engine's work for large N)."""
         n, size = self.num_envs, self.n_actions
-        expected = (f"expected an integer array of shape ({n},) with values in [0, {size}) "
-                    "(indices into action_labels)")
         a = actions if isinstance(actions, np.ndarray) else np.asarray(actions)
-        if a.dtype.kind not in "iu":
-            raise ValueError(f"actions: {expected}, got dtype {a.dtype}")
-        if a.shape != (n,):
-            raise ValueError(f"actions: {expected}, got shape {a.shape}")
-        bad = (a < 0) | (a >= size)
-        if bad.any():
-            r = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"actions: {expected}; row {r} has {int(a[r])}")
-        a = a.astype(np.int64, copy=False)
+        if a.dtype.kind not in "iu" or a.shape != (n,):
+            got = f"dtype {a.dtype}" if a.dtype.kind not in "iu" else f"shape {a.shape}"
+            raise ValueError(f"actions: expected an integer array of shape ({n},) with values "
+                             f"in [0, {size}) (indices into action_labels), got {got}")
+        chosen: list[int] = a.tolist()
+        if min(chosen) < 0 or max(chosen) >= size:
+            r = next(i for i, x in enumerate(chosen) if not 0 <= x < size)
+            raise ValueError(f"actions: expected an integer array of shape ({n},) with values "
+                             f"in [0, {size}) (indices into action_labels); row {r} has "
+                             f"{chosen[r]}")
         buf = self._buf
         if self._perm is None:
-            absolute = a
-            legal = buf.mask[self._rows, a].view(bool)
+            absolute = chosen
+            legal = buf.mask[self._rows, a].tolist()
         else:
-            absolute = self._perm[buf.agent, a]
-            legal = self._mask_pad_legal(absolute)
+            absolute = self._perm[buf.agent, a].tolist()
+            # The padded mask (an always-0 column for empty slots) is current: _publish_mask.
+            legal = self._mask_pad[self._rows, absolute].tolist()
+        if 0 not in legal:
+            return absolute, {}
+        rows = [r for r, ok in enumerate(legal) if not ok]
         forfeits: dict[int, tuple[str, str]] = {}
-        if not legal.all():
-            rows = np.flatnonzero(~legal)
-            if not self._penalize:
-                r = int(rows[0])
-                more = f" (and {len(rows) - 1} more rows)" if len(rows) > 1 else ""
-                label, reason = self._refusal(r, int(a[r]), int(absolute[r]))
-                raise ValueError(f"row {r}: illegal action {label} for seat "
-                                 f"{self.possible_agents[int(buf.agent[r])]}: {reason}{more}; "
-                                 "nothing was applied in any row")
-            for r in rows.tolist():
-                label, reason = self._refusal(r, int(a[r]), int(absolute[r]))
-                forfeits[r] = (self.action_labels[int(a[r])], reason)
-        return absolute.tolist(), forfeits
-
-    def _mask_pad_legal(self, absolute: np.ndarray) -> np.ndarray:
-        n_abs = self._buf.mask.shape[1]
-        legal = np.zeros(self.num_envs, dtype=bool)
-        inside = absolute < n_abs
-        legal[inside] = self._buf.mask[self._rows[inside], absolute[inside]].view(bool)
-        return legal
+        if not self._penalize:
+            r = rows[0]
+            more = f" (and {len(rows) - 1} more rows)" if len(rows) > 1 else ""
+            label, reason = self._refusal(r, chosen[r], absolute[r])
+            raise ValueError(f"row {r}: illegal action {label} for seat "
+                             f"{self.possible_agents[int(buf.agent[r])]}: {reason}{more}; "
+                             "nothing was applied in any row")
+        for r in rows:
+            _, reason = self._refusal(r, chosen[r], absolute[r])
+            forfeits[r] = (self.action_labels[chosen[r]], reason)
+        return absolute, forfeits
 
     def _refusal(self, row: int, action: int, absolute: int) -> tuple[str, str]:
         """``(label as the caller named it, reason)`` for an illegal action of ``row``."""
@@ -533,7 +530,7 @@ class _PythonBackend:
         for r, row in enumerate(self.rows):
             if restart:
                 row.next_episode = 0
-            self._begin(r, row)
+            self._begin(r, row, out)
             self._publish(r, row, out)
 
     def step(self, actions: list[int], forfeits: Mapping[int, tuple[str, str]],
@@ -563,7 +560,7 @@ class _PythonBackend:
                     rewards[r] = row.acc
                 row.acc = [0.0] * len(row.acc)
                 row.gained = False
-                self._begin(r, row)
+                self._begin(r, row, out)
             elif row.gained:
                 rewards[r] = row.acc
                 row.acc = [0.0] * len(row.acc)
@@ -572,22 +569,23 @@ class _PythonBackend:
 
     # ------------------------------------------------------------------ internals
     def _publish(self, r: int, row: _Row, out: _Buffers) -> None:
-        """Write the row's deciding learner seat: observation, mask, seat, episode, seed."""
+        """Write the row's deciding learner seat: its observation, mask and index (``_begin``
+        writes the episode and battle seed, which change only with the battle)."""
         b = row.battle
         agent = b.current_agent
         row.env.builder.observe(b, agent, out=out.obs[r])
         self.shared.catalogue.mask(b, out=out.mask[r])
         out.agent[r] = self.shared.seat[agent]
-        out.episode[r] = row.episode
-        out.battle_seed[r] = row.seed
 
-    def _begin(self, r: int, row: _Row) -> None:
+    def _begin(self, r: int, row: _Row, out: _Buffers) -> None:
         """Start the row's next battle and play opponent seats up to the first learner
         decision; a battle that ends before one is skipped (its rewards dropped)."""
         for _ in range(MAX_SKIPPED + 1):
             self._start_battle(r, row)
             self._play_opponents(r, row)
             if not row.battle.done:
+                out.episode[r] = row.episode
+                out.battle_seed[r] = row.seed
                 return
             self.battles_skipped += 1
         raise RuntimeError(f"row {r}: {MAX_SKIPPED + 1} battles in a row ended before any "
