@@ -14,7 +14,10 @@ steps per second over several repeats:
   environment in CPython, with each wrapping.
 
 It also reports the engine alone (legal actions + apply, no PettingZoo) in actions per second
-and the memory of one environment instance. No timing is asserted anywhere.
+and the memory of one environment instance, and the batched API (``experiments.bench_vector``:
+``traveller_env.vector`` on duel, squad and 16v16, N in {1, 64, 1024}, in decisions per second
+inside ``step``; under the JSON's ``vector`` key; ``--vector-decisions 0`` skips it). No timing
+is asserted anywhere.
 
     python -m experiments.bench_env --steps 20000 --repeats 5 --json runs/bench_env.json
 """
@@ -150,6 +153,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--steps", type=int, default=20_000, help="AEC steps per repeat")
     parser.add_argument("--repeats", type=int, default=5, help="repeats (median is reported)")
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
+    parser.add_argument("--vector-decisions", type=int, default=20_000,
+                        help="decisions per repeat of each vector case (0: skip the vector API)")
+    parser.add_argument("--vector-repeats", type=int, default=3,
+                        help="repeats of each vector case (median is reported)")
     return parser
 
 
@@ -201,6 +208,15 @@ def main(argv: list[str] | None = None) -> int:
         / rate("tictactoe_v3 env()"),
         "16v16 env() / duel env()": rate("traveller env() 16v16") / rate("traveller env() duel"),
     }
+    vector_section = None
+    if args.vector_decisions > 0:
+        from experiments.bench_vector import run_all
+
+        # With its own raw_env() reference, interleaved, in learner decisions per second.
+        vector_section = run_all(args.vector_decisions, args.vector_repeats, reference=True)
+        for name in ("duel", "squad", "16v16"):
+            ratios[f"vector python {name} N=1024 / raw_env() (same battles)"] = (
+                vector_section["cases"][f"python {name} N=1024"]["ratio_to_raw_env"])
     print()
     for k, v in ratios.items():
         print(f"{k:<50}{v:>8.2f}x")
@@ -210,6 +226,8 @@ def main(argv: list[str] | None = None) -> int:
                                "processor": platform.processor() or platform.machine()},
                    "steps": args.steps, "repeats": args.repeats, "results": results,
                    "memory_kib": memory, "ratios": ratios}
+        if vector_section is not None:
+            payload["vector"] = vector_section
         args.json.write_text(json.dumps(payload, indent=2) + "\n")
         print(f"wrote {args.json}")
     return 0

@@ -96,10 +96,19 @@ _USE_BRIDGE = """
     bridge.reset(seed=0)
 """
 
+_USE_VECTOR = """
+    import numpy as np
+    from traveller_env import vector
+    v = vector.make("duel", num_envs=2, seed=0, opponents={"red": "random"})
+    obs, mask, info = v.reset()
+    v.step(vector.random_legal_actions(mask, np.random.default_rng(0)))
+"""
+
 
 @pytest.mark.parametrize("code", [
     pytest.param(_USE_ENV, id="env"),
     pytest.param(_USE_BRIDGE, id="sb3-bridge"),
+    pytest.param(_USE_VECTOR, id="vector"),
 ])
 def test_using_the_environment_loads_no_agents_nor_experiments(code):
     """In a fresh interpreter, importing and using ``traveller_env`` loads no module of the

@@ -8,6 +8,7 @@ one policy can play every seat. ``ObservationBuilder.slots(agent)`` names who si
 
 from __future__ import annotations
 
+import copy
 import struct
 
 import numpy as np
@@ -271,3 +272,14 @@ class ObservationBuilder:
         out[tail + 3] = battle.round / battle.options.max_rounds
         np.clip(out, -1.0, 1.0, out=out)
         return out
+
+    def fork(self) -> ObservationBuilder:
+        """A builder for another battle of the same scenario, for callers that step several
+        battles in turn (``traveller_env.vector``): it shares this builder's per-scenario
+        tables (slots, labels, skill DMs, starting spares) and its per-offset geometry cache,
+        and has its own per-battle cache, so that battles observed in turn do not evict each
+        other's blocks. (A per-battle cache added to this class must be reset here.)"""
+        twin = copy.copy(self)
+        twin._public = {}
+        twin._public_battle = None
+        return twin

@@ -18,15 +18,31 @@ A policy that never reads ``observation`` (it decides from the mask and the view
 with a class attribute ``needs_observation = False``; callers that honour it
 (``policy_action``, the SB3 bridge, the evaluation and tournament loops) then pass ``None``
 instead of building the vector, which is a large share of an environment step.
+
+**Policies by name.** ``make_policy("rush", seed=0)`` builds a policy from the registry:
+``random`` and ``passive`` are built in; ``register_policy(name, factory)`` adds one; and any
+installed distribution may declare more as entry points of the group
+``traveller_tactics.policies`` (this package declares the scripted NPCs of ``agents``, so
+``traveller_env`` finds them without importing ``agents``: the entry point is loaded only when
+its name is asked for). ``policy_names()`` lists every name. A factory is called as
+``factory(seed=seed, **kwargs)`` and must return a ``Policy`` (a policy class whose
+constructor takes ``seed=`` is a factory).
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+from importlib import metadata
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["PassivePolicy", "Policy", "RandomPolicy", "legal_indices", "policy_action"]
+__all__ = ["ENTRY_POINT_GROUP", "PassivePolicy", "Policy", "PolicyFactory", "RandomPolicy",
+           "legal_indices", "make_policy", "policy_action", "policy_names", "register_policy"]
+
+#: The entry-point group in which installed distributions declare policies by name.
+ENTRY_POINT_GROUP = "traveller_tactics.policies"
 
 
 @runtime_checkable
@@ -104,3 +120,91 @@ class PassivePolicy:
             if action_mask[i]:
                 return i
         return int(legal_indices(action_mask)[0])
+
+
+# ---------------------------------------------------------------------------- the registry
+#: ``factory(seed=seed, **kwargs) -> Policy``.
+PolicyFactory = Callable[..., Policy]
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+_REGISTERED: dict[str, PolicyFactory] = {}  # register_policy (and the built-ins)
+_LOADED: dict[str, PolicyFactory] = {}  # entry points loaded so far, by name
+
+
+def register_policy(name: str, factory: PolicyFactory, *, replace: bool = False) -> None:
+    """Make ``factory`` available as ``make_policy(name)``.
+
+    ``name``: letters, digits, ``_``, ``.`` and ``-``, starting with a letter or ``_`` (no
+    commas: policy lists are comma-separated). Registering the same factory again is a no-op;
+    another factory under a registered name raises ``ValueError`` unless ``replace=True``. A
+    registered name takes precedence over an entry point of the same name.
+    """
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ValueError(f"policy name {name!r} must be a string of letters, digits, '_', '.' "
+                         "and '-', starting with a letter or '_'")
+    if not callable(factory):
+        raise TypeError(f"policy {name!r}: the factory must be callable (a policy class or a "
+                        f"function taking seed=), got {type(factory).__name__} {factory!r}")
+    current = _REGISTERED.get(name)
+    if current is not None and current is not factory and not replace:
+        raise ValueError(f"policy {name!r} is already registered (to {current!r}); pass "
+                         "replace=True to replace it")
+    _REGISTERED[name] = factory
+
+
+def _entry_points(name: str | None = None) -> list[metadata.EntryPoint]:
+    eps = metadata.entry_points(group=ENTRY_POINT_GROUP)
+    return list(eps if name is None else eps.select(name=name))
+
+
+def policy_names() -> list[str]:
+    """Every policy name ``make_policy`` knows: registered ones and installed entry points
+    (listed without loading them), sorted."""
+    return sorted(set(_REGISTERED) | {ep.name for ep in _entry_points()})
+
+
+def _entry_point_factory(name: str) -> PolicyFactory | None:
+    """The factory an installed entry point declares for ``name`` (loaded once), or ``None``."""
+    factory = _LOADED.get(name)
+    if factory is not None:
+        return factory
+    eps = _entry_points(name)
+    if not eps:
+        return None
+    if len({ep.value for ep in eps}) > 1:
+        raise ValueError(f"policy {name!r} is declared by several entry points of group "
+                         f"{ENTRY_POINT_GROUP!r} with different targets: "
+                         + ", ".join(sorted({ep.value for ep in eps})))
+    ep = eps[0]
+    try:
+        factory = ep.load()
+    except Exception as exc:  # an ImportError, AttributeError... in the declaring package
+        raise ImportError(f"policy {name!r}: its entry point {ep.value!r} (group "
+                          f"{ENTRY_POINT_GROUP!r}) failed to load: {type(exc).__name__}: "
+                          f"{exc}") from exc
+    if not callable(factory):
+        raise TypeError(f"policy {name!r}: entry point {ep.value!r} is not callable")
+    _LOADED[name] = factory
+    return factory
+
+
+def make_policy(name: str, seed: int | None = None, **kwargs: Any) -> Policy:
+    """A new policy by name (see the module docstring): ``factory(seed=seed, **kwargs)``.
+
+    ``ValueError`` listing the known names when ``name`` is unknown; ``ImportError`` when its
+    entry point cannot be loaded; ``TypeError`` when the factory does not return a ``Policy``.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"a policy name must be a string, got {type(name).__name__} {name!r}")
+    factory = _REGISTERED.get(name) or _entry_point_factory(name)
+    if factory is None:
+        raise ValueError(f"unknown policy {name!r}; known: {', '.join(policy_names())}")
+    policy = factory(seed=seed, **kwargs)
+    if not (callable(getattr(policy, "act", None)) and callable(getattr(policy, "reset", None))):
+        raise TypeError(f"policy {name!r}: its factory returned {type(policy).__name__}, which "
+                        "is not a Policy (it needs act() and reset())")
+    return policy
+
+
+register_policy("random", RandomPolicy)
+register_policy("passive", PassivePolicy)

@@ -1,0 +1,229 @@
+"""Speed of the batched API (``traveller_env.vector``) with random legal actions.
+
+Each case steps ``vector.make(scenario, num_envs=N, backend=...)`` with actions from one
+vectorised NumPy sampler over the mask (``vector.random_legal_actions``: the same sampler for
+every row) and reports decisions per second counting only the time inside ``step`` (automatic
+resets, opponents and dead steps included), with the sampler's own time per decision beside it.
+Cases: ``duel``, ``squad`` and a generated 16-vs-16 (``bench_env.big_scenario``), N in
+{1, 64, 1024}. Every case runs about ``--decisions`` decisions per repeat (at least
+``MIN_STEPS`` steps, so N = 1024 runs more), after ``WARMUP_STEPS`` untimed steps; the median of
+``--repeats`` repeats is reported, on one thread. Times are CPU time (``time.process_time``), as
+in ``bench_rng``: on this shared 2-core machine other workers' load inflates wall-clock times by
+several times, and by different amounts from one case to the next (the clock is read twice per
+step). Memory per battle: what ``make`` + ``reset`` of 64 rows allocate (``tracemalloc``), divided
+by 64.
+
+With ``reference=True`` (the default when run alone, and in ``bench_env``) each case also runs
+its reference right before it, in every repeat (this machine's load drifts within minutes):
+``raw_env()`` playing the very same battles with the very same actions (``run_raw_env``; per-
+battle costs vary too much for any other mix to compare), counting the time inside ``last()``
+(which builds the observation and mask) and ``step()``, dead steps and automatic resets
+included, the sampler excluded; a case's ratio is the median of its per-repeat ratios. No
+timing is asserted anywhere.
+
+    python -m experiments.bench_vector --decisions 20000 --repeats 3 --json runs/bench_vector.json
+
+``experiments.bench_env`` runs the same cases and writes them under its JSON's ``vector`` key.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import platform
+import statistics
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from traveller_env import vector
+from traveller_env.rules.rng import battle_seed
+
+#: The row counts measured.
+SIZES = (1, 64, 1024)
+#: Untimed steps before each timed repeat; at least this many timed steps per repeat.
+WARMUP_STEPS = 2
+MIN_STEPS = 5
+
+
+def scenarios() -> dict[str, Any]:
+    """The scenarios measured: duel, squad, and the generated 16 vs 16 of ``bench_env``."""
+    from experiments.bench_env import big_scenario
+
+    return {"duel": "duel", "squad": "squad", "16v16": big_scenario(16)}
+
+
+def run_vector(scenario: Any, num_envs: int, decisions: int, seed: int = 0,
+               backend: str = "python") -> dict[str, float]:
+    """One timed run: decisions per second inside ``step``, the sampler's time per decision,
+    how many steps, decisions and finished battles it covered."""
+    v = vector.make(scenario, num_envs=num_envs, seed=seed, backend=backend)
+    rng = np.random.default_rng(seed)
+    _, mask, _ = v.reset()
+    for _ in range(WARMUP_STEPS):
+        _, mask, *_ = v.step(vector.random_legal_actions(mask, rng))
+    steps = max(MIN_STEPS, decisions // num_envs)
+    in_step = in_sampler = 0.0
+    ended = 0
+    clock = time.process_time  # CPU time: see the module docstring
+    t = clock()
+    for _ in range(steps):
+        actions = vector.random_legal_actions(mask, rng)
+        t1 = clock()
+        in_sampler += t1 - t
+        _, mask, _, terminated, truncated, _ = v.step(actions)
+        t = clock()
+        in_step += t - t1
+        ended += int(terminated.sum() + truncated.sum())
+    n = steps * num_envs
+    return {"decisions_per_s": n / in_step, "step_us_per_decision": 1e6 * in_step / n,
+            "sampler_us_per_decision": 1e6 * in_sampler / n, "steps": steps, "decisions": n,
+            "battles_ended": ended}
+
+
+def memory_per_battle_kib(scenario: Any, num_envs: int = 64) -> float:
+    """Memory ``make`` + ``reset`` allocate per row (the battles, their observation caches, the
+    buffers), in KiB."""
+    gc.collect()
+    tracemalloc.start()
+    v = vector.make(scenario, num_envs=num_envs, seed=0)
+    v.reset()
+    current, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    del v
+    return current / 1024 / num_envs
+
+
+def run_raw_env(scenario: Any, num_envs: int, decisions: int, seed: int = 0) -> dict[str, float]:
+    """The reference for the case ``(scenario, num_envs)``: the very battles and actions of
+    ``run_vector`` with the same arguments, through one ``raw_env()``, row after row.
+
+    Row ``r`` plays battles ``battle_seed(seed, r, 0), (.., 1), ...``, and its action at step
+    ``s`` is the legal action the vector's sampler picks with the same uniform draw (the draws
+    are made up front from the same generator), so every trajectory is the vector's (the
+    tests prove the engines agree step by step; ``battles_ended`` is checked equal). Untimed:
+    each row's first reset and ``WARMUP_STEPS`` decisions; timed (CPU time): ``last()`` (which
+    builds the observation and mask) and ``step()``, dead steps and resets included, the
+    sampler not."""
+    import traveller_env
+
+    env = traveller_env.raw_env(scenario=scenario)
+    steps = max(MIN_STEPS, decisions // num_envs)
+    rng = np.random.default_rng(seed)
+    draws = np.stack([rng.random(num_envs) for _ in range(WARMUP_STEPS + steps)])
+    clock = time.process_time
+    inside = 0.0
+    ended = 0
+    for r in range(num_envs):
+        episode = 0
+        env.reset(seed=battle_seed(seed, r, episode))
+        t = clock()
+        for s in range(WARMUP_STEPS + steps):
+            if s == WARMUP_STEPS:
+                t = clock()
+            while True:
+                if not env.agents:
+                    episode += 1
+                    env.reset(seed=battle_seed(seed, r, episode))
+                obs, _, term, trunc, _ = env.last()
+                if not (term or trunc):
+                    break
+                env.step(None)
+            t1 = clock()
+            if s >= WARMUP_STEPS:
+                inside += t1 - t
+            legal = np.flatnonzero(obs["action_mask"])  # the vector's sampler, one row
+            k = min(int(draws[s, r] * len(legal)), len(legal) - 1)
+            t = clock()
+            env.step(int(legal[k]))
+            if s >= WARMUP_STEPS and env.battle.done:  # as the vector counts it: this step
+                ended += 1
+        inside += clock() - t
+    return {"decisions_per_s": steps * num_envs / inside, "battles_ended": ended}
+
+
+def run_all(decisions: int, repeats: int, backend: str = "python",
+            sizes: tuple[int, ...] = SIZES, reference: bool = False) -> dict[str, Any]:
+    """Every case (printing a line per case as it finishes); the ``vector`` section of
+    ``bench_env``'s JSON. ``reference``: also measure ``raw_env()``, interleaved, and give the
+    ratios."""
+    cases: dict[str, Any] = {}
+    raw: dict[str, Any] = {}
+    for name, sc in scenarios().items():
+        runs: dict[int, list] = {n: [] for n in sizes}
+        ref: dict[int, list] = {n: [] for n in sizes}
+        for r in range(repeats):
+            for n in sizes:
+                if reference:
+                    ref[n].append(run_raw_env(sc, n, decisions, seed=r))
+                runs[n].append(run_vector(sc, n, decisions, seed=r, backend=backend))
+                if reference and ref[n][-1]["battles_ended"] != runs[n][-1]["battles_ended"]:
+                    raise RuntimeError(f"{name} N={n}: the reference ended "
+                                       f"{ref[n][-1]['battles_ended']} battles, the vector "
+                                       f"{runs[n][-1]['battles_ended']}: not the same battles")
+        for n in sizes:
+            rates = [x["decisions_per_s"] for x in runs[n]]
+            median = statistics.median(rates)
+            sampler = statistics.median(x["sampler_us_per_decision"] for x in runs[n])
+            key = f"{backend} {name} N={n}"
+            cases[key] = {"decisions_per_s": median, "repeats": rates,
+                          "step_us_per_decision": 1e6 / median,
+                          "sampler_us_per_decision": sampler,
+                          "steps_per_repeat": runs[n][0]["steps"],
+                          "decisions_per_repeat": runs[n][0]["decisions"],
+                          "battles_ended_per_repeat": [x["battles_ended"] for x in runs[n]]}
+            extra = ""
+            if reference:
+                ref_rates = [x["decisions_per_s"] for x in ref[n]]
+                ratio = statistics.median(v / w for v, w in zip(rates, ref_rates, strict=True))
+                raw[key] = {"decisions_per_s": statistics.median(ref_rates),
+                            "repeats": ref_rates}
+                cases[key]["ratio_to_raw_env"] = ratio
+                extra = f"; raw_env() {statistics.median(ref_rates):,.0f}/s: {ratio:.2f}x"
+            print(f"vector {key:<26}{median:>12,.0f} decisions/s  "
+                  f"({1e6 / median:,.1f} us in step + {sampler:,.2f} us sampling per decision; "
+                  f"{runs[n][0]['steps']} steps x {n}{extra})", flush=True)
+    memory = {name: memory_per_battle_kib(sc) for name, sc in scenarios().items()}
+    for name, kib in memory.items():
+        print(f"vector memory per battle {name:<14}{kib:>12,.1f} KiB")
+    section = {"backend": backend, "decisions_target": decisions, "repeats": repeats,
+               "min_steps": MIN_STEPS, "warmup_steps": WARMUP_STEPS, "cases": cases,
+               "memory_kib_per_battle": memory}
+    if reference:
+        section["raw_env_reference"] = raw
+    return section
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The script's options (it writes a file only when asked with ``--json``)."""
+    parser = argparse.ArgumentParser(description="vector API speed benchmark")
+    parser.add_argument("--decisions", type=int, default=20_000,
+                        help="decisions per repeat and case (at least MIN_STEPS steps)")
+    parser.add_argument("--repeats", type=int, default=3, help="repeats (median is reported)")
+    parser.add_argument("--backend", default="python", choices=sorted(vector.BACKENDS))
+    parser.add_argument("--json", type=Path, default=None, help="write the results here")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run every case, print the table (and JSON with ``--json``)."""
+    args = build_parser().parse_args(argv)
+    if args.decisions < 1 or args.repeats < 1:
+        raise SystemExit("--decisions and --repeats must be at least 1")
+    section = run_all(args.decisions, args.repeats, args.backend, reference=True)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        payload = {"machine": {"python": platform.python_version(),
+                               "processor": platform.processor() or platform.machine()},
+                   "vector": section}
+        args.json.write_text(json.dumps(payload, indent=2) + "\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,715 @@
+"""Batched environments: ``N`` battles stepped per call, for trainers (``traveller_env.vector``).
+
+::
+
+    from traveller_env import vector
+
+    venv = vector.make("squad", num_envs=64, seed=0, backend="python",
+                       opponents={"red": "rush"})
+    obs, mask, info = venv.reset()
+    while training:
+        actions = policy(obs, mask)                       # int [N], indices into action_labels
+        obs, mask, rewards, terminated, truncated, info = venv.step(actions)
+
+**The contract** (the same for every backend):
+
+- ``reset(seed=None) -> (obs, mask, info)``; ``step(actions) -> (obs, mask, rewards,
+  terminated, truncated, info)``.
+- ``obs``: float32 ``[N, obs_dim]``, the observation of the seat that decides next in each
+  battle: the same vector ``TravellerEnv.observe(agent)["observation"]`` gives for it.
+- ``mask``: bool ``[N, n_actions]``, that seat's legal actions (the AEC env's mask).
+- ``actions``: integer ``[N]``, indices into ``action_labels`` (the AEC env's labels, or the
+  slot-relative ones with ``relative_actions=True``), one per row: every row always has a
+  seat deciding.
+- ``rewards``: float32 ``[N, num_agents]`` (columns in ``possible_agents`` order): what each
+  seat gained during this step, including seats that did not act (opponents, teammates) and
+  the seat(s) knocked out by it. Summed over the steps of a battle they equal what the AEC
+  env gives each agent over that battle (a seat knocked out receives, as in the AEC env, the
+  rewards of the step that knocks it out and nothing after). Rewards that arrive in a new
+  battle before its first learner decision (opponents acting first) are returned with the
+  first step of that battle, so each step's rewards belong to one battle.
+- ``terminated`` / ``truncated``: bool ``[N]``: the battle of that row ended in this step (won
+  or wiped out / ``max_rounds`` reached).
+- ``info``: ``{"agent": int64 [N]`` (the deciding seat, an index into ``possible_agents``),
+  ``"episode": int64 [N]`` (the battle counter of the row, see below), ``"battle_seed": uint64
+  [N]`` (the seed of the battle now running: ``raw_env(scenario).reset(seed=...)`` replays it),
+  ``"winner": int8 [N]`` (in rows whose battle ended in this step, the winning side's index,
+  -1 for a draw; -1 in the other rows)``}``.
+- **Automatic reset.** The step that ends a battle returns its final rewards and its
+  terminated/truncated flag, with the observation, mask and seat of the first decision of the
+  row's next battle. Battle ``e`` (0, 1, ...) of row ``r`` is seeded
+  ``rules.rng.battle_seed(seed, r, e)``, so a run is reproducible, rows differ, and a row does
+  not depend on how many rows there are. ``reset()`` starts every row's next battle;
+  ``reset(seed=s)`` re-seeds the vector and starts again at battle 0.
+- **Opponents.** ``opponents={"red": "rush"}`` maps a side name or an agent id to a policy name
+  (``traveller_env.policy.make_policy``; an agent id wins over its side). Those seats are
+  played inside ``step`` (each row has its own policy instances, reseeded at each battle from
+  the battle seed), as are the dead steps of the AEC API, so ``step`` returns only the other
+  (learner) seats' decisions. A battle that ends before any learner seat decides (possible
+  only with opponents) is skipped: its rewards are dropped, the row moves on to its next
+  battle seed, and ``battles_skipped`` counts it.
+- **Illegal actions.** An illegal action in any row raises ``ValueError`` naming the row, the
+  seat, the label and the engine's reason, and nothing changes in any row (every row is
+  checked before any is applied). With the scenario option ``illegal_action: penalize`` the
+  rows are instead handled as the AEC env does (the seat forfeits its decision and gets -1).
+  Actions of the wrong dtype, shape or range raise ``ValueError`` naming the expected shape
+  and range.
+- **Buffers.** ``reset`` and ``step`` write into arrays allocated once by the vector and
+  return *the same arrays* (and the same ``info`` dict) every call: copy what you keep past
+  the next call. Writing into them changes nothing inside the vector (legality is checked
+  against a private copy of the mask).
+
+**Backends.** ``backend="python"`` drives the Python engine (``Battle``, ``ActionCatalogue``,
+``ObservationBuilder``) directly, one row after another. ``backend="core"`` (the compiled core,
+issue 12) will plug in behind the same object: a backend implements ``VectorBackend`` (below);
+``VectorEnv`` checks the arguments, owns the buffers, checks legality and translates relative
+actions, so a backend only plays battles. Until the core implements the battle rules,
+``backend="core"`` raises ``NotImplementedError``; there is never a silent fallback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+import numpy as np
+
+from .encoding import ActionCatalogue, RelativeActions
+from .env import ScenarioSource, TravellerEnv
+from .observations import ObservationBuilder
+from .policy import Policy, make_policy
+from .rules.battle import Battle
+from .rules.dice import Dice
+from .rules.rng import battle_seed, check_u64, derive_seed
+from .scenario import Scenario, build_battle
+from .view import BattleView
+
+__all__ = ["BACKENDS", "MAX_SKIPPED", "VectorBackend", "VectorEnv", "make",
+           "random_legal_actions"]
+
+#: Every backend name, and whether it can run today.
+BACKENDS = {"python": "available", "core": "not implemented yet"}
+#: How many consecutive battles of one row may end before any learner seat decides.
+MAX_SKIPPED = 1000
+
+
+def make(scenario: ScenarioSource, num_envs: int = 1, seed: int = 0, backend: str = "python",
+         opponents: Mapping[str, str] | None = None, *, relative_actions: bool = False,
+         **options: Any) -> VectorEnv:
+    """``num_envs`` battles of ``scenario`` stepped together (see the module docstring).
+
+    Args:
+        scenario: built-in name, path, dict or ``Scenario`` (as for ``raw_env``).
+        num_envs: the number of battles (rows), an int >= 1.
+        seed: the vector's seed, an int in ``[0, 2**64 - 1]``.
+        backend: ``"python"`` (today's only one) or ``"core"`` (not implemented yet).
+        opponents: side name or agent id -> policy name; those seats are played inside
+            ``step``.
+        relative_actions: name targets by observation slot (``attack:enemy0``) instead of by
+            agent id, so that one policy can play every seat (``TravellerEnv.relative_actions``;
+            ``action_labels`` are then the relative labels).
+        **options: environment options, as for ``raw_env`` (``hastening``, ``reactions``,
+            ``comms_range_m``, ``illegal_action``, ``max_rounds``).
+    """
+    return VectorEnv(scenario, num_envs=num_envs, seed=seed, backend=backend,
+                     opponents=opponents, relative_actions=relative_actions, **options)
+
+
+def random_legal_actions(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One uniformly random legal action per row of a bool ``mask`` ``[N, n]``, vectorised
+    (the same sampler for every row): int64 ``[N]``. ``ValueError`` if a row allows nothing."""
+    counts = mask.sum(axis=1)
+    if not counts.all():
+        raise ValueError(f"row {int(np.flatnonzero(counts == 0)[0])} of the mask allows no "
+                         "action")
+    k = np.minimum((rng.random(len(counts)) * counts).astype(np.int64), counts - 1)
+    return np.argmax(mask.cumsum(axis=1) > k[:, None], axis=1)
+
+
+def _absolute_table(rel: RelativeActions, agents: list[str], n_abs: int) -> np.ndarray:
+    """``table[seat, relative index]``: the absolute index (``n_abs`` for an empty slot)."""
+    table = np.full((len(agents), rel.n), n_abs, dtype=np.int64)
+    for s, agent in enumerate(agents):
+        for j in range(rel.n):
+            with contextlib.suppress(ValueError):  # names an empty slot
+                table[s, j] = rel.to_absolute(agent, j)
+    return table
+
+
+class _Buffers:
+    """The arrays a backend writes (allocated once by ``VectorEnv``)."""
+
+    def __init__(self, n: int, obs_dim: int, n_actions: int, num_agents: int) -> None:
+        self.obs = np.zeros((n, obs_dim), dtype=np.float32)
+        self.mask = np.zeros((n, n_actions), dtype=np.int8)  # private: legality is read here
+        self.rewards = np.zeros((n, num_agents), dtype=np.float32)
+        self.terminated = np.zeros(n, dtype=bool)
+        self.truncated = np.zeros(n, dtype=bool)
+        self.agent = np.zeros(n, dtype=np.int64)
+        self.episode = np.zeros(n, dtype=np.int64)
+        self.battle_seed = np.zeros(n, dtype=np.uint64)
+        self.winner = np.full(n, -1, dtype=np.int8)
+
+
+class VectorBackend(Protocol):
+    """What a backend implements. ``VectorEnv`` has already checked everything it passes.
+
+    A backend plays battles of one scenario in ``num_envs`` rows and writes, for every row, the
+    deciding learner seat's observation and (absolute, int8) mask, the seat index, the episode
+    counter and battle seed, and on ``step`` the rewards, end flags and winner (see
+    ``_Buffers``).
+    """
+
+    name: str
+    battles_skipped: int
+
+    def reset(self, seed: int, restart: bool, out: _Buffers) -> None:
+        """Start every row's next battle (battle 0 again when ``restart``), play opponent
+        seats up to the first learner decision, fill ``out``."""
+
+    def step(self, actions: list[int], forfeits: Mapping[int, tuple[str, str]],
+             out: _Buffers) -> None:
+        """Apply each row's (legal, absolute) action, or forfeit the rows in ``forfeits``
+        (row -> (label, reason); ``illegal_action: penalize`` only); play opponents and dead
+        steps up to each row's next learner decision, auto-resetting ended battles."""
+
+    def why_illegal(self, row: int, action: int) -> str | None:
+        """The engine's reason why absolute ``action`` is illegal in ``row`` (or ``None``)."""
+
+
+class VectorEnv:
+    """``num_envs`` battles of one scenario behind one batched API; build it with
+    :func:`make` (the module docstring is the contract).
+
+    Attributes: ``num_envs``, ``num_agents``, ``possible_agents``, ``sides`` (side names),
+    ``agent_sides`` (int64 ``[num_agents]``: each seat's side index), ``learners`` and
+    ``opponents`` (agent id -> policy name), ``action_labels``, ``n_actions``,
+    ``observation_labels``, ``obs_dim``, ``relative_actions`` (the ``RelativeActions``
+    translation, or ``None``), ``scenario``, ``seed``, ``backend``, ``battles_skipped``.
+    """
+
+    def __init__(self, scenario: ScenarioSource, num_envs: int = 1, seed: int = 0,
+                 backend: str = "python", opponents: Mapping[str, str] | None = None,
+                 relative_actions: bool = False, **options: Any) -> None:
+        if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer) \
+                or num_envs < 1:
+            raise ValueError(f"num_envs must be an int >= 1, got {num_envs!r}")
+        self.seed = check_u64(seed, "seed")
+        if not isinstance(backend, str) or backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {', '.join(map(repr, BACKENDS))}, got "
+                             f"{backend!r}")
+        if backend == "core":
+            from .core import status
+
+            raise NotImplementedError(
+                "backend='core' is not implemented yet: the compiled core holds no battle "
+                f"rules yet ({status()}). Backends: " + ", ".join(
+                    f"{k!r} ({v})" for k, v in BACKENDS.items())
+                + ". Use backend='python' (the same battles through the Python engine).")
+        if not isinstance(relative_actions, bool):
+            raise TypeError(f"relative_actions must be True or False, got {relative_actions!r}")
+        if "check_invariants" in options:
+            raise ValueError("check_invariants is an option of the AEC env (raw_env), not of "
+                             "the vector API: run the AEC env to check invariants")
+        if "render_mode" in options:
+            raise ValueError("render_mode: the vector API does not render; use the AEC env")
+        # The AEC env parses the scenario and the options, so both APIs share them exactly.
+        template = TravellerEnv(scenario, **options)
+        self.scenario: Scenario = template.scenario
+        self.num_envs = int(num_envs)
+        self.possible_agents: list[str] = list(template.possible_agents)
+        self.num_agents = len(self.possible_agents)
+        self.sides: list[str] = [s.name for s in self.scenario.sides]
+        self.agent_sides = np.array([template.side_of(a) for a in self.possible_agents],
+                                    dtype=np.int64)
+        self.observation_labels: list[str] = template.observation_labels
+        self.obs_dim = len(self.observation_labels)
+        self.absolute_action_labels: list[str] = template.action_labels
+        self._slots = {a: template.observation_slots(a) for a in self.possible_agents}
+        self.opponents: dict[str, str] = self._resolve_opponents(opponents)
+        self.learners = [a for a in self.possible_agents if a not in self.opponents]
+        self.relative_actions: RelativeActions | None = None
+        n_abs = len(self.absolute_action_labels)
+        if relative_actions:
+            self.relative_actions = template.relative_actions
+            self.action_labels: list[str] = list(self.relative_actions.labels)
+            self._perm = _absolute_table(self.relative_actions, self.possible_agents, n_abs)
+        else:
+            self.action_labels = list(self.absolute_action_labels)
+            self._perm = None
+        self.n_actions = len(self.action_labels)
+        self._penalize = self.scenario.options.illegal_action == "penalize"
+        self._buf = _Buffers(self.num_envs, self.obs_dim, n_abs, self.num_agents)
+        self._mask_out = np.zeros((self.num_envs, self.n_actions), dtype=bool)
+        if self._perm is not None:
+            self._mask_pad = np.zeros((self.num_envs, n_abs + 1), dtype=np.int8)
+        self.info: dict[str, np.ndarray] = {
+            "agent": self._buf.agent, "episode": self._buf.episode,
+            "battle_seed": self._buf.battle_seed, "winner": self._buf.winner}
+        self._rows = np.arange(self.num_envs)
+        self.backend = backend
+        self._backend: VectorBackend = _PythonBackend(
+            template, self.num_envs, [self.opponents.get(a) for a in self.possible_agents])
+        self._ready = False
+        self._broken: str | None = None
+
+    # ------------------------------------------------------------------ public helpers
+    @property
+    def battles_skipped(self) -> int:
+        """Battles that ended before any learner seat decided (skipped; see ``opponents``)."""
+        return self._backend.battles_skipped
+
+    def observation_slots(self, agent: str) -> list[str | None]:
+        """Which combatant sits in each slot of ``agent``'s observation."""
+        if agent not in self._slots:
+            raise ValueError(f"unknown agent {agent!r}; agents: {', '.join(self.possible_agents)}")
+        return list(self._slots[agent])
+
+    def __repr__(self) -> str:
+        opp = f", opponents={self.opponents}" if self.opponents else ""
+        return (f"VectorEnv({self.scenario.name!r}, num_envs={self.num_envs}, seed={self.seed}, "
+                f"backend={self.backend!r}{opp})")
+
+    def close(self) -> None:
+        """Nothing to release (the Python backend holds only Python objects)."""
+
+    def _resolve_opponents(self, opponents: Mapping[str, str] | None) -> dict[str, str]:
+        if opponents is None:
+            return {}
+        if not isinstance(opponents, Mapping):
+            raise TypeError("opponents must be a mapping of side names or agent ids to policy "
+                            f"names, got {type(opponents).__name__}")
+        by_side: dict[str, str] = {}
+        by_agent: dict[str, str] = {}
+        for key, name in opponents.items():
+            if key in self.sides:
+                by_side[key] = name
+            elif key in self.possible_agents:
+                by_agent[key] = name
+            else:
+                raise ValueError(f"opponents: {key!r} is neither a side ({', '.join(self.sides)}) "
+                                 f"nor an agent ({', '.join(self.possible_agents)})")
+        resolved = {}
+        for a, side in zip(self.possible_agents, self.agent_sides, strict=True):
+            name = by_agent.get(a, by_side.get(self.sides[side]))
+            if name is not None:
+                resolved[a] = name
+        for key, name in opponents.items():
+            try:
+                make_policy(name)  # checks the name (and that its factory works) now
+            except ValueError as exc:
+                raise ValueError(f"opponents[{key!r}]: {exc}") from None
+            except TypeError as exc:
+                raise TypeError(f"opponents[{key!r}]: {exc}") from None
+        if len(resolved) == self.num_agents:
+            raise ValueError("opponents cover every seat, so no learner would ever decide: "
+                             "leave at least one seat out of opponents")
+        return resolved
+
+    # ------------------------------------------------------------------ the batched API
+    def reset(self, seed: int | None = None) -> tuple[np.ndarray, np.ndarray, dict]:
+        """Start every row's next battle (``seed``: re-seed the vector and start again at
+        battle 0); returns ``(obs, mask, info)`` at each row's first learner decision."""
+        restart = seed is not None
+        if restart:
+            self.seed = check_u64(seed, "seed")
+        self._broken = None
+        self._ready = False
+        buf = self._buf
+        buf.rewards.fill(0.0)
+        buf.terminated.fill(False)
+        buf.truncated.fill(False)
+        buf.winner.fill(-1)
+        self._backend.reset(self.seed, restart, buf)
+        self._publish_mask()
+        self._ready = True
+        return buf.obs, self._mask_out, self.info
+
+    def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                           np.ndarray, dict]:
+        """Apply one action per row; returns ``(obs, mask, rewards, terminated, truncated,
+        info)`` (see the module docstring)."""
+        if not self._ready:
+            if self._broken is not None:
+                raise RuntimeError(f"a previous step failed part-way ({self._broken}); the "
+                                   "battles are in an unknown state: call reset()")
+            raise RuntimeError("step() called before reset(): call reset() first")
+        absolute, forfeits = self._check_actions(actions)
+        buf = self._buf
+        buf.rewards.fill(0.0)
+        buf.terminated.fill(False)
+        buf.truncated.fill(False)
+        buf.winner.fill(-1)
+        try:
+            self._backend.step(absolute, forfeits, buf)
+        except BaseException as exc:
+            self._ready = False
+            self._broken = f"{type(exc).__name__}: {exc}"
+            raise
+        self._publish_mask()
+        return (buf.obs, self._mask_out, buf.rewards, buf.terminated, buf.truncated,
+                self.info)
+
+    def _publish_mask(self) -> None:
+        buf = self._buf
+        if self._perm is None:
+            np.copyto(self._mask_out, buf.mask.view(bool))
+        else:
+            self._mask_pad[:, :-1] = buf.mask
+            rel = np.take_along_axis(self._mask_pad, self._perm[buf.agent], axis=1)
+            np.copyto(self._mask_out, rel.view(bool))
+
+    def _check_actions(self, actions: Any) -> tuple[list[int], dict[int, tuple[str, str]]]:
+        """The absolute action of each row, after the shape, range and legality checks (on
+        Python lists: cheaper than NumPy's per-call overhead for small N, and negligible next
+        to the engine's work for large N)."""
+        n, size = self.num_envs, self.n_actions
+        a = actions if isinstance(actions, np.ndarray) else np.asarray(actions)
+        if a.dtype.kind not in "iu" or a.shape != (n,):
+            got = f"dtype {a.dtype}" if a.dtype.kind not in "iu" else f"shape {a.shape}"
+            raise ValueError(f"actions: expected an integer array of shape ({n},) with values "
+                             f"in [0, {size}) (indices into action_labels), got {got}")
+        chosen: list[int] = a.tolist()
+        if min(chosen) < 0 or max(chosen) >= size:
+            r = next(i for i, x in enumerate(chosen) if not 0 <= x < size)
+            raise ValueError(f"actions: expected an integer array of shape ({n},) with values "
+                             f"in [0, {size}) (indices into action_labels); row {r} has "
+                             f"{chosen[r]}")
+        buf = self._buf
+        if self._perm is None:
+            absolute = chosen
+            legal = buf.mask[self._rows, a].tolist()
+        else:
+            absolute = self._perm[buf.agent, a].tolist()
+            # The padded mask (an always-0 column for empty slots) is current: _publish_mask.
+            legal = self._mask_pad[self._rows, absolute].tolist()
+        if 0 not in legal:
+            return absolute, {}
+        rows = [r for r, ok in enumerate(legal) if not ok]
+        forfeits: dict[int, tuple[str, str]] = {}
+        if not self._penalize:
+            r = rows[0]
+            more = f" (and {len(rows) - 1} more rows)" if len(rows) > 1 else ""
+            label, reason = self._refusal(r, chosen[r], absolute[r])
+            raise ValueError(f"row {r}: illegal action {label} for seat "
+                             f"{self.possible_agents[int(buf.agent[r])]}: {reason}{more}; "
+                             "nothing was applied in any row")
+        for r in rows:
+            _, reason = self._refusal(r, chosen[r], absolute[r])
+            forfeits[r] = (self.action_labels[chosen[r]], reason)
+        return absolute, forfeits
+
+    def _refusal(self, row: int, action: int, absolute: int) -> tuple[str, str]:
+        """``(label as the caller named it, reason)`` for an illegal action of ``row``."""
+        label = repr(self.action_labels[action])
+        if self._perm is not None:
+            if absolute >= len(self.absolute_action_labels):
+                return label + f" (index {action})", "it names an empty slot"
+            label += f" (index {action}, absolute {self.absolute_action_labels[absolute]!r})"
+        else:
+            label += f" (index {action})"
+        reason = self._backend.why_illegal(row, absolute)
+        return label, reason or "not allowed by the action mask"
+
+
+# ============================================================================ the Python backend
+class _RowEnv:
+    """The environment a policy sees for one row: the read-only part of ``TravellerEnv``'s API
+    that policies use (``view``, ``action_labels``, ``action_index``, ``observation_slots``,
+    ``side_of``, ``observation_vector``, ``action_mask``, ``unwrapped``)."""
+
+    def __init__(self, shared: _Shared) -> None:
+        self._shared = shared
+        self.battle: Battle | None = None
+        self.scenario = shared.scenario
+        self.possible_agents = list(shared.ids)
+        self.builder: ObservationBuilder = shared.builder.fork()
+
+    @property
+    def unwrapped(self) -> _RowEnv:
+        """Itself (as a raw ``TravellerEnv``)."""
+        return self
+
+    @property
+    def view(self) -> BattleView:
+        """A read-only view of this row's battle."""
+        return BattleView(self.battle)
+
+    @property
+    def action_labels(self) -> list[str]:
+        """The (absolute) label of each action index."""
+        return list(self._shared.catalogue.labels)
+
+    @property
+    def observation_labels(self) -> list[str]:
+        """The name of each observation entry."""
+        return list(self._shared.builder.labels)
+
+    def action_index(self, label: str) -> int:
+        """The index of an action label."""
+        return self._shared.catalogue.index(label)
+
+    def observation_slots(self, agent: str) -> list[str | None]:
+        """Which combatant sits in each slot of ``agent``'s observation."""
+        return self._shared.builder.slots(agent)
+
+    def side_of(self, agent: str) -> int:
+        """The side index of an agent."""
+        return self._shared.builder.side_of[agent]
+
+    def observation_vector(self, agent: str) -> np.ndarray:
+        """``agent``'s observation vector in this row's battle."""
+        return self.builder.observe(self.battle, agent)
+
+    def action_mask(self, agent: str | None = None) -> np.ndarray:
+        """The int8 mask of the deciding seat (all zeros for any other agent)."""
+        b = self.battle
+        if agent is not None and agent != b.current_agent:
+            return np.zeros(self._shared.catalogue.n, dtype=np.int8)
+        return self._shared.catalogue.mask(b)
+
+
+class _Shared:
+    """What every row of one vector shares: the scenario and its tables."""
+
+    def __init__(self, template: TravellerEnv) -> None:
+        self.scenario: Scenario = template.scenario
+        # The AEC env's own catalogue and builder (labels and vectors identical by design).
+        self.catalogue: ActionCatalogue = template._catalogue
+        self.builder: ObservationBuilder = template._obs_builder
+        self.ids: list[str] = list(template.possible_agents)
+        self.seat = {a: i for i, a in enumerate(self.ids)}
+        self.side = [template.side_of(a) for a in self.ids]
+
+
+class _Row:
+    """One row: its battle and the bookkeeping the AEC env keeps per battle."""
+
+    __slots__ = ("acc", "battle", "env", "episode", "gained", "last_round", "last_summary",
+                 "live", "next_episode", "policies", "seed")
+
+    def __init__(self, shared: _Shared, policies: list[Policy | None]) -> None:
+        self.env = _RowEnv(shared)
+        self.policies = policies
+        self.battle: Battle | None = None
+        self.next_episode = 0
+        self.episode = 0
+        self.seed = 0
+        self.acc: list[float] = [0.0] * len(shared.ids)  # rewards not yet returned
+        self.gained = False  # acc may hold a non-zero entry
+        self.live: list[bool] = []
+        self.last_summary = None
+        self.last_round = 0
+
+
+class _PythonBackend:
+    """The Python engine behind ``VectorEnv``: each row's ``Battle`` stepped in turn, with the
+    AEC env's reward bookkeeping (``TravellerEnv._score``) and the SB3 bridge's opponent loop,
+    without PettingZoo's per-agent dicts."""
+
+    name = "python"
+
+    def __init__(self, template: TravellerEnv, num_envs: int,
+                 policy_names: list[str | None]) -> None:
+        self.shared = s = _Shared(template)
+        self.actions = s.catalogue.actions
+        self.rewards = s.scenario.rewards
+        self.policy_names = policy_names
+        self.rows = [_Row(s, [None if p is None else make_policy(p) for p in policy_names])
+                     for _ in range(num_envs)]
+        self.vector_seed = 0
+        self.battles_skipped = 0
+
+    # ------------------------------------------------------------------ backend interface
+    def why_illegal(self, row: int, action: int) -> str | None:
+        return self.rows[row].battle.why_illegal(self.actions[action])
+
+    def reset(self, seed: int, restart: bool, out: _Buffers) -> None:
+        self.vector_seed = seed
+        for r, row in enumerate(self.rows):
+            if restart:
+                row.next_episode = 0
+            self._begin(r, row, out)
+            self._publish(r, row, out)
+
+    def step(self, actions: list[int], forfeits: Mapping[int, tuple[str, str]],
+             out: _Buffers) -> None:
+        acts = self.actions
+        rewards = out.rewards
+        for r, row in enumerate(self.rows):
+            b = row.battle
+            if forfeits and r in forfeits:
+                label, reason = forfeits[r]
+                seat = self.shared.seat[b.current_agent]
+                b.forfeit(label, reason)
+                self._score(row, seat)
+            else:
+                b.apply(acts[actions[r]], validated=True)
+                self._score(row)
+            self._play_opponents(r, row)
+            b = row.battle
+            if b.done:
+                if b.truncated:
+                    out.truncated[r] = True
+                else:
+                    out.terminated[r] = True
+                if b.winner is not None:
+                    out.winner[r] = b.side_names.index(b.winner)
+                if row.gained:
+                    rewards[r] = row.acc
+                row.acc = [0.0] * len(row.acc)
+                row.gained = False
+                self._begin(r, row, out)
+            elif row.gained:
+                rewards[r] = row.acc
+                row.acc = [0.0] * len(row.acc)
+                row.gained = False
+            self._publish(r, row, out)
+
+    # ------------------------------------------------------------------ internals
+    def _publish(self, r: int, row: _Row, out: _Buffers) -> None:
+        """Write the row's deciding learner seat: its observation, mask and index (``_begin``
+        writes the episode and battle seed, which change only with the battle)."""
+        b = row.battle
+        agent = b.current_agent
+        row.env.builder.observe(b, agent, out=out.obs[r])
+        self.shared.catalogue.mask(b, out=out.mask[r])
+        out.agent[r] = self.shared.seat[agent]
+
+    def _begin(self, r: int, row: _Row, out: _Buffers) -> None:
+        """Start the row's next battle and play opponent seats up to the first learner
+        decision; a battle that ends before one is skipped (its rewards dropped)."""
+        for _ in range(MAX_SKIPPED + 1):
+            self._start_battle(r, row)
+            self._play_opponents(r, row)
+            if not row.battle.done:
+                out.episode[r] = row.episode
+                out.battle_seed[r] = row.seed
+                return
+            self.battles_skipped += 1
+        raise RuntimeError(f"row {r}: {MAX_SKIPPED + 1} battles in a row ended before any "
+                           f"learner seat decided: check the scenario "
+                           f"{self.shared.scenario.name!r} and the opponents")
+
+    def _start_battle(self, r: int, row: _Row) -> None:
+        s = self.shared
+        row.episode = e = row.next_episode
+        row.next_episode = e + 1
+        row.seed = seed = battle_seed(self.vector_seed, r, e)
+        row.battle = b = build_battle(s.scenario, dice=Dice(seed))
+        row.env.battle = b
+        row.live = [True] * len(s.ids)
+        row.last_summary = b.summary.copy()
+        row.last_round = b.round
+        row.acc = [0.0] * len(s.ids)
+        row.gained = False
+        for i, p in enumerate(row.policies):
+            if p is not None:
+                p.reset(derive_seed(seed, 1 + i))
+
+    def _play_opponents(self, r: int, row: _Row) -> None:
+        """Let opponent seats decide until a learner seat must, or the battle ends."""
+        b = row.battle
+        seat_of = self.shared.seat
+        policies = row.policies
+        catalogue = self.shared.catalogue
+        while not b.done:
+            agent = b.current_agent
+            i = seat_of[agent]
+            policy = policies[i]
+            if policy is None:
+                return
+            mask = catalogue.mask(b)
+            obs = (row.env.builder.observe(b, agent)
+                   if getattr(policy, "needs_observation", True) else None)
+            a = policy.act(obs, mask, agent, row.env)
+            if isinstance(a, bool) or not isinstance(a, int | np.integer) \
+                    or not 0 <= a < catalogue.n or not mask[a]:
+                reason = ("out of range" if not isinstance(a, int | np.integer)
+                          or not 0 <= a < catalogue.n
+                          else b.why_illegal(self.actions[int(a)]))
+                raise ValueError(f"row {r}: opponent policy {self.policy_names[i]!r} playing "
+                                 f"{agent} chose action {a!r}, which is illegal: {reason}")
+            b.apply(self.actions[int(a)], validated=True)
+            self._score(row)
+
+    def _score(self, row: _Row, penalized: int = -1) -> None:
+        """This sub-step's rewards, exactly as ``TravellerEnv._score`` computes them (same
+        terms, same order, so the sums agree to the bit), added to ``row.acc``; seats that
+        drop out stop receiving rewards after this sub-step, as the AEC env's dead step
+        removes them. ``penalized``: the seat that forfeited (-1 more, as the AEC env)."""
+        b = row.battle
+        r = self.rewards
+        summary = b.summary
+        last = row.last_summary
+        live = row.live
+        ids = self.shared.ids
+        g: list[float] | None = None
+        dones = False
+        if r.damage_dealt or r.damage_taken:
+            dealt, taken = summary.damage_dealt, summary.damage_taken
+            for i, cid in enumerate(ids):
+                d = dealt[cid] - last.damage_dealt[cid]
+                if d:
+                    if g is None:
+                        g = [0.0] * len(ids)
+                    self._give(row, g, i, r.damage_dealt * d)
+                t = taken[cid] - last.damage_taken[cid]
+                if t:
+                    if g is None:
+                        g = [0.0] * len(ids)
+                    self._give(row, g, i, r.damage_taken * t)
+        if r.per_round and b.round > row.last_round:
+            if g is None:
+                g = [0.0] * len(ids)
+            by_id = b.by_id
+            for i, cid in enumerate(ids):
+                if live[i] and not by_id[cid].out:
+                    g[i] += r.per_round * (b.round - row.last_round)
+        if summary.dropouts != last.dropouts:
+            dones = True
+        if b.done:
+            dones = True
+            if g is None:
+                g = [0.0] * len(ids)
+            winner = b.winner
+            side_names, side = b.side_names, self.shared.side
+            for i in range(len(ids)):
+                if live[i]:
+                    if winner is None:
+                        g[i] += r.draw
+                    elif side_names[side[i]] == winner:
+                        g[i] += r.win
+                    else:
+                        g[i] += r.loss
+        row.last_round = b.round
+        if g is not None or dones:
+            row.last_summary = summary.copy()
+        if penalized >= 0:
+            if g is None:
+                g = [0.0] * len(ids)
+            g[penalized] += -1.0
+        if g is not None:
+            acc = row.acc
+            for i, x in enumerate(g):
+                acc[i] += x
+            row.gained = True
+        if dones:
+            by_id = b.by_id
+            for i, cid in enumerate(ids):
+                if live[i] and (b.done or by_id[cid].out):
+                    live[i] = False
+
+    def _give(self, row: _Row, g: list[float], i: int, amount: float) -> None:
+        if not amount:
+            return
+        live = row.live
+        if self.rewards.shared:
+            side = self.shared.side
+            mine = side[i]
+            for j in range(len(g)):
+                if live[j] and side[j] == mine:
+                    g[j] += amount
+        elif live[i]:
+            g[i] += amount
