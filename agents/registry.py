@@ -19,7 +19,7 @@ from .base import Policy
 from .scripted import POLICIES, make_scripted
 from .trained import load_policy
 
-__all__ = ["POLICIES", "is_trained", "make_policy", "parse_policy_list"]
+__all__ = ["POLICIES", "is_trained", "load_trained", "make_policy", "parse_policy_list"]
 
 
 def make_policy(name: str, seed: int | None = None, scenario: Any = None,
@@ -35,6 +35,16 @@ def make_policy(name: str, seed: int | None = None, scenario: Any = None,
         raise ValueError(f"unknown policy {name!r}; known: {', '.join(POLICIES)}, "
                          "a path to a MaskablePPO .zip or an RLlib checkpoint folder")
     return make_scripted(name, seed=seed, **params)
+
+
+def load_trained(name: str, scenario: Any, seed: int | None = None) -> Policy | None:
+    """The loader ``traveller_env.policy.resolve_policy`` finds through the entry-point group
+    ``traveller_tactics.policy_loaders``: a trained checkpoint, or ``None`` for other names."""
+    if not is_trained(name):
+        return None
+    if scenario is None:
+        raise ValueError(f"{name}: a trained policy needs the scenario it will play")
+    return load_policy(name, scenario, seed=seed)
 
 
 def is_trained(name: str) -> bool:

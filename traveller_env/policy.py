@@ -38,8 +38,9 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["ENTRY_POINT_GROUP", "PassivePolicy", "Policy", "PolicyFactory", "RandomPolicy",
-           "legal_indices", "make_policy", "policy_action", "policy_names", "register_policy"]
+__all__ = ["ENTRY_POINT_GROUP", "LOADER_GROUP", "PassivePolicy", "Policy", "PolicyFactory",
+           "RandomPolicy", "legal_indices", "make_policy", "policy_action", "policy_names",
+           "register_policy", "resolve_policy"]
 
 #: The entry-point group in which installed distributions declare policies by name.
 ENTRY_POINT_GROUP = "traveller_tactics.policies"
@@ -204,6 +205,26 @@ def make_policy(name: str, seed: int | None = None, **kwargs: Any) -> Policy:
         raise TypeError(f"policy {name!r}: its factory returned {type(policy).__name__}, which "
                         "is not a Policy (it needs act() and reset())")
     return policy
+
+
+#: The entry-point group of loaders for policies stored in files (trained checkpoints): each
+#: is ``loader(path, scenario, seed) -> Policy | None`` (``None``: not a file it knows).
+LOADER_GROUP = "traveller_tactics.policy_loaders"
+
+
+def resolve_policy(name: str, scenario: Any = None, seed: int | None = None) -> Policy:
+    """A policy by registered name, or a policy stored in a file (a trained checkpoint) that
+    an installed loader (entry-point group ``LOADER_GROUP``) accepts for ``scenario``."""
+    if not isinstance(name, str):
+        raise TypeError(f"a policy name must be a string, got {type(name).__name__} {name!r}")
+    if name in _REGISTERED or _entry_points(name):
+        return make_policy(name, seed=seed)
+    for ep in metadata.entry_points(group=LOADER_GROUP):
+        policy = ep.load()(name, scenario, seed)
+        if policy is not None:
+            return policy
+    raise ValueError(f"unknown policy {name!r}; known: {', '.join(policy_names())}, or a "
+                     "trained checkpoint an installed loader accepts (.zip, RLlib folder)")
 
 
 register_policy("random", RandomPolicy)

@@ -29,6 +29,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
                       ) from exc
 
 from ..env import TravellerEnv
+from ..policy import resolve_policy
 
 __all__ = ["CONFIG_KEYS", "TravellerMultiAgentEnv"]
 
@@ -125,7 +126,6 @@ class TravellerMultiAgentEnv(MultiAgentEnv):
         if not isinstance(npcs, Mapping):
             raise ValueError(f"TravellerMultiAgentEnv config: npcs must map a seat (agent id or "
                              f"side name) to a policy name, got {npcs!r}")
-        from agents.registry import make_policy  # agents builds on this package: import late
 
         sides = [s.name for s in self.aec.scenario.sides]
         out: dict[str, Any] = {}
@@ -142,7 +142,7 @@ class TravellerMultiAgentEnv(MultiAgentEnv):
             if not isinstance(name, str):
                 raise ValueError(f"TravellerMultiAgentEnv config: npcs[{seat!r}] must be a "
                                  f"policy name, got {name!r}")
-            policy = make_policy(name, scenario=self.aec.scenario)
+            policy = resolve_policy(name, scenario=self.aec.scenario)
             for a in agents:
                 out[a] = policy
         return out
