@@ -29,7 +29,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
                       ) from exc
 
 from ..env import TravellerEnv
-from ..policy import resolve_policy
+from ..policy import policy_action, resolve_policy
 
 __all__ = ["CONFIG_KEYS", "TravellerMultiAgentEnv"]
 
@@ -50,7 +50,8 @@ class TravellerMultiAgentEnv(MultiAgentEnv):
               slot (``attack:enemy0``; ``encoding.RelativeActions``), so one policy can play
               any seat; ``False`` uses the AEC's absolute labels (``attack:red_0``);
             * ``npcs``: ``{seat: policy name}``, seat an agent id (``"red_0"``) or a side
-              name (``"red"``), the name anything ``agents.registry.make_policy`` accepts.
+              name (``"red"``), to a policy name or trained checkpoint
+              (``traveller_env.policy.resolve_policy``).
               Those seats are played by the scripted policy: their ``action_mask`` allows
               exactly the action it chose, which ``modules.ScriptedRLModule`` (a module
               that is not trained) takes. Map those agents to such a module;
@@ -224,8 +225,6 @@ class TravellerMultiAgentEnv(MultiAgentEnv):
         obs = self.aec.observe(agent)
         mask = obs["action_mask"]
         if agent in self.npcs and mask.any():
-            from agents.base import policy_action
-
             chosen = policy_action(self.npcs[agent], self.aec, agent)
             mask = np.zeros_like(mask)
             mask[chosen] = 1
