@@ -33,7 +33,7 @@ from .combatant import Combatant
 from .damage import apply_damage, is_dead, is_incapacitated
 from .events import ALL, EVENT_KINDS
 from .grid import DIRECTIONS, SQUARE_M, GridMap
-from .kinds import KINDS, ActionKind, KindContext, phase_kinds
+from .kinds import KINDS, ActionKind, KindContext, phase_dispatch
 from .leadership import LeadershipPools, Pool
 from .movement import move_budget_m
 from .reactions import REACTION_INITIATIVE_COST, reaction_dm, recoil_cost
@@ -301,12 +301,11 @@ class Battle(TurnSequencing):
         opts.significant = sig_ok = budget.significant_left
         opts.minors = budget.minors_left
         minor_ok = opts.minors > 0
-        for kind in phase_kinds(self.phase):
-            cost = kind.cost
+        for name, cost, legal in phase_dispatch(self.phase):
             if (cost == "minor" and not minor_ok) or (cost == "significant" and not sig_ok):
-                opts[kind.name] = ()  # R2.1 (``_budget_refusal`` gives the reason)
+                opts[name] = ()  # R2.1 (``_budget_refusal`` gives the reason)
             else:
-                opts[kind.name] = kind.legal(ctx)
+                opts[name] = legal(ctx)
         return opts
 
     def turn_options(self) -> TurnOptions:

@@ -33,8 +33,11 @@ class Budget(NamedTuple):
 
     @property
     def spent(self) -> bool:
-        """Nothing but free actions and ``end_turn`` remains (R2.3)."""
-        return not self.significant_left and self.minors_left == 0
+        """Nothing but free actions and ``end_turn`` remains (R2.3): no Significant action
+        left and no Minor one either (the two properties above, folded for speed)."""
+        if self.significant_used:
+            return self.minors_used >= MINORS_WITH_SIGNIFICANT
+        return self.minors_used >= MINORS_WITHOUT_SIGNIFICANT
 
     def after(self, cost: str) -> Budget:
         """The budget after one more action costing ``"minor"``, ``"significant"`` or

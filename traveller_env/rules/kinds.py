@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .battle import Battle
     from .combatant import Combatant
 
-__all__ = ["KINDS", "ActionKind", "KindContext", "phase_kinds", "register_kind",
+__all__ = ["KINDS", "ActionKind", "KindContext", "phase_dispatch", "phase_kinds", "register_kind",
            "unregister_kind"]
 
 COSTS = ("minor", "significant", "free", "end", "answer")
@@ -509,6 +509,18 @@ def phase_kinds(phase: str) -> tuple[ActionKind, ...]:
     return kinds
 
 
+_DISPATCH: dict[str, tuple[tuple[str, str, Any], ...]] = {}
+
+
+def phase_dispatch(phase: str) -> tuple[tuple[str, str, Any], ...]:
+    """``(name, cost, bound legal)`` of each kind of ``phase``, in table order (cached): what
+    ``Battle.legal_options`` walks."""
+    rows = _DISPATCH.get(phase)
+    if rows is None:
+        rows = _DISPATCH[phase] = tuple((k.name, k.cost, k.legal) for k in phase_kinds(phase))
+    return rows
+
+
 def register_kind(kind: ActionKind) -> None:
     """Add a new kind at the end of the table (and so of the action catalogue). Battles and
     environments built afterwards offer it; ``ValueError`` on a clash or a bad description."""
@@ -540,4 +552,5 @@ def _clear_caches() -> None:
     from .actions import parse_action
 
     _BY_PHASE.clear()
+    _DISPATCH.clear()
     parse_action.cache_clear()
