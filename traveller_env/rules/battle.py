@@ -67,8 +67,7 @@ class TurnOptions(dict):
     (``kinds.ActionKind.legal``), by kind name; kinds the budget rules out map to an empty
     tuple. ``significant`` and ``minors`` give the budget left (R2.1)."""
 
-    significant: bool = False
-    minors: int = 0
+    __slots__ = ("minors", "significant")
 
 
 class Decision(NamedTuple):
@@ -235,7 +234,7 @@ class Battle(TurnSequencing):
 
     def held_pools(self, cid: str) -> tuple[int, int]:
         """``(bonuses it may hand out, penalties it may impose)`` right now (R7.5)."""
-        if not self.pools:
+        if not self.pools.entries:
             return 0, 0
         return self.pools.held(cid)
 
@@ -348,7 +347,7 @@ class Battle(TurnSequencing):
 
     def _free_action_possible(self, actor: Combatant) -> bool:
         """R2.3: some free action (a ``free`` kind) is legal for ``actor`` now."""
-        if not self.pools:
+        if not self.pools.entries:
             return False
         ctx = KindContext(self, actor, Budget(actor.minors, actor.significant))
         return any(kind.legal(ctx) for kind in KINDS.values() if kind.cost == "free")

@@ -378,7 +378,7 @@ class Direct(ActionKind):
 
     def legal(self, ctx: KindContext) -> tuple[str, ...]:
         b, a = ctx.battle, ctx.actor
-        if not b.pools or b.pools.bonus_pool(a.id) is None:
+        if not b.pools.entries or b.pools.bonus_pool(a.id) is None:
             return ()
         grid, comms = b.grid, b.options.comms_range_m
         return tuple(r.id for r in b.combatants
@@ -418,7 +418,7 @@ class Hamper(ActionKind):
 
     def legal(self, ctx: KindContext) -> tuple[str, ...]:
         b, a = ctx.battle, ctx.actor
-        if not b.pools:
+        if not b.pools.entries:
             return ()
         penalised = b.pools.penalised_sides()
         penalised.discard(a.side)

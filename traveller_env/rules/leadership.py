@@ -52,10 +52,12 @@ class Pool:
 class LeadershipPools:
     """The pools of one battle. ``side_of`` maps a combatant id to its side index."""
 
-    __slots__ = ("_pools", "_side_of")
+    __slots__ = ("_pools", "_side_of", "entries")
 
     def __init__(self, side_of: dict[str, int]) -> None:
         self._pools: list[Pool] = []
+        #: The pools as a list (the same object): ``if pools.entries`` is the cheap test.
+        self.entries = self._pools
         self._side_of = side_of
 
     def __bool__(self) -> bool:
@@ -67,7 +69,7 @@ class LeadershipPools:
     def clone(self) -> LeadershipPools:
         """An independent copy."""
         twin = LeadershipPools(self._side_of)
-        twin._pools = [Pool(p.leader, p.kind, p.count) for p in self._pools]
+        twin._pools[:] = [Pool(p.leader, p.kind, p.count) for p in self._pools]
         return twin
 
     def add(self, leader: str, kind: str, count: int) -> None:
