@@ -39,6 +39,15 @@ def test_r2_1_budget(minors, sig, sig_left, minors_left, spent):
     assert (b.significant_left, b.minors_left, b.spent) == (sig_left, minors_left, spent)
 
 
+@pytest.mark.parametrize(("minors", "sig", "minor_ok", "sig_ok"), [
+    (0, False, True, True), (2, False, True, False), (3, False, False, False),
+    (0, True, True, False), (1, True, False, False)])
+def test_r2_1_budget_allows_each_cost(minors, sig, minor_ok, sig_ok):
+    b = Budget(minors, sig)
+    assert (b.allows("minor"), b.allows("significant")) == (minor_ok, sig_ok)
+    assert b.allows("free") and b.allows("end") and b.allows("answer")
+
+
 def test_r2_1_budget_after_each_cost():
     assert Budget().after("minor") == Budget(1, False)
     assert Budget(1).after("significant") == Budget(1, True)

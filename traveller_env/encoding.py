@@ -36,7 +36,6 @@ class ActionCatalogue:
         for i, a in enumerate(self.actions):
             self._by_key[a.kind][ActionKind.key(a)] = i
         self._by_key = dict(self._by_key)
-        self.kinds = [k for k in KINDS.values() if k.name in self._by_key]
         # Move actions form one contiguous block; its mask is cached per reach pattern.
         moves = [i for i, a in enumerate(self.actions) if a.kind == "move"]
         self._move_lo, self._move_hi = min(moves), max(moves) + 1

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from . import attack as attack_rules
 from .actions import Action, parse_action
@@ -111,12 +111,12 @@ _PHASE_REFUSAL = {
 
 def _budget_refusal(kind: ActionKind, budget: Budget) -> str | None:
     """Why R2.1 refuses an action of ``kind`` with ``budget`` left, or ``None``."""
-    if kind.cost == "significant" and not budget.significant_left:
+    if budget.allows(kind.cost):
+        return None
+    if kind.cost == "significant":
         return ("no Significant action left this turn (R2.1: one Significant after at most "
                 "one Minor)")
-    if kind.cost == "minor" and budget.minors_left <= 0:
-        return "no Minor action left this turn (R2.1)"
-    return None
+    return "no Minor action left this turn (R2.1)"
 
 
 class Battle(TurnSequencing):
@@ -297,14 +297,11 @@ class Battle(TurnSequencing):
         ctx = self._context()
         budget = ctx.budget
         opts = TurnOptions()
-        opts.significant = sig_ok = budget.significant_left
-        opts.minors = budget.minors_left
-        minor_ok = opts.minors > 0
+        opts.significant, opts.minors = budget.significant_left, budget.minors_left
+        # R2.1 asked once per cost, not once per kind (``_budget_refusal`` gives the reason).
+        allowed = {cost: budget.allows(cost) for cost in ("minor", "significant")}
         for name, cost, legal in phase_dispatch(self.phase):
-            if (cost == "minor" and not minor_ok) or (cost == "significant" and not sig_ok):
-                opts[name] = ()  # R2.1 (``_budget_refusal`` gives the reason)
-            else:
-                opts[name] = legal(ctx)
+            opts[name] = legal(ctx) if allowed.get(cost, True) else ()
         return opts
 
     def turn_options(self) -> TurnOptions:
@@ -549,8 +546,3 @@ class Battle(TurnSequencing):
         self.pools.remove(pool)
         self._emit({"type": "lapse", "actor": pool.leader, "kind": pool.kind,
                     "count": pool.count, "reason": why})
-
-    def describe(self) -> dict[str, Any]:
-        """A short description of the state, for debugging."""
-        return {"round": self.round, "phase": self.phase, "decider": self._decider,
-                "version": self.version, "done": self.done, "winner": self.winner}

@@ -39,6 +39,15 @@ class Budget(NamedTuple):
             return self.minors_used >= MINORS_WITH_SIGNIFICANT
         return self.minors_used >= MINORS_WITHOUT_SIGNIFICANT
 
+    def allows(self, cost: str) -> bool:
+        """Whether an action costing ``cost`` fits what is left: a Significant one while
+        ``significant_left``, a Minor one while ``minors_left``; other costs always."""
+        if cost == "significant":
+            return self.significant_left
+        if cost == "minor":
+            return self.minors_left > 0
+        return True
+
     def after(self, cost: str) -> Budget:
         """The budget after one more action costing ``"minor"``, ``"significant"`` or
         ``"free"``."""

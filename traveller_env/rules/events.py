@@ -8,18 +8,18 @@ log"). This module is the one statement of that vocabulary:
 * ``EVENT_KINDS`` maps each ``type`` to an ``EventKind``: its fields after ``type``, in the
   order the engine writes them, and which fields name the combatants whose state the event
   changed (``touches``; ``ALL`` for events that change everyone's);
-* ``touched_ids(event, ids)`` answers that for one event; the engine stamps those combatants
-  with the battle's ``version`` so caches (observation blocks, masks) key on versions;
+* the engine (``Battle._emit``) stamps the combatants an event touches with the battle's
+  ``version``, so caches (observation blocks, masks) key on versions;
 * ``check_event(event)`` says what is wrong with an event's shape (tests and the invariant
   checker use it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-__all__ = ["ALL", "EVENT_KINDS", "EventKind", "check_event", "touched_ids"]
+__all__ = ["ALL", "EVENT_KINDS", "EventKind", "check_event"]
 
 ALL = ("*",)
 
@@ -88,14 +88,6 @@ EVENT_KINDS: dict[str, EventKind] = {
                                 "an illegal choice replaced by the do-nothing default"),
     "end": EventKind(("round", "winner", "reason"), ALL, "R8.2", "the battle ends"),
 }
-
-
-def touched_ids(event: Mapping[str, Any], ids: Sequence[str]) -> Sequence[str]:
-    """The ids of the combatants whose state ``event`` changed (``ids``: every combatant)."""
-    touches = EVENT_KINDS[event["type"]].touches
-    if touches is ALL:
-        return ids
-    return [event[f] for f in touches]
 
 
 def check_event(event: Any) -> str | None:

@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .battle import Battle
     from .combatant import Combatant
 
-__all__ = ["KINDS", "ActionKind", "KindContext", "phase_dispatch", "phase_kinds", "register_kind",
+__all__ = ["KINDS", "ActionKind", "KindContext", "phase_dispatch", "register_kind",
            "unregister_kind"]
 
 COSTS = ("minor", "significant", "free", "end", "answer")
@@ -498,17 +498,6 @@ KINDS: dict[str, ActionKind] = {
 }
 
 
-_BY_PHASE: dict[str, tuple[ActionKind, ...]] = {}
-
-
-def phase_kinds(phase: str) -> tuple[ActionKind, ...]:
-    """The kinds that answer a decision of ``phase``, in table order (cached)."""
-    kinds = _BY_PHASE.get(phase)
-    if kinds is None:
-        kinds = _BY_PHASE[phase] = tuple(k for k in KINDS.values() if k.phase == phase)
-    return kinds
-
-
 _DISPATCH: dict[str, tuple[tuple[str, str, Any], ...]] = {}
 
 
@@ -517,7 +506,8 @@ def phase_dispatch(phase: str) -> tuple[tuple[str, str, Any], ...]:
     ``Battle.legal_options`` walks."""
     rows = _DISPATCH.get(phase)
     if rows is None:
-        rows = _DISPATCH[phase] = tuple((k.name, k.cost, k.legal) for k in phase_kinds(phase))
+        rows = _DISPATCH[phase] = tuple((k.name, k.cost, k.legal) for k in KINDS.values()
+                                        if k.phase == phase)
     return rows
 
 
@@ -551,6 +541,5 @@ def unregister_kind(name: str) -> None:
 def _clear_caches() -> None:
     from .actions import parse_action
 
-    _BY_PHASE.clear()
     _DISPATCH.clear()
     parse_action.cache_clear()
