@@ -60,11 +60,12 @@ def test_bad_generator_or_seed_is_refused():
     assert Dice(None, generator="pcg").roll(1)[0] in range(1, 7)
 
 
-def test_the_default_is_still_mersenne_twister():
-    assert dice_module.DEFAULT_GENERATOR == "mt"
+def test_the_default_is_the_shared_generator_and_mt_still_replays_old_seeds():
+    assert dice_module.DEFAULT_GENERATOR == "pcg"
+    assert Dice(7).generator == "pcg"
+    assert Dice(7).roll(6) == Pcg32(7).roll_d6(6)
     rnd = random.Random(7).random
-    assert Dice(7).generator == "mt"
-    assert Dice(7).roll(6) == [int(rnd() * 6) + 1 for _ in range(6)]
+    assert Dice(7, generator="mt").roll(6) == [int(rnd() * 6) + 1 for _ in range(6)]
 
 
 def test_a_battle_runs_on_the_shared_generator_deterministically():

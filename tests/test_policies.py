@@ -154,7 +154,7 @@ def test_policies_never_mutate_the_battle(name):
     def fingerprint(b):
         cs = tuple(tuple(repr(getattr(c, s)) for s in type(c).__slots__) for c in b.combatants)
         return (cs, b.round, b.phase, b.current_agent, repr(list(b.pools)),
-                repr(b.pending_attack), b.version, b.dice._rng.getstate(), repr(b.events))
+                repr(b.pending_attack), b.version, b.dice.getstate(), repr(b.events))
 
     while env.agents and checked < 60:
         agent = env.agent_selection
@@ -196,9 +196,15 @@ def test_rush_draws_first_and_moves_toward_a_ranged_target():
     rush = make_policy("rush")
     assert decide(env, rush) == "draw"
     before = env.view.distance_m("blue_0", "red_0")
-    play(env, [rush, Passive()], seed=0,
-         until=lambda e: e.battle.round == 3 and e.agent_selection == "red_0")
-    assert env.view.distance_m("blue_0", "red_0") <= before - 6
+    # A lucky long-range hit can end the battle in round 1: judge the seeds that reach round 3.
+    reached = 0
+    for seed in range(6):
+        play(env, [rush, Passive()], seed=seed,
+             until=lambda e: e.battle.round == 3 and e.agent_selection == "red_0")
+        if not env.battle.done:
+            reached += 1
+            assert env.view.distance_m("blue_0", "red_0") <= before - 6, seed
+    assert reached >= 2
 
 
 # ============================================================================ marksman

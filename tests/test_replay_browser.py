@@ -107,8 +107,9 @@ def pages(tmp_path_factory) -> dict[str, tuple[Path, dict]]:
     lines.insert(31, "{not json")
     log.write_text("\n".join(lines) + "\n")
     bh, bev, bprob = read_replay_jsonl(log)
+    # The unreadable line becomes event index 30: the events from there on move one further.
     made["bad"] = (write_replay_html(out / "bad.html", bh, bev, bprob),
-                   {"events": bev, "attack": attack + 1})
+                   {"events": bev, "attack": attack if attack < 30 else attack + 1})
     # Pages that cannot be played at all.
     made["no_header"] = (out / "no_header.html", {})
     made["no_header"][0].write_text(_page({"format": "traveller-replay", "version": 1,
@@ -235,6 +236,19 @@ def test_stepping_to_an_attack_shows_its_dice_and_every_dm(driver, pages):
     assert_clean(driver)
 
 
+def _middle(e) -> tuple[float, float]:
+    return tuple((e["actor_pos"][j] + e["target_pos"][j]) / 2 for j in (0, 1))
+
+
+def _segment_distance(p, e) -> float:
+    """Distance in squares from point ``p`` to the shot line of attack event ``e``."""
+    (ax, ay), (bx, by) = e["actor_pos"], e["target_pos"]
+    dx, dy = bx - ax, by - ay
+    t = 0.0 if dx == dy == 0 else max(0.0, min(1.0, ((p[0] - ax) * dx + (p[1] - ay) * dy)
+                                                / (dx * dx + dy * dy)))
+    return ((p[0] - ax - t * dx) ** 2 + (p[1] - ay - t * dy) ** 2) ** 0.5
+
+
 def test_hovering_attacks_shows_their_breakdown(driver, pages):
     from selenium.webdriver.common.action_chains import ActionChains
 
@@ -249,11 +263,25 @@ def test_hovering_attacks_shows_their_breakdown(driver, pages):
     item = driver.find_element("css selector", f"#log-list li[data-index='{attacks[0]}']")
     ActionChains(driver).move_to_element(item).perform()
     assert text(driver, "details").startswith(f"Attack (event {attacks[0] + 1})")
-    js(driver, "replayViewer.go(arguments[0])", rnd[2] - 1)
-    # On the map: the middle of the round's first shot line (not the current turn's).
-    first = attacks[0]
+    # On the map, at the end of a round: the middle of one of its shot lines (not the last
+    # turn's), one that no other shot line of the round passes near (the viewer picks the
+    # nearest line within 0.3 squares) and long enough that no combatant sits at its middle.
+    first, end = None, None
+    bounds = [*rnd, len(events)]
+    for k in range(len(rnd)):
+        shots = [i for i in range(bounds[k], bounds[k + 1]) if events[i]["type"] == "attack"]
+        last_actor = events[bounds[k + 1] - 1].get("actor")
+        first = next((i for i in shots if events[i]["actor"] != last_actor and all(
+            _segment_distance(_middle(events[i]), events[j]) > 0.5 for j in shots if j != i)
+            and max(abs(events[i]["actor_pos"][d] - events[i]["target_pos"][d])
+                    for d in (0, 1)) >= 2),
+            None)
+        if first is not None:
+            end = bounds[k + 1] - 1
+            break
+    assert first is not None, "no round of the replay has a shot line to hover alone"
+    js(driver, "replayViewer.go(arguments[0])", end)
     e = events[first]
-    assert events[first]["actor"] != events[rnd[2] - 1].get("actor")
     hover_square(driver, *[(e["actor_pos"][j] + e["target_pos"][j] + 1) / 2 for j in (0, 1)])
     assert text(driver, "details").startswith(f"Attack (event {first + 1})")
     assert text(driver, "tooltip") == narrate(e) + "\n(click to pin its breakdown)"

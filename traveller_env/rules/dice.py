@@ -3,10 +3,10 @@
 `Dice` is seeded and reproducible; `ScriptedDice` is fed exact rolls for rules tests and fails
 loudly when a test scripts too few or too many rolls.
 
-`Dice(seed, generator="pcg")` draws from the generator shared with the compiled core
-(`traveller_env.rules.rng.Pcg32`); the default is still Python's Mersenne Twister ("mt").
-Setting `DEFAULT_GENERATOR = "pcg"` moves every seeded battle onto the shared generator, which
-changes every seeded figure: do it on purpose, in one commit that regenerates them.
+`Dice(seed)` draws from the generator shared with the compiled core
+(`traveller_env.rules.rng.Pcg32`, ``generator="pcg"``, the default), so a seed gives the same
+battle on both engines. ``generator="mt"`` (Python's Mersenne Twister) replays battles seeded
+before the switch; changing `DEFAULT_GENERATOR` changes every seeded figure.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ __all__ = ["DEFAULT_GENERATOR", "GENERATORS", "Dice", "DiceExpr", "DiceScriptErr
 #: The dice generators: "mt" (Python's Mersenne Twister) and "pcg" (the shared `Pcg32`).
 GENERATORS = ("mt", "pcg")
 #: The generator `Dice(seed)` uses when none is named.
-DEFAULT_GENERATOR = "mt"
+DEFAULT_GENERATOR = "pcg"
 
 _DICE_RE = re.compile(r"^\s*(\d+)\s*D\s*(?:([+-])\s*(\d+))?\s*$", re.IGNORECASE)
 
