@@ -33,6 +33,28 @@ def scripted_policies(monkeypatch):
             register_policy(name, cls)
 
 
+@pytest.fixture(autouse=True, params=["python", "core"])
+def backend(request, monkeypatch):
+    """Every test runs on both backends: ``vector.make`` without ``backend=`` uses this one.
+    The core backend's tests need the compiled core (``make build``)."""
+    name = request.param
+    if name == "core" and vector.BACKENDS["core"] != "available":
+        pytest.skip("the compiled core is not built here (make build)")
+    make = vector.make
+
+    def make_on_backend(*args, **kwargs):
+        kwargs.setdefault("backend", name)
+        return make(*args, **kwargs)
+
+    monkeypatch.setattr(vector, "make", make_on_backend)
+    return name
+
+
+def python_only(backend: str, why: str) -> None:
+    if backend != "python":
+        pytest.skip(why)
+
+
 # ============================================================================ the reference
 class AECVector:
     """The vector's contract played with one ``raw_env`` per row (public AEC API only)."""
@@ -388,7 +410,8 @@ def test_a_battle_without_learner_decisions_is_skipped():
     assert seen["vector"].battles_skipped >= 1, seen["vector"].battles_skipped
 
 
-def test_an_opponent_policy_that_breaks_the_rules_is_named():
+def test_an_opponent_policy_that_breaks_the_rules_is_named(backend):
+    python_only(backend, "a policy registered in Python runs only on the Python backend")
     class Cheat:
         name = "cheat"
         needs_observation = False
@@ -496,13 +519,43 @@ def test_lists_of_ints_are_accepted():
 
 
 # ============================================================================ make() arguments
-def test_backend_core_is_refused_clearly():
-    with pytest.raises(NotImplementedError) as err:
-        vector.make("duel", num_envs=2, backend="core")
-    assert "backend='core' is not implemented yet" in str(err.value)
-    assert "'python'" in str(err.value)
+def test_an_unknown_backend_is_refused_naming_the_backends():
     with pytest.raises(ValueError, match=r"backend must be one of 'python', 'core', got 'gpu'"):
         vector.make("duel", backend="gpu")
+
+
+def test_a_policy_that_cannot_run_in_the_core_is_refused_naming_those_that_can(backend):
+    if backend == "python":
+        vector.make("duel", opponents={"red": "tactician"})  # any policy runs in Python
+        return
+    with pytest.raises(ValueError, match=r"opponents: 'tactician' \(playing red_0\) does not "
+                                         r"run inside the compiled core; the policies that "
+                                         r"do: random, passive, rush, marksman"):
+        vector.make("duel", opponents={"red": "tactician"})
+
+
+def test_the_backends_play_the_same_battles(backend):
+    """Same seed, same actions: the core and the Python engine give identical outputs (the
+    rest of this file checks each backend against the AEC env; this checks them against each
+    other directly, with threads on the core)."""
+    python_only(backend, "runs both backends itself")
+    if vector.BACKENDS["core"] != "available":
+        pytest.skip("the compiled core is not built here (make build)")
+    for sc, opponents in (("squad", None), ("duel", {"red": "rush"}),
+                          ("ambush", {"raiders": "marksman"})):
+        py = vector.make(sc, num_envs=8, seed=11, backend="python", opponents=opponents)
+        core = vector.make(sc, num_envs=8, seed=11, backend="core", opponents=opponents)
+        core._backend.threads = 2
+        a, b = py.reset(), core.reset()
+        rng = np.random.default_rng(11)
+        for t in range(200):
+            for x, y in zip(a, b, strict=True):
+                if isinstance(x, dict):
+                    assert all(np.array_equal(x[k], y[k]) for k in x), (sc, t)
+                else:
+                    assert x.tobytes() == y.tobytes(), (sc, t)
+            actions = vector.random_legal_actions(a[1], rng)
+            a, b = py.step(actions), core.step(actions)
 
 
 @pytest.mark.parametrize(("kwargs", "error", "match"), [

@@ -75,6 +75,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from .core import available as core_available
 from .encoding import ActionCatalogue, RelativeActions
 from .env import ScenarioSource, TravellerEnv
 from .observations import ObservationBuilder
@@ -88,8 +89,9 @@ from .view import BattleView
 __all__ = ["BACKENDS", "MAX_SKIPPED", "VectorBackend", "VectorEnv", "make",
            "random_legal_actions"]
 
-#: Every backend name, and whether it can run today.
-BACKENDS = {"python": "available", "core": "not implemented yet"}
+#: Every backend name, and whether it can run here ("core" needs the compiled core built:
+#: ``traveller_env.core.status()`` says why it is not).
+BACKENDS = {"python": "available", "core": "available" if core_available() else "not built"}
 #: How many consecutive battles of one row may end before any learner seat decides.
 MAX_SKIPPED = 1000
 
@@ -199,14 +201,6 @@ class VectorEnv:
         if not isinstance(backend, str) or backend not in BACKENDS:
             raise ValueError(f"backend must be one of {', '.join(map(repr, BACKENDS))}, got "
                              f"{backend!r}")
-        if backend == "core":
-            from .core import status
-
-            raise NotImplementedError(
-                "backend='core' is not implemented yet: the compiled core holds no battle "
-                f"rules yet ({status()}). Backends: " + ", ".join(
-                    f"{k!r} ({v})" for k, v in BACKENDS.items())
-                + ". Use backend='python' (the same battles through the Python engine).")
         if not isinstance(relative_actions, bool):
             raise TypeError(f"relative_actions must be True or False, got {relative_actions!r}")
         if "check_invariants" in options:
@@ -249,8 +243,14 @@ class VectorEnv:
             "battle_seed": self._buf.battle_seed, "winner": self._buf.winner}
         self._rows = np.arange(self.num_envs)
         self.backend = backend
-        self._backend: VectorBackend = _PythonBackend(
-            template, self.num_envs, [self.opponents.get(a) for a in self.possible_agents])
+        seat_policies = [self.opponents.get(a) for a in self.possible_agents]
+        if backend == "core":
+            from .core.vector import CoreBackend
+
+            self._backend: VectorBackend = CoreBackend(template, self.num_envs, seat_policies,
+                                                       self._buf)
+        else:
+            self._backend = _PythonBackend(template, self.num_envs, seat_policies)
         self._ready = False
         self._broken: str | None = None
 

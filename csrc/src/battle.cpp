@@ -64,6 +64,31 @@ Battle::Battle(std::shared_ptr<const Grid> grid, std::vector<Combatant> combatan
     start_round();
 }
 
+void Battle::restart(const std::vector<Combatant>& initial, std::uint64_t seed) {
+    if (initial.size() != cs_.size()) throw std::invalid_argument("Battle::restart: wrong size");
+    cs_ = initial;  // the same size: copied in place
+    dice_ = rng::Pcg32::from_seed(seed);
+    events_.clear();
+    ints_.clear();
+    strings_.clear();
+    round_ = 0;
+    phase_ = Phase::start;
+    done_ = truncated_ = false;
+    winner_ = turn_actor_ = decider_ = -1;
+    haste_queue_.clear();
+    haste_head_ = 0;
+    group_.clear();
+    group_queue_.clear();
+    group_head_ = 0;
+    pools_.clear();
+    pending_ = PendingAttack{};
+    std::fill(summary_.damage_dealt.begin(), summary_.damage_dealt.end(), 0);
+    std::fill(summary_.damage_taken.begin(), summary_.damage_taken.end(), 0);
+    summary_.dropouts = 0;
+    roll_initiative();
+    start_round();
+}
+
 // ------------------------------------------------------------------------ the catalogue
 Action Battle::decode(int index) const noexcept {
     Action a;

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "battle_spec.hpp"
 #include "checks.hpp"
 #include "traveller/battle.hpp"
 
@@ -79,16 +80,13 @@ std::shared_ptr<Grid> make_grid(nb::handle width_obj, nb::handle height_obj, nb:
     return std::make_shared<Grid>(width, height, std::move(cells));
 }
 
-struct PyBattle {
-    std::shared_ptr<const Grid> grid;
-    std::unique_ptr<Battle> battle;
-};
+}  // namespace
 
-PyBattle make_battle(std::shared_ptr<Grid> grid, nb::handle ints_obj, nb::handle floats_obj,
+BattleSpec parse_battle(std::shared_ptr<Grid> grid, nb::handle ints_obj, nb::handle floats_obj,
                      std::vector<std::string> ids, std::vector<std::string> weapons,
                      std::vector<std::string> damage_dice, std::vector<std::string> sides,
-                     bool hastening, bool reactions, double comms_range_m, nb::handle max_rounds,
-                     nb::handle seed, bool record_events) {
+                        bool hastening, bool reactions, double comms_range_m,
+                        nb::handle max_rounds) {
     if (!grid) bad("Battle: grid must be a _core.Grid");
     const Buffer<std::int32_t> ints =
         checked_buffer<std::int32_t>(ints_obj, "Battle", "ints", Shape{{-1, kIntColumns}, {"N", ""}}, false);
@@ -107,7 +105,6 @@ PyBattle make_battle(std::shared_ptr<Grid> grid, nb::handle ints_obj, nb::handle
     }
     const auto rounds = static_cast<int>(to_count(max_rounds, "max_rounds", 10000));
     if (rounds < 1) bad("Battle: max_rounds must be in [1, 10000], got 0");
-    const std::uint64_t s = to_u64(seed, "seed");
     std::vector<Combatant> cs(un);
     std::vector<std::uint8_t> taken(static_cast<std::size_t>(grid->width()) *
                                     static_cast<std::size_t>(grid->height()), 0);
@@ -163,11 +160,34 @@ PyBattle make_battle(std::shared_ptr<Grid> grid, nb::handle ints_obj, nb::handle
         c.spares = w.spare_magazines;
     }
     if (!has_side[0] || !has_side[1]) bad("Battle: each side needs at least one combatant");
-    Names names{std::move(ids), std::move(weapons), std::move(damage_dice), {sides[0], sides[1]}};
-    RulesOptions options{hastening, reactions, comms_range_m, rounds};
+    BattleSpec spec;
+    spec.grid = grid;
+    spec.combatants = std::move(cs);
+    spec.names = Names{std::move(ids), std::move(weapons), std::move(damage_dice), {sides[0], sides[1]}};
+    spec.options = RulesOptions{hastening, reactions, comms_range_m, rounds};
+    return spec;
+}
+
+namespace {
+
+struct PyBattle {
+    std::shared_ptr<const Grid> grid;
+    std::unique_ptr<Battle> battle;
+};
+
+PyBattle make_battle(std::shared_ptr<Grid> grid, nb::handle ints_obj, nb::handle floats_obj,
+                     std::vector<std::string> ids, std::vector<std::string> weapons,
+                     std::vector<std::string> damage_dice, std::vector<std::string> sides,
+                     bool hastening, bool reactions, double comms_range_m, nb::handle max_rounds,
+                     nb::handle seed, bool record_events) {
+    BattleSpec spec = parse_battle(grid, ints_obj, floats_obj, std::move(ids), std::move(weapons),
+                                   std::move(damage_dice), std::move(sides), hastening, reactions,
+                                   comms_range_m, max_rounds);
+    const std::uint64_t s = to_u64(seed, "seed");
     PyBattle out;
-    out.grid = grid;
-    out.battle = std::make_unique<Battle>(grid, std::move(cs), std::move(names), options, s, record_events);
+    out.grid = spec.grid;
+    out.battle = std::make_unique<Battle>(spec.grid, std::move(spec.combatants),
+                                          std::move(spec.names), spec.options, s, record_events);
     return out;
 }
 

@@ -127,6 +127,10 @@ public:
     void apply(int index);
     // Record an illegal choice and take the do-nothing default (Battle.forfeit).
     void forfeit(const std::string& label, const std::string& reason);
+    // Start another battle of the same scenario in place: the combatants as given (their state
+    // before Initiative, as the constructor takes them), a new seed; every buffer is reused, so
+    // a batched stepper's automatic reset allocates nothing. Plays exactly as a new Battle.
+    void restart(const std::vector<Combatant>& initial, std::uint64_t seed);
 
 private:
     // ---- sequencing (sequencing.py)

@@ -43,6 +43,7 @@ struct Pool {
 class Pools {
 public:
     void reserve(std::size_t n) { pools_.reserve(n + 1); }
+    void clear() noexcept { pools_.clear(); }
     bool empty() const noexcept { return pools_.empty(); }
     const std::vector<Pool>& all() const noexcept { return pools_; }
 

@@ -1,0 +1,115 @@
+// Batched battles: N battles of one scenario stepped per call into caller-owned buffers
+// (traveller_env/vector.py's contract; its _PythonBackend is the reference this mirrors).
+//
+// Each row holds one Battle, restarted in place when it ends (Battle::restart: nothing is
+// allocated per step or per reset), the reward bookkeeping of the AEC env (TravellerEnv._score,
+// term for term and in the same order, so the float sums agree to the bit) and the in-core
+// opponents of its seats. The caller (the binding) has checked every index and buffer; the
+// legality of the learner actions is checked here again, for all rows before any is applied.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "battle.hpp"
+#include "observation.hpp"
+#include "policies.hpp"
+
+namespace traveller {
+
+// The scenario's `rewards` (scenario.RewardSpec).
+struct RewardSpec {
+    double win = 1.0, loss = -1.0, draw = 0.0;
+    double damage_dealt = 0.0, damage_taken = 0.0, per_round = 0.0;
+    bool shared = true;
+};
+
+// Where step/reset write (rows x columns, C-contiguous; checked by the binding).
+struct VecOut {
+    float* obs = nullptr;               // [N, obs_dim]
+    std::uint8_t* mask = nullptr;       // [N, n_actions]
+    float* rewards = nullptr;           // [N, num_agents]
+    bool* terminated = nullptr;         // [N]
+    bool* truncated = nullptr;          // [N]
+    std::int64_t* agent = nullptr;      // [N]
+    std::int64_t* episode = nullptr;    // [N]
+    std::uint64_t* battle_seed = nullptr;  // [N]
+    std::int8_t* winner = nullptr;      // [N]
+};
+
+// What a step could not do, for the caller's error message (nothing was applied then).
+struct StepRefusal {
+    int row = -1;          // -1: the step went through
+    int action = -1;
+    bool opponent = false;  // an opponent policy chose an illegal action (a core bug)
+};
+
+class VecBattles {
+public:
+    // `opponents[seat]`: the in-core policy playing that seat, or nullopt-like kind -1 (learner).
+    VecBattles(std::shared_ptr<const Grid> grid, std::vector<Combatant> initial, Names names,
+               RulesOptions options, RewardSpec rewards, std::vector<int> opponents,
+               int num_envs);
+
+    int num_envs() const noexcept { return static_cast<int>(rows_.size()); }
+    int num_agents() const noexcept { return static_cast<int>(initial_.size()); }
+    int num_actions() const noexcept { return n_actions_; }
+    int obs_dim() const noexcept { return observer_->size(); }
+    std::int64_t battles_skipped() const noexcept { return skipped_; }
+    const Battle& battle(int row) const { return *rows_[static_cast<std::size_t>(row)].battle; }
+    const Observer& observer() const noexcept { return *observer_; }
+
+    // Start every row's next battle (battle 0 again when `restart`), play opponents up to the
+    // first learner decision, write obs, mask, agent, episode and battle_seed.
+    // Returns false (and writes the row into *stuck) when a row's battles keep ending before a
+    // learner decides (kMaxSkipped in a row).
+    bool reset(std::uint64_t seed, bool restart, const VecOut& out, int* stuck);
+    // Apply each row's absolute action (rows with forfeit[r] != 0 forfeit instead, with the
+    // label and reason at labels[r]/reasons[r]; forfeit may be null), play opponents, auto-reset
+    // ended battles. Checks legality of every row first: on an illegal action nothing changes
+    // and the refusal says where. threads > 1 steps row chunks in parallel.
+    StepRefusal step(const std::int64_t* actions, const std::uint8_t* forfeit,
+                     const std::vector<std::string>* labels,
+                     const std::vector<std::string>* reasons, const VecOut& out, int threads,
+                     int* stuck);
+
+    static constexpr int kMaxSkipped = 1000;
+
+private:
+    struct Row {
+        std::unique_ptr<Battle> battle;
+        std::int64_t episode = 0, next_episode = 0;
+        std::uint64_t seed = 0;
+        std::vector<double> acc, g;
+        bool gained = false;
+        std::vector<std::uint8_t> live;
+        std::vector<int> last_dealt, last_taken;
+        int last_dropouts = 0, last_round = 0;
+        std::vector<CorePolicy> policies;  // one per seat (used only where opponents_[seat] >= 0)
+        std::vector<std::uint8_t> scratch_mask;
+    };
+
+    bool begin(int r, Row& row, const VecOut& out, std::int64_t& skipped);
+    void start_battle(int r, Row& row);
+    bool play_opponents(Row& row);
+    void score(Row& row, int penalized);
+    void give(Row& row, int i, double amount);
+    void publish(int r, Row& row, const VecOut& out) const;
+    bool step_row(int r, Row& row, std::int64_t action, bool forfeit, const std::string* label,
+                  const std::string* reason, const VecOut& out, std::int64_t& skipped);
+
+    std::shared_ptr<const Grid> grid_;
+    std::vector<Combatant> initial_;
+    RewardSpec rewards_;
+    std::vector<int> opponents_;
+    std::vector<int> side_;
+    std::vector<Row> rows_;
+    std::unique_ptr<Observer> observer_;
+    std::uint64_t vector_seed_ = 0;
+    std::int64_t skipped_ = 0;
+    int n_actions_ = 0;
+};
+
+}  // namespace traveller

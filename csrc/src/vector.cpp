@@ -1,0 +1,306 @@
+// VecBattles: the batched stepper (see vector.hpp). Mirrors traveller_env/vector.py's
+// _PythonBackend method for method: begin/start_battle/play_opponents/score/give/publish.
+#include "traveller/vector.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <stdexcept>
+#include <thread>
+
+namespace traveller {
+
+VecBattles::VecBattles(std::shared_ptr<const Grid> grid, std::vector<Combatant> initial,
+                       Names names, RulesOptions options, RewardSpec rewards,
+                       std::vector<int> opponents, int num_envs)
+    : grid_(std::move(grid)),
+      initial_(std::move(initial)),
+      rewards_(rewards),
+      opponents_(std::move(opponents)) {
+    const std::size_t n = initial_.size();
+    if (opponents_.size() != n) throw std::invalid_argument("VecBattles: one opponent per seat");
+    if (num_envs < 1) throw std::invalid_argument("VecBattles: num_envs must be >= 1");
+    side_.resize(n);
+    for (std::size_t i = 0; i < n; ++i) side_[i] = initial_[i].side;
+    rows_.resize(static_cast<std::size_t>(num_envs));
+    for (Row& row : rows_) {
+        row.battle = std::make_unique<Battle>(grid_, initial_, names, options, 0, false);
+        row.acc.assign(n, 0.0);
+        row.g.assign(n, 0.0);
+        row.live.assign(n, 1);
+        row.last_dealt.assign(n, 0);
+        row.last_taken.assign(n, 0);
+        for (std::size_t s = 0; s < n; ++s) {
+            const int k = opponents_[s] < 0 ? 0 : opponents_[s];
+            row.policies.emplace_back(static_cast<PolicyKind>(k));
+        }
+    }
+    n_actions_ = rows_[0].battle->num_actions();
+    for (Row& row : rows_) row.scratch_mask.assign(static_cast<std::size_t>(n_actions_), 0);
+    observer_ = std::make_unique<Observer>(*rows_[0].battle);
+}
+
+// ------------------------------------------------------------------------ reset / step
+bool VecBattles::reset(std::uint64_t seed, bool restart, const VecOut& out, int* stuck) {
+    vector_seed_ = seed;
+    for (int r = 0; r < num_envs(); ++r) {
+        Row& row = rows_[static_cast<std::size_t>(r)];
+        if (restart) row.next_episode = 0;
+        if (!begin(r, row, out, skipped_)) {
+            *stuck = r;
+            return false;
+        }
+        publish(r, row, out);
+    }
+    return true;
+}
+
+StepRefusal VecBattles::step(const std::int64_t* actions, const std::uint8_t* forfeit,
+                             const std::vector<std::string>* labels,
+                             const std::vector<std::string>* reasons, const VecOut& out,
+                             int threads, int* stuck) {
+    // Every row's action is checked before any is applied, against the mask this stepper
+    // published for the row (out.mask: the caller's private copy, never handed to users).
+    const int n = num_envs();
+    for (int r = 0; r < n; ++r) {
+        if (forfeit && forfeit[r]) continue;
+        const std::int64_t a = actions[r];
+        if (a < 0 || a >= n_actions_ ||
+            !out.mask[static_cast<std::size_t>(r) * static_cast<std::size_t>(n_actions_) +
+                      static_cast<std::size_t>(a)]) {
+            StepRefusal refusal;
+            refusal.row = r;
+            refusal.action = static_cast<int>(a);
+            return refusal;
+        }
+    }
+    const int workers = std::max(1, std::min(threads, n));
+    if (workers == 1) {
+        for (int r = 0; r < n; ++r) {
+            Row& row = rows_[static_cast<std::size_t>(r)];
+            const bool f = forfeit && forfeit[r];
+            if (!step_row(r, row, actions[r], f, f ? &(*labels)[static_cast<std::size_t>(r)] : nullptr,
+                          f ? &(*reasons)[static_cast<std::size_t>(r)] : nullptr, out, skipped_)) {
+                *stuck = r;
+                StepRefusal refusal;
+                refusal.row = r;
+                refusal.opponent = true;
+                return refusal;
+            }
+        }
+        return StepRefusal{};
+    }
+    // Rows are independent: contiguous chunks, one per thread, each with its own skip count.
+    std::vector<std::thread> pool;
+    std::vector<std::int64_t> skipped(static_cast<std::size_t>(workers), 0);
+    std::atomic<int> failed{-1};
+    for (int w = 0; w < workers; ++w) {
+        pool.emplace_back([&, w] {
+            const int lo = static_cast<int>(static_cast<std::int64_t>(n) * w / workers);
+            const int hi = static_cast<int>(static_cast<std::int64_t>(n) * (w + 1) / workers);
+            for (int r = lo; r < hi; ++r) {
+                Row& row = rows_[static_cast<std::size_t>(r)];
+                const bool f = forfeit && forfeit[r];
+                if (!step_row(r, row, actions[r], f,
+                              f ? &(*labels)[static_cast<std::size_t>(r)] : nullptr,
+                              f ? &(*reasons)[static_cast<std::size_t>(r)] : nullptr, out,
+                              skipped[static_cast<std::size_t>(w)])) {
+                    int expected = -1;
+                    failed.compare_exchange_strong(expected, r);
+                    return;
+                }
+            }
+        });
+    }
+    for (auto& t : pool) t.join();
+    for (auto s : skipped) skipped_ += s;
+    if (failed.load() >= 0) {
+        *stuck = failed.load();
+        StepRefusal refusal;
+        refusal.row = failed.load();
+        refusal.opponent = true;
+        return refusal;
+    }
+    return StepRefusal{};
+}
+
+bool VecBattles::step_row(int r, Row& row, std::int64_t action, bool forfeit,
+                          const std::string* label, const std::string* reason, const VecOut& out,
+                          std::int64_t& skipped) {
+    Battle& b = *row.battle;
+    if (forfeit) {
+        const int seat = b.decider();
+        b.forfeit(*label, *reason);
+        score(row, seat);
+    } else {
+        b.apply(static_cast<int>(action));
+        score(row, -1);
+    }
+    if (!play_opponents(row)) return false;
+    const std::size_t na = initial_.size();
+    float* rewards = out.rewards + static_cast<std::size_t>(r) * na;
+    if (b.done()) {
+        if (b.truncated()) {
+            out.truncated[r] = true;
+        } else {
+            out.terminated[r] = true;
+        }
+        out.winner[r] = static_cast<std::int8_t>(b.winner());
+        if (row.gained) {
+            for (std::size_t i = 0; i < na; ++i) rewards[i] = static_cast<float>(row.acc[i]);
+        }
+        std::fill(row.acc.begin(), row.acc.end(), 0.0);
+        row.gained = false;
+        if (!begin(r, row, out, skipped)) return false;
+    } else if (row.gained) {
+        for (std::size_t i = 0; i < na; ++i) rewards[i] = static_cast<float>(row.acc[i]);
+        std::fill(row.acc.begin(), row.acc.end(), 0.0);
+        row.gained = false;
+    }
+    publish(r, row, out);
+    return true;
+}
+
+// ------------------------------------------------------------------------ internals
+void VecBattles::publish(int r, Row& row, const VecOut& out) const {
+    const Battle& b = *row.battle;
+    const int seat = b.decider();
+    observer_->observe(b, seat, out.obs + static_cast<std::size_t>(r) *
+                                             static_cast<std::size_t>(observer_->size()));
+    b.legal_mask(out.mask + static_cast<std::size_t>(r) * static_cast<std::size_t>(n_actions_));
+    out.agent[r] = seat;
+}
+
+bool VecBattles::begin(int r, Row& row, const VecOut& out, std::int64_t& skipped) {
+    for (int k = 0; k <= kMaxSkipped; ++k) {
+        start_battle(r, row);
+        if (!play_opponents(row)) return false;
+        if (!row.battle->done()) {
+            out.episode[r] = row.episode;
+            out.battle_seed[r] = row.seed;
+            return true;
+        }
+        skipped += 1;
+    }
+    return false;
+}
+
+void VecBattles::start_battle(int r, Row& row) {
+    row.episode = row.next_episode;
+    row.next_episode += 1;
+    row.seed = rng::battle_seed(vector_seed_, static_cast<std::uint64_t>(r),
+                                static_cast<std::uint64_t>(row.episode));
+    row.battle->restart(initial_, row.seed);
+    std::fill(row.live.begin(), row.live.end(), 1);
+    const Summary& s = row.battle->summary();
+    std::copy(s.damage_dealt.begin(), s.damage_dealt.end(), row.last_dealt.begin());
+    std::copy(s.damage_taken.begin(), s.damage_taken.end(), row.last_taken.begin());
+    row.last_dropouts = s.dropouts;
+    row.last_round = row.battle->round();
+    std::fill(row.acc.begin(), row.acc.end(), 0.0);
+    row.gained = false;
+    for (std::size_t i = 0; i < opponents_.size(); ++i) {
+        if (opponents_[i] >= 0) row.policies[i].reset(rng::derive_seed(row.seed, 1 + i));
+    }
+}
+
+bool VecBattles::play_opponents(Row& row) {
+    Battle& b = *row.battle;
+    while (!b.done()) {
+        const int seat = b.decider();
+        if (opponents_[static_cast<std::size_t>(seat)] < 0) return true;
+        std::uint8_t* mask = row.scratch_mask.data();
+        b.legal_mask(mask);
+        const int a = row.policies[static_cast<std::size_t>(seat)].act(b, seat, mask);
+        if (a < 0 || a >= n_actions_ || !mask[a]) return false;  // never, by the policies' tests
+        b.apply(a);
+        score(row, -1);
+    }
+    return true;
+}
+
+// TravellerEnv._score / _PythonBackend._score, term for term.
+void VecBattles::score(Row& row, int penalized) {
+    const Battle& b = *row.battle;
+    const Summary& s = b.summary();
+    const std::size_t n = initial_.size();
+    std::vector<double>& g = row.g;
+    bool any = false, dones = false;
+    auto need = [&] {
+        if (!any) {
+            std::fill(g.begin(), g.end(), 0.0);
+            any = true;
+        }
+    };
+    if (rewards_.damage_dealt != 0.0 || rewards_.damage_taken != 0.0) {
+        for (std::size_t i = 0; i < n; ++i) {
+            const int d = s.damage_dealt[i] - row.last_dealt[i];
+            if (d) {
+                need();
+                give(row, static_cast<int>(i), rewards_.damage_dealt * d);
+            }
+            const int t = s.damage_taken[i] - row.last_taken[i];
+            if (t) {
+                need();
+                give(row, static_cast<int>(i), rewards_.damage_taken * t);
+            }
+        }
+    }
+    if (rewards_.per_round != 0.0 && b.round() > row.last_round) {
+        need();
+        for (std::size_t i = 0; i < n; ++i) {
+            if (row.live[i] && !b.combatant(static_cast<int>(i)).out) {
+                g[i] += rewards_.per_round * (b.round() - row.last_round);
+            }
+        }
+    }
+    if (s.dropouts != row.last_dropouts) dones = true;
+    if (b.done()) {
+        dones = true;
+        need();
+        const int winner = b.winner();
+        for (std::size_t i = 0; i < n; ++i) {
+            if (!row.live[i]) continue;
+            if (winner < 0) {
+                g[i] += rewards_.draw;
+            } else if (side_[i] == winner) {
+                g[i] += rewards_.win;
+            } else {
+                g[i] += rewards_.loss;
+            }
+        }
+    }
+    row.last_round = b.round();
+    if (any || dones) {
+        std::copy(s.damage_dealt.begin(), s.damage_dealt.end(), row.last_dealt.begin());
+        std::copy(s.damage_taken.begin(), s.damage_taken.end(), row.last_taken.begin());
+        row.last_dropouts = s.dropouts;
+    }
+    if (penalized >= 0) {
+        need();
+        g[static_cast<std::size_t>(penalized)] += -1.0;
+    }
+    if (any) {
+        for (std::size_t i = 0; i < n; ++i) row.acc[i] += g[i];
+        row.gained = true;
+    }
+    if (dones) {
+        for (std::size_t i = 0; i < n; ++i) {
+            if (row.live[i] && (b.done() || b.combatant(static_cast<int>(i)).out)) row.live[i] = 0;
+        }
+    }
+}
+
+void VecBattles::give(Row& row, int i, double amount) {
+    if (amount == 0.0) return;
+    std::vector<double>& g = row.g;
+    if (rewards_.shared) {
+        const int mine = side_[static_cast<std::size_t>(i)];
+        for (std::size_t j = 0; j < g.size(); ++j) {
+            if (row.live[j] && side_[j] == mine) g[j] += amount;
+        }
+    } else if (row.live[static_cast<std::size_t>(i)]) {
+        g[static_cast<std::size_t>(i)] += amount;
+    }
+}
+
+}  // namespace traveller

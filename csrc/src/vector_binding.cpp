@@ -1,0 +1,204 @@
+// The batched stepper's Python binding: _core.VecBattles (traveller_env/vector.py's core
+// backend). The scenario's flat data is checked by parse_battle, the buffers once when they
+// are attached (dtype, shape, C order, writable), the actions at every step (range; legality
+// against the mask this stepper published). step releases the GIL.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "battle_spec.hpp"
+#include "checks.hpp"
+#include "traveller/vector.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace traveller::binding {
+
+namespace {
+
+[[noreturn]] void bad(const std::string& msg) { throw nb::value_error(msg.c_str()); }
+
+struct PyVec {
+    std::unique_ptr<VecBattles> vec;
+    std::vector<std::string> ids;
+    bool attached = false;
+    Buffer<float> obs, rewards;
+    Buffer<std::uint8_t> mask;
+    Buffer<bool> terminated, truncated;
+    Buffer<std::int64_t> agent, episode;
+    Buffer<std::uint64_t> battle_seed;
+    Buffer<std::int8_t> winner;
+    VecOut out;
+
+    void require_attached(const char* fn) const {
+        if (!attached) bad(std::string("VecBattles.") + fn + ": call attach(...) first");
+    }
+};
+
+const char* const kCorePolicies = "random, passive, rush, marksman";
+
+PyVec* make_vec(std::shared_ptr<Grid> grid, nb::handle ints, nb::handle floats,
+                std::vector<std::string> ids, std::vector<std::string> weapons,
+                std::vector<std::string> damage_dice, std::vector<std::string> sides,
+                bool hastening, bool reactions, double comms_range_m, nb::handle max_rounds,
+                std::tuple<double, double, double, double, double, double, bool> rewards,
+                std::vector<std::optional<std::string>> opponents, nb::handle num_envs) {
+    const auto n = to_count(num_envs, "num_envs", 1 << 24);
+    if (n < 1) bad("VecBattles: num_envs must be an int >= 1, got 0");
+    std::vector<std::string> kept_ids = ids;
+    BattleSpec spec = parse_battle(std::move(grid), ints, floats, std::move(ids), std::move(weapons),
+                                   std::move(damage_dice), std::move(sides), hastening, reactions,
+                                   comms_range_m, max_rounds);
+    if (opponents.size() != spec.combatants.size()) {
+        bad("VecBattles: opponents must hold one entry per combatant (" +
+            std::to_string(spec.combatants.size()) + "), got " + std::to_string(opponents.size()));
+    }
+    std::vector<int> kinds;
+    bool learner = false;
+    for (std::size_t i = 0; i < opponents.size(); ++i) {
+        if (!opponents[i]) {
+            kinds.push_back(-1);
+            learner = true;
+            continue;
+        }
+        PolicyKind k;
+        if (!core_policy_kind(*opponents[i], &k)) {
+            bad("VecBattles: opponents[" + std::to_string(i) + "] = '" + *opponents[i] +
+                "' does not run inside the core; the policies that do: " + kCorePolicies);
+        }
+        kinds.push_back(static_cast<int>(k));
+    }
+    if (!learner) bad("VecBattles: opponents cover every seat; leave at least one learner seat");
+    RewardSpec rw;
+    std::tie(rw.win, rw.loss, rw.draw, rw.damage_dealt, rw.damage_taken, rw.per_round, rw.shared) = rewards;
+    auto* p = new PyVec();
+    p->ids = std::move(kept_ids);
+    p->vec = std::make_unique<VecBattles>(spec.grid, std::move(spec.combatants), std::move(spec.names),
+                                          spec.options, rw, std::move(kinds), static_cast<int>(n));
+    return p;
+}
+
+void attach(PyVec& p, nb::handle obs, nb::handle mask, nb::handle rewards, nb::handle terminated,
+            nb::handle truncated, nb::handle agent, nb::handle episode, nb::handle battle_seed,
+            nb::handle winner) {
+    const VecBattles& v = *p.vec;
+    const std::int64_t n = v.num_envs();
+    const char* fn = "VecBattles.attach";
+    p.obs = checked_buffer<float>(obs, fn, "obs", Shape{{n, v.obs_dim()}, {"N", "obs_dim"}}, true);
+    p.mask = checked_buffer<std::uint8_t>(mask, fn, "mask", Shape{{n, v.num_actions()}, {"N", "A"}}, true);
+    p.rewards = checked_buffer<float>(rewards, fn, "rewards", Shape{{n, v.num_agents()}, {"N", "S"}}, true);
+    p.terminated = checked_buffer<bool>(terminated, fn, "terminated", Shape{{n}, {"N"}}, true);
+    p.truncated = checked_buffer<bool>(truncated, fn, "truncated", Shape{{n}, {"N"}}, true);
+    p.agent = checked_buffer<std::int64_t>(agent, fn, "agent", Shape{{n}, {"N"}}, true);
+    p.episode = checked_buffer<std::int64_t>(episode, fn, "episode", Shape{{n}, {"N"}}, true);
+    p.battle_seed = checked_buffer<std::uint64_t>(battle_seed, fn, "battle_seed", Shape{{n}, {"N"}}, true);
+    p.winner = checked_buffer<std::int8_t>(winner, fn, "winner", Shape{{n}, {"N"}}, true);
+    p.out = VecOut{p.obs.data, p.mask.data, p.rewards.data, p.terminated.data, p.truncated.data,
+                   p.agent.data, p.episode.data, p.battle_seed.data, p.winner.data};
+    p.attached = true;
+}
+
+[[noreturn]] void stuck_error(const PyVec& p, int row) {
+    throw std::runtime_error(
+        "row " + std::to_string(row) + ": " + std::to_string(VecBattles::kMaxSkipped + 1) +
+        " battles in a row ended before any learner seat decided, or an in-core opponent chose "
+        "an illegal action (a core bug: please report it); the battles are in an unknown state: "
+        "call reset(). Seats: " + std::to_string(p.ids.size()));
+}
+
+}  // namespace
+
+void bind_vector(nb::module_& m) {
+    nb::class_<PyVec>(m, "VecBattles", "N battles of one scenario stepped per call (traveller_env.vector, backend='core').")
+        .def_static("create", &make_vec, "grid"_a, "ints"_a.none(), "floats"_a.none(), "ids"_a,
+                    "weapons"_a, "damage_dice"_a, "side_names"_a, "hastening"_a, "reactions"_a,
+                    "comms_range_m"_a, "max_rounds"_a.none(), "rewards"_a, "opponents"_a,
+                    "num_envs"_a.none(), nb::rv_policy::take_ownership)
+        .def_prop_ro("num_envs", [](const PyVec& p) { return p.vec->num_envs(); })
+        .def_prop_ro("num_actions", [](const PyVec& p) { return p.vec->num_actions(); })
+        .def_prop_ro("obs_dim", [](const PyVec& p) { return p.vec->obs_dim(); })
+        .def_prop_ro("battles_skipped", [](const PyVec& p) { return p.vec->battles_skipped(); })
+        .def("attach", &attach, "obs"_a.none(), "mask"_a.none(), "rewards"_a.none(),
+             "terminated"_a.none(), "truncated"_a.none(), "agent"_a.none(), "episode"_a.none(),
+             "battle_seed"_a.none(), "winner"_a.none(),
+             "The buffers reset/step write (kept alive by this object).")
+        .def("reset", [](PyVec& p, nb::handle seed, bool restart) {
+            p.require_attached("reset");
+            const std::uint64_t s = to_u64(seed, "seed");
+            int stuck = -1;
+            bool ok;
+            {
+                nb::gil_scoped_release unlocked;
+                ok = p.vec->reset(s, restart, p.out, &stuck);
+            }
+            if (!ok) stuck_error(p, stuck);
+        }, "seed"_a.none(), "restart"_a)
+        .def("step", [](PyVec& p, nb::handle actions_obj, nb::handle forfeits_obj, nb::handle threads_obj) {
+            p.require_attached("step");
+            const VecBattles& v = *p.vec;
+            const Buffer<std::int64_t> actions = checked_buffer<std::int64_t>(
+                actions_obj, "VecBattles.step", "actions", Shape{{v.num_envs()}, {"N"}}, false);
+            const auto threads = static_cast<int>(to_count(threads_obj, "threads", 1024));
+            std::vector<std::uint8_t> forfeit;
+            std::vector<std::string> labels, reasons;
+            if (!forfeits_obj.is_none()) {
+                nb::dict f = nb::cast<nb::dict>(forfeits_obj);
+                if (f.size()) {
+                    forfeit.assign(static_cast<std::size_t>(v.num_envs()), 0);
+                    labels.resize(forfeit.size());
+                    reasons.resize(forfeit.size());
+                    for (auto [k, val] : f) {
+                        const auto r = static_cast<std::size_t>(to_count(k, "forfeits row", v.num_envs() - 1));
+                        auto lr = nb::cast<std::tuple<std::string, std::string>>(val);
+                        forfeit[r] = 1;
+                        labels[r] = std::get<0>(lr);
+                        reasons[r] = std::get<1>(lr);
+                    }
+                }
+            }
+            StepRefusal refusal;
+            int stuck = -1;
+            {
+                nb::gil_scoped_release unlocked;
+                refusal = p.vec->step(actions.data, forfeit.empty() ? nullptr : forfeit.data(),
+                                      &labels, &reasons, p.out, threads < 1 ? 1 : threads, &stuck);
+            }
+            if (refusal.opponent) stuck_error(p, stuck);
+            if (refusal.row >= 0) {
+                const Battle& b = v.battle(refusal.row);
+                const int seat = b.decider();
+                std::string what = "index " + std::to_string(refusal.action);
+                if (refusal.action >= 0 && refusal.action < v.num_actions()) {
+                    what = "'" + b.label(refusal.action) + "' (" + what + ")";
+                    const std::string why = b.why_illegal(refusal.action);
+                    bad("VecBattles.step: row " + std::to_string(refusal.row) + ": illegal action " +
+                        what + " for seat " + p.ids[static_cast<std::size_t>(seat)] + ": " +
+                        (why.empty() ? "not in the published mask" : why) +
+                        "; nothing was applied in any row");
+                }
+                bad("VecBattles.step: row " + std::to_string(refusal.row) + ": action " + what +
+                    " is out of range; expected values in [0, " + std::to_string(v.num_actions()) +
+                    "); nothing was applied in any row");
+            }
+        }, "actions"_a.none(), "forfeits"_a.none() = nb::none(), "threads"_a.none() = 1,
+           "Apply one absolute action per row (int64[N]); forfeits: {row: (label, reason)}.")
+        .def("why_illegal", [](const PyVec& p, nb::handle row, nb::handle action) -> nb::object {
+            const auto r = static_cast<int>(to_count(row, "row", p.vec->num_envs() - 1));
+            const auto a = static_cast<int>(to_count(action, "action", p.vec->num_actions() - 1));
+            const std::string why = p.vec->battle(r).why_illegal(a);
+            if (why.empty()) return nb::none();
+            return nb::str(why.c_str());
+        }, "row"_a.none(), "action"_a.none());
+}
+
+}  // namespace traveller::binding

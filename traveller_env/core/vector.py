@@ -1,0 +1,69 @@
+"""The compiled core behind ``traveller_env.vector`` (``backend="core"``): ``CoreBackend``.
+
+``VectorEnv`` checks the arguments, owns the buffers and checks each action's range and
+legality; this backend hands the scenario's flat data (``engine.flatten_scenario``), the
+scenario's rewards and the in-core opponents to ``_core.VecBattles``, attaches the buffers once,
+and calls ``reset``/``step``, which write into them with the GIL released. The core mirrors
+``vector._PythonBackend`` step for step (tests/test_core_vector.py plays both and requires
+identical outputs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from . import require
+from .engine import check_kinds, flatten_scenario
+
+__all__ = ["CORE_POLICIES", "CoreBackend"]
+
+#: The opponent policies that run inside the core.
+CORE_POLICIES = ("random", "passive", "rush", "marksman")
+
+
+class CoreBackend:
+    """``VectorBackend`` on the compiled core (see the module docstring)."""
+
+    name = "core"
+
+    def __init__(self, template: Any, num_envs: int, policy_names: list[str | None],
+                 out: Any, threads: int = 1) -> None:
+        check_kinds()
+        for agent, name in zip(template.possible_agents, policy_names, strict=True):
+            if name is not None and name not in CORE_POLICIES:
+                raise ValueError(
+                    f"opponents: {name!r} (playing {agent}) does not run inside the compiled "
+                    f"core; the policies that do: {', '.join(CORE_POLICIES)}. Use "
+                    "backend='python' to play other policies as opponents")
+        sc = template.scenario
+        r = sc.rewards
+        flat = flatten_scenario(sc)
+        self._vec = require().VecBattles.create(
+            rewards=(float(r.win), float(r.loss), float(r.draw), float(r.damage_dealt),
+                     float(r.damage_taken), float(r.per_round), bool(r.shared)),
+            opponents=list(policy_names), num_envs=num_envs, **flat)
+        self.threads = threads
+        self._vec.attach(out.obs, out.mask.view(np.uint8), out.rewards, out.terminated,
+                         out.truncated, out.agent, out.episode, out.battle_seed, out.winner)
+
+    @property
+    def battles_skipped(self) -> int:
+        """Battles that ended before any learner seat decided."""
+        return self._vec.battles_skipped
+
+    def why_illegal(self, row: int, action: int) -> str | None:
+        """The engine's reason why absolute ``action`` is illegal in ``row`` (or ``None``)."""
+        return self._vec.why_illegal(row, action)
+
+    def reset(self, seed: int, restart: bool, out: Any) -> None:
+        """Start every row's next battle (see ``VectorBackend.reset``)."""
+        self._vec.reset(seed, restart)
+
+    def step(self, actions: Any, forfeits: Mapping[int, tuple[str, str]], out: Any) -> None:
+        """Apply each row's action (see ``VectorBackend.step``)."""
+        if not isinstance(actions, np.ndarray) or actions.dtype != np.int64:
+            actions = np.asarray(actions, dtype=np.int64)
+        self._vec.step(actions, dict(forfeits) if forfeits else None, self.threads)
