@@ -7,7 +7,8 @@ for a fixed number of AEC steps in each environment, in one process, and prints 
 steps per second over several repeats:
 
 * PettingZoo's ``tictactoe_v3.env()`` and ``connect_four_v3.env()`` (references users know);
-* our ``env()`` and ``raw_env()`` on ``duel``, ``squad`` and a generated 16-vs-16 scenario;
+* our ``env()`` and ``raw_env()`` on ``duel``, ``squad`` and a generated 16-vs-16 scenario, and
+  ``env(backend="core")`` (the compiled core) on the same;
 * a do-nothing AEC environment (fixed observation, two agents alternating) with and without
   PettingZoo's ``OrderEnforcingWrapper``, and with the order enforcement our ``env()`` uses
   (the same guarantees, without ``__getattr__`` on the hot path): the ceiling of any AEC
@@ -15,9 +16,9 @@ steps per second over several repeats:
 
 It also reports the engine alone (legal actions + apply, no PettingZoo) in actions per second
 and the memory of one environment instance, and the batched API (``experiments.bench_vector``:
-``traveller_env.vector`` on duel, squad and 16v16, N in {1, 64, 1024}, in decisions per second
-inside ``step``; under the JSON's ``vector`` key; ``--vector-decisions 0`` skips it). No timing
-is asserted anywhere.
+``traveller_env.vector`` on both backends, on duel, squad and 16v16, N in {1, 64, 1024}, in
+decisions per second inside ``step``, the core also with 2 threads; under the JSON's ``vector``
+key; ``--vector-decisions 0`` skips it). No timing is asserted anywhere.
 
     python -m experiments.bench_env --steps 20000 --repeats 5 --json runs/bench_env.json
 """
@@ -178,6 +179,9 @@ def main(argv: list[str] | None = None) -> int:
     for name, sc in (("duel", "duel"), ("squad", "squad"), ("16v16", big)):
         cases[f"traveller env() {name}"] = lambda sc=sc: traveller_env.env(scenario=sc)
         cases[f"traveller raw_env() {name}"] = lambda sc=sc: traveller_env.raw_env(scenario=sc)
+        if traveller_env.core_available():
+            cases[f"traveller env() {name} core"] = lambda sc=sc: traveller_env.env(
+                scenario=sc, backend="core")
     results: dict[str, dict] = {}
     for name, factory in cases.items():
         env = factory()
@@ -208,15 +212,29 @@ def main(argv: list[str] | None = None) -> int:
         / rate("tictactoe_v3 env()"),
         "16v16 env() / duel env()": rate("traveller env() 16v16") / rate("traveller env() duel"),
     }
+    if traveller_env.core_available():
+        for name in ("duel", "squad", "16v16"):
+            ratios[f"{name} env() core / tictactoe env()"] = (
+                rate(f"traveller env() {name} core") / rate("tictactoe_v3 env()"))
+            ratios[f"{name} env() core / {name} env() python"] = (
+                rate(f"traveller env() {name} core") / rate(f"traveller env() {name}"))
     vector_section = None
     if args.vector_decisions > 0:
         from experiments.bench_vector import run_all
 
         # With its own raw_env() reference, interleaved, in learner decisions per second.
-        vector_section = run_all(args.vector_decisions, args.vector_repeats, reference=True)
-        for name in ("duel", "squad", "16v16"):
-            ratios[f"vector python {name} N=1024 / raw_env() (same battles)"] = (
-                vector_section["cases"][f"python {name} N=1024"]["ratio_to_raw_env"])
+        backends = ("core", "python") if traveller_env.core_available() else ("python",)
+        vector_section = run_all(args.vector_decisions, args.vector_repeats, backends,
+                                 reference=True, threads=2)
+        cases_v = vector_section["cases"]
+        for b in backends:
+            for name in ("duel", "squad", "16v16"):
+                ratios[f"vector {b} {name} N=1024 / raw_env() (same battles)"] = (
+                    cases_v[f"{b} {name} N=1024"]["ratio_to_raw_env"])
+        if "core" in backends:
+            ratios["vector core 16v16 / duel N=1024"] = (
+                cases_v["core 16v16 N=1024"]["decisions_per_s"]
+                / cases_v["core duel N=1024"]["decisions_per_s"])
     print()
     for k, v in ratios.items():
         print(f"{k:<50}{v:>8.2f}x")

@@ -1,6 +1,7 @@
 """Speed of the batched API (``traveller_env.vector``) with random legal actions.
 
-Each case steps ``vector.make(scenario, num_envs=N, backend=...)`` with actions from one
+Each case steps ``vector.make(scenario, num_envs=N, backend=...)`` (the compiled core and the
+Python engine; the core also with ``--threads`` threads at N = 1024) with actions from one
 vectorised NumPy sampler over the mask (``vector.random_legal_actions``: the same sampler for
 every row) and reports decisions per second counting only the time inside ``step`` (automatic
 resets, opponents and dead steps included), with the sampler's own time per decision beside it.
@@ -58,10 +59,11 @@ def scenarios() -> dict[str, Any]:
 
 
 def run_vector(scenario: Any, num_envs: int, decisions: int, seed: int = 0,
-               backend: str = "python") -> dict[str, float]:
+               backend: str = "python", threads: int = 1) -> dict[str, float]:
     """One timed run: decisions per second inside ``step``, the sampler's time per decision,
-    how many steps, decisions and finished battles it covered."""
-    v = vector.make(scenario, num_envs=num_envs, seed=seed, backend=backend)
+    how many steps, decisions and finished battles it covered. With ``threads`` > 1 the time
+    is wall-clock (CPU time would add the threads up)."""
+    v = vector.make(scenario, num_envs=num_envs, seed=seed, backend=backend, threads=threads)
     rng = np.random.default_rng(seed)
     _, mask, _ = v.reset()
     for _ in range(WARMUP_STEPS):
@@ -69,7 +71,7 @@ def run_vector(scenario: Any, num_envs: int, decisions: int, seed: int = 0,
     steps = max(MIN_STEPS, decisions // num_envs)
     in_step = in_sampler = 0.0
     ended = 0
-    clock = time.process_time  # CPU time: see the module docstring
+    clock = time.process_time if threads == 1 else time.perf_counter  # see the docstring
     t = clock()
     for _ in range(steps):
         actions = vector.random_legal_actions(mask, rng)
@@ -85,17 +87,35 @@ def run_vector(scenario: Any, num_envs: int, decisions: int, seed: int = 0,
             "battles_ended": ended}
 
 
-def memory_per_battle_kib(scenario: Any, num_envs: int = 64) -> float:
+def memory_per_battle_kib(scenario: Any, num_envs: int = 64, backend: str = "python") -> float:
     """Memory ``make`` + ``reset`` allocate per row (the battles, their observation caches, the
-    buffers), in KiB."""
+    buffers), in KiB: Python allocations (``tracemalloc``) for the Python backend, the growth
+    of the process's resident memory for the core (whose C++ allocations tracemalloc does not
+    see; 4096 rows, so that the page granularity does not matter)."""
     gc.collect()
+    if backend == "core":
+        num_envs = 4096
+        before = _rss_kib()
+        v = vector.make(scenario, num_envs=num_envs, seed=0, backend=backend)
+        v.reset()
+        grown = _rss_kib() - before
+        del v
+        return grown / num_envs
     tracemalloc.start()
-    v = vector.make(scenario, num_envs=num_envs, seed=0)
+    v = vector.make(scenario, num_envs=num_envs, seed=0, backend=backend)
     v.reset()
     current, _ = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     del v
     return current / 1024 / num_envs
+
+
+def _rss_kib() -> float:
+    """This process's resident memory (Linux ``/proc/self/statm``), in KiB."""
+    import os
+
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1024
 
 
 def run_raw_env(scenario: Any, num_envs: int, decisions: int, seed: int = 0) -> dict[str, float]:
@@ -146,51 +166,63 @@ def run_raw_env(scenario: Any, num_envs: int, decisions: int, seed: int = 0) -> 
     return {"decisions_per_s": steps * num_envs / inside, "battles_ended": ended}
 
 
-def run_all(decisions: int, repeats: int, backend: str = "python",
-            sizes: tuple[int, ...] = SIZES, reference: bool = False) -> dict[str, Any]:
+def run_all(decisions: int, repeats: int, backends: tuple[str, ...] = ("python",),
+            sizes: tuple[int, ...] = SIZES, reference: bool = False,
+            threads: int = 1) -> dict[str, Any]:
     """Every case (printing a line per case as it finishes); the ``vector`` section of
     ``bench_env``'s JSON. ``reference``: also measure ``raw_env()``, interleaved, and give the
-    ratios."""
+    ratios. ``threads`` > 1: also the core with that many threads at the largest N (wall-clock
+    time, reported separately)."""
     cases: dict[str, Any] = {}
     raw: dict[str, Any] = {}
+    variants = [(b, 1) for b in backends]
+    if threads > 1 and "core" in backends:
+        variants.append(("core", threads))
     for name, sc in scenarios().items():
-        runs: dict[int, list] = {n: [] for n in sizes}
+        runs: dict[tuple, list] = {}
         ref: dict[int, list] = {n: [] for n in sizes}
         for r in range(repeats):
             for n in sizes:
                 if reference:
                     ref[n].append(run_raw_env(sc, n, decisions, seed=r))
-                runs[n].append(run_vector(sc, n, decisions, seed=r, backend=backend))
-                if reference and ref[n][-1]["battles_ended"] != runs[n][-1]["battles_ended"]:
-                    raise RuntimeError(f"{name} N={n}: the reference ended "
-                                       f"{ref[n][-1]['battles_ended']} battles, the vector "
-                                       f"{runs[n][-1]['battles_ended']}: not the same battles")
-        for n in sizes:
-            rates = [x["decisions_per_s"] for x in runs[n]]
+                for backend, k in variants:
+                    if k > 1 and n != max(sizes):
+                        continue
+                    run = run_vector(sc, n, decisions, seed=r, backend=backend, threads=k)
+                    runs.setdefault((backend, k, n), []).append(run)
+                    if reference and ref[n][-1]["battles_ended"] != run["battles_ended"]:
+                        raise RuntimeError(f"{name} N={n}: the reference ended "
+                                           f"{ref[n][-1]['battles_ended']} battles, the {backend} "
+                                           f"vector {run['battles_ended']}: not the same battles")
+        for (backend, k, n), case_runs in runs.items():
+            rates = [x["decisions_per_s"] for x in case_runs]
             median = statistics.median(rates)
-            sampler = statistics.median(x["sampler_us_per_decision"] for x in runs[n])
-            key = f"{backend} {name} N={n}"
+            sampler = statistics.median(x["sampler_us_per_decision"] for x in case_runs)
+            label = backend if k == 1 else f"{backend} {k} threads"
+            key = f"{label} {name} N={n}"
             cases[key] = {"decisions_per_s": median, "repeats": rates,
                           "step_us_per_decision": 1e6 / median,
                           "sampler_us_per_decision": sampler,
-                          "steps_per_repeat": runs[n][0]["steps"],
-                          "decisions_per_repeat": runs[n][0]["decisions"],
-                          "battles_ended_per_repeat": [x["battles_ended"] for x in runs[n]]}
+                          "steps_per_repeat": case_runs[0]["steps"],
+                          "decisions_per_repeat": case_runs[0]["decisions"],
+                          "battles_ended_per_repeat": [x["battles_ended"] for x in case_runs],
+                          "clock": "cpu" if k == 1 else "wall"}
             extra = ""
             if reference:
                 ref_rates = [x["decisions_per_s"] for x in ref[n]]
                 ratio = statistics.median(v / w for v, w in zip(rates, ref_rates, strict=True))
-                raw[key] = {"decisions_per_s": statistics.median(ref_rates),
-                            "repeats": ref_rates}
+                raw[f"{name} N={n}"] = {"decisions_per_s": statistics.median(ref_rates),
+                                        "repeats": ref_rates}
                 cases[key]["ratio_to_raw_env"] = ratio
                 extra = f"; raw_env() {statistics.median(ref_rates):,.0f}/s: {ratio:.2f}x"
-            print(f"vector {key:<26}{median:>12,.0f} decisions/s  "
-                  f"({1e6 / median:,.1f} us in step + {sampler:,.2f} us sampling per decision; "
-                  f"{runs[n][0]['steps']} steps x {n}{extra})", flush=True)
-    memory = {name: memory_per_battle_kib(sc) for name, sc in scenarios().items()}
+            print(f"vector {key:<34}{median:>12,.0f} decisions/s  "
+                  f"({1e6 / median:,.2f} us in step + {sampler:,.2f} us sampling per decision; "
+                  f"{case_runs[0]['steps']} steps x {n}{extra})", flush=True)
+    memory = {f"{b} {name}": memory_per_battle_kib(sc, backend=b)
+              for b in backends for name, sc in scenarios().items()}
     for name, kib in memory.items():
-        print(f"vector memory per battle {name:<14}{kib:>12,.1f} KiB")
-    section = {"backend": backend, "decisions_target": decisions, "repeats": repeats,
+        print(f"vector memory per battle {name:<20}{kib:>12,.1f} KiB")
+    section = {"backends": list(backends), "decisions_target": decisions, "repeats": repeats,
                "min_steps": MIN_STEPS, "warmup_steps": WARMUP_STEPS, "cases": cases,
                "memory_kib_per_battle": memory}
     if reference:
@@ -204,7 +236,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--decisions", type=int, default=20_000,
                         help="decisions per repeat and case (at least MIN_STEPS steps)")
     parser.add_argument("--repeats", type=int, default=3, help="repeats (median is reported)")
-    parser.add_argument("--backend", default="python", choices=sorted(vector.BACKENDS))
+    parser.add_argument("--backend", action="append", choices=sorted(vector.BACKENDS),
+                        help="a backend to measure (repeatable; default: core and python)")
+    parser.add_argument("--threads", type=int, default=2,
+                        help="also the core with this many threads at the largest N (1: no)")
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
     return parser
 
@@ -214,7 +249,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.decisions < 1 or args.repeats < 1:
         raise SystemExit("--decisions and --repeats must be at least 1")
-    section = run_all(args.decisions, args.repeats, args.backend, reference=True)
+    backends = tuple(args.backend or ("core", "python"))
+    section = run_all(args.decisions, args.repeats, backends, reference=True,
+                      threads=args.threads)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         payload = {"machine": {"python": platform.python_version(),

@@ -244,7 +244,7 @@ class TravellerEnv(AECEnv):
         dice = (options or {}).get("dice")
         if dice is not None and not isinstance(dice, Dice):
             raise TypeError(f"reset options['dice'] must be a Dice, got {type(dice).__name__}")
-        self.battle = build_battle(self.scenario, dice=dice or Dice(self.seed))
+        self.battle = self._build_battle(dice)
         self._mask_key = None  # a new battle may reuse the old one's id()
         self._rewards_dirty = False  # True while some agent's last-step reward is not 0
         self._last_summary = self.battle.summary.copy()  # what rewards were last scored from
@@ -261,6 +261,10 @@ class TravellerEnv(AECEnv):
         self._refresh_info(self.agent_selection)
         if self._check_invariants:
             self._run_invariant_checks(0)
+
+    def _build_battle(self, dice: Dice | None) -> Battle:
+        """The battle of a ``reset`` (the core's env builds its own)."""
+        return build_battle(self.scenario, dice=dice or Dice(self.seed))
 
     def _require_reset(self, what: str) -> None:
         if self.battle is None:
@@ -525,21 +529,38 @@ class TravellerEnv(AECEnv):
         """Nothing to release."""
 
 
+#: The engines an environment can run on: the Python reference and the compiled core.
+ENV_BACKENDS = ("python", "core")
+
+
 def raw_env(scenario: ScenarioSource = "duel", render_mode: str | None = None,
-            **options: Any) -> TravellerEnv:
-    """The environment without wrappers (illegal actions raise ``ValueError`` by default)."""
+            backend: str = "python", **options: Any) -> TravellerEnv:
+    """The environment without wrappers (illegal actions raise ``ValueError`` by default).
+
+    ``backend``: ``"python"`` (the Python engine) or ``"core"`` (the compiled core,
+    ``traveller_env.core.aec.CoreTravellerEnv``: the same observations, masks, labels,
+    rewards, event log and ``view``; ``CoreUnavailableError`` when the core is not built).
+    """
+    if backend == "core":
+        from .core.aec import CoreTravellerEnv
+
+        return CoreTravellerEnv(scenario=scenario, render_mode=render_mode, **options)
+    if backend != "python":
+        raise ValueError(f"backend must be one of {', '.join(map(repr, ENV_BACKENDS))}, got "
+                         f"{backend!r}")
     return TravellerEnv(scenario=scenario, render_mode=render_mode, **options)
 
 
 def env(scenario: ScenarioSource = "duel", render_mode: str | None = None,
-        **options: Any) -> AECEnv:
+        backend: str = "python", **options: Any) -> AECEnv:
     """The environment with PettingZoo's order enforcement (``OrderEnforcingWrapper``).
 
     Out-of-bounds and illegal actions are checked by the environment itself with clear
     errors, so the assert-based wrappers are not needed. Unlike PettingZoo's wrapper, which
-    only warns, ``step`` after the episode is over raises ``RuntimeError``.
+    only warns, ``step`` after the episode is over raises ``RuntimeError``. ``backend``: as
+    for ``raw_env``.
     """
-    return _OrderEnforcing(raw_env(scenario, render_mode, **options))
+    return _OrderEnforcing(raw_env(scenario, render_mode, backend=backend, **options))
 
 
 def _before_reset(name: str) -> AttributeError:

@@ -21,7 +21,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from .env import ScenarioSource, TravellerEnv
+from .env import ScenarioSource, TravellerEnv, raw_env
 from .policy import RandomPolicy, policy_action
 from .rules.kinds import KINDS
 
@@ -48,6 +48,7 @@ class TravellerSB3Env(gym.Env):
         play_out: when a single learning agent is incapacitated before the end, play the
             battle out and add its side's outcome reward (win/loss/draw) to the last step,
             so that being knocked out is never better than losing.
+        backend: the engine, ``"python"`` or ``"core"`` (as for ``raw_env``).
         **options: environment options (``hastening``, ``reactions``, ``illegal_action``...).
     """
 
@@ -57,9 +58,10 @@ class TravellerSB3Env(gym.Env):
                  policies: Any = None, play_out: bool = True,
                  render_mode: str | None = None, assist: Any = None,
                  focus: Iterable[str] | None = None, relative_actions: bool = False,
-                 **options: Any) -> None:
+                 backend: str = "python", **options: Any) -> None:
         super().__init__()
-        self.aec = TravellerEnv(scenario, render_mode=render_mode, **options)
+        self.aec: TravellerEnv = raw_env(scenario, render_mode=render_mode, backend=backend,
+                                         **options)
         self.render_mode = render_mode
         agents = self.aec.possible_agents
         sides = self.aec.scenario.sides

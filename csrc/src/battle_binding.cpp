@@ -173,6 +173,7 @@ namespace {
 struct PyBattle {
     std::shared_ptr<const Grid> grid;
     std::unique_ptr<Battle> battle;
+    std::vector<std::uint8_t> scratch;  // the mask, for a cheap legality test in step
 };
 
 PyBattle make_battle(std::shared_ptr<Grid> grid, nb::handle ints_obj, nb::handle floats_obj,
@@ -188,6 +189,7 @@ PyBattle make_battle(std::shared_ptr<Grid> grid, nb::handle ints_obj, nb::handle
     out.grid = spec.grid;
     out.battle = std::make_unique<Battle>(spec.grid, std::move(spec.combatants),
                                           std::move(spec.names), spec.options, s, record_events);
+    out.scratch.assign(static_cast<std::size_t>(out.battle->num_actions()), 0);
     return out;
 }
 
@@ -421,6 +423,10 @@ void bind_battle(nb::module_& m) {
         .def("dice_state", [](const PyBattle& p) {
             return nb::make_tuple(p.battle->dice().state, p.battle->dice().inc);
         })
+        .def("out", [](const PyBattle& p, nb::handle i) {
+            const auto c = static_cast<int>(to_count(i, "combatant", p.battle->num_combatants() - 1));
+            return p.battle->combatant(c).out;
+        }, "combatant"_a.none(), "Whether combatant `i` is out of play (R2.5).")
         .def("summary", [](const PyBattle& p) {
             const Summary& s = p.battle->summary();
             return nb::make_tuple(s.damage_dealt, s.damage_taken, s.dropouts);
@@ -439,7 +445,8 @@ void bind_battle(nb::module_& m) {
         .def("step", [](PyBattle& p, nb::handle i) {
             Battle& b = *p.battle;
             const int index = checked_action(b, i);
-            const std::string r = b.why_illegal(index);
+            b.legal_mask(p.scratch.data());  // the refusal text only when refused
+            const std::string r = p.scratch[static_cast<std::size_t>(index)] ? std::string() : b.why_illegal(index);
             if (!r.empty()) {
                 const std::string who = b.done() ? "" : b.names().ids[static_cast<std::size_t>(b.decider())] + ": ";
                 bad(who + "illegal action '" + b.label(index) + "' (index " + std::to_string(index) + "): " + r);

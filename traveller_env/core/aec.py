@@ -1,0 +1,241 @@
+"""The AEC environment on the compiled core: ``raw_env(..., backend="core")``.
+
+``CoreTravellerEnv`` is a ``TravellerEnv`` whose battle runs in the core: the PettingZoo
+bookkeeping (agents, rewards, terminations, dead steps, infos) is ``TravellerEnv``'s own code,
+played on ``CoreBattleState``, which answers the few questions that code asks of a battle
+(``apply``, ``forfeit``, ``events``, ``version``, ``summary``, ``by_id[a].out``, ``round``,
+``done``, ...) from the core. Observations, masks and ``state()`` come from the core too.
+
+What reads the whole battle (``view`` for scripted policies, ``render``, the invariant checks)
+gets the Python engine's ``Battle`` replaying the same seed and the same actions
+(``CoreBattleState.python``): the two engines play identical battles (tests/test_core_engine.py),
+so the view is exact, and it costs nothing until asked for.
+
+Not supported on the core (refused with a clear error): scripted dice (``reset(options=
+{"dice": ...})``) and action kinds registered beyond the built-in twelve.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..env import ScenarioSource, TravellerEnv
+from ..rules.battle import Battle, BattleSummary, IllegalActionError
+from ..rules.dice import Dice
+from ..scenario import build_battle
+from ..view import BattleView
+from .engine import CoreBattle
+
+__all__ = ["CoreBattleState", "CoreTravellerEnv"]
+
+
+class _Out:
+    """``by_id[agent].out`` for the env's bookkeeping, read from the core."""
+
+    __slots__ = ("_b", "_i")
+
+    def __init__(self, b: Any, i: int) -> None:
+        self._b, self._i = b, i
+
+    @property
+    def out(self) -> bool:
+        return self._b.out(self._i)
+
+
+class CoreBattleState:
+    """One battle on the core, with the part of ``Battle``'s interface ``TravellerEnv`` uses.
+
+    ``events`` holds the Python engine's event dicts (converted as they are recorded);
+    ``version`` moves on with every action; ``python`` is the Python engine's ``Battle`` at the
+    same point (replayed lazily from the same seed and actions).
+    """
+
+    def __init__(self, scenario: Any, seed: int, catalogue: Any) -> None:
+        self.core = CoreBattle(scenario, seed)
+        self._b = self.core._b
+        self._scenario = scenario
+        self._seed = seed
+        self._index = {label: i for i, label in enumerate(catalogue.labels)}
+        if list(catalogue.labels) != self.core.labels:
+            raise RuntimeError("the core's action catalogue differs from the Python engine's")
+        self.ids = self.core.ids
+        self.side_names = self.core.side_names
+        self.by_id = {cid: _Out(self._b, i) for i, cid in enumerate(self.ids)}
+        self.events: list[dict] = self._b.events(0)
+        self.version = 0
+        self._taken: list[tuple] = []  # actions so far: (index,) or (label, reason)
+        self._python: Battle | None = None
+        self._replayed = 0
+
+    # ------------------------------------------------------------------ Battle's interface
+    @property
+    def current_agent(self) -> str | None:
+        d = self._b.decider
+        return None if d < 0 else self.ids[d]
+
+    @property
+    def done(self) -> bool:
+        return self._b.done
+
+    @property
+    def truncated(self) -> bool:
+        return self._b.truncated
+
+    @property
+    def winner(self) -> str | None:
+        w = self._b.winner
+        return None if w < 0 else self.side_names[w]
+
+    @property
+    def round(self) -> int:
+        return self._b.round
+
+    @property
+    def phase(self) -> str:
+        return self._b.phase
+
+    @property
+    def summary(self) -> BattleSummary:
+        dealt, taken, dropouts = self._b.summary()
+        return BattleSummary(dict(zip(self.ids, dealt, strict=True)),
+                             dict(zip(self.ids, taken, strict=True)), dropouts)
+
+    def why_illegal(self, action: Any) -> str | None:
+        return self._b.why_illegal(self._index[action.label])
+
+    def apply(self, action: Any, validated: bool = False) -> None:
+        """Take a catalogue action; ``IllegalActionError`` (nothing changes) when refused."""
+        index = self._index[action.label]
+        try:
+            self._b.step(index)
+        except ValueError:
+            raise IllegalActionError(self.current_agent, action.label,
+                                     self._b.why_illegal(index) or "refused") from None
+        self._taken.append((index,))
+        self._recorded()
+
+    def forfeit(self, label: str, reason: str) -> None:
+        """Record an illegal choice and take the do-nothing default."""
+        self._b.forfeit(label, reason)
+        self._taken.append((label, reason))
+        self._recorded()
+
+    def _recorded(self) -> None:
+        self.version += 1
+        self.events.extend(self._b.events(len(self.events)))
+
+    # ------------------------------------------------------------------ the Python twin
+    @property
+    def python(self) -> Battle:
+        """The Python engine's battle at this point (same seed, same actions replayed)."""
+        if self._python is None:
+            self._python = build_battle(self._scenario, dice=Dice(self._seed))
+            self._replayed = 0
+        b = self._python
+        actions = None
+        for taken in self._taken[self._replayed:]:
+            if len(taken) == 1:
+                if actions is None:
+                    from ..encoding import ActionCatalogue
+
+                    actions = ActionCatalogue(b).actions
+                b.apply(actions[taken[0]], validated=True)
+            else:
+                b.forfeit(*taken)
+        self._replayed = len(self._taken)
+        return b
+
+
+class CoreTravellerEnv(TravellerEnv):
+    """``TravellerEnv`` on the compiled core (see the module docstring); build it with
+    ``raw_env(scenario, backend="core")`` or ``env(scenario, backend="core")``."""
+
+    backend = "core"
+
+    def __init__(self, scenario: ScenarioSource = "duel", render_mode: str | None = None,
+                 **options: Any) -> None:
+        from .engine import check_kinds
+
+        check_kinds()
+        super().__init__(scenario, render_mode=render_mode, **options)
+        self._seat = {a: i for i, a in enumerate(self.possible_agents)}
+        self._obs_buf: np.ndarray | None = None
+
+    def _build_battle(self, dice: Dice | None) -> Any:
+        if dice is not None:
+            raise ValueError("reset options['dice']: scripted dice are not supported on "
+                             "backend='core' (the core rolls only the shared PCG32 generator "
+                             "from the seed); use backend='python'")
+        return CoreBattleState(self.scenario, self.seed, self._catalogue)
+
+    @property
+    def view(self) -> BattleView:
+        """A read-only view of the current battle (the Python engine's twin of the core's)."""
+        if self.battle is None:
+            raise RuntimeError("call reset() before reading the battle view")
+        return BattleView(self.battle.python)
+
+    def observe(self, agent: str) -> dict[str, np.ndarray]:
+        """``{"observation": float32 vector, "action_mask": int8 mask}`` for ``agent``."""
+        return {"observation": self.observation_vector(agent),
+                "action_mask": self._mask_for(agent)}
+
+    def observation_vector(self, agent: str) -> np.ndarray:
+        """Only the float32 observation vector of ``agent``, from the core."""
+        if self.battle is None or agent not in self._side_of:
+            self._require_reset("observation_vector()")
+            self._check_agent(agent)
+        return self.battle.core.observe(self._seat[agent])
+
+    def _mask_for(self, agent: str) -> np.ndarray:
+        b = self.battle
+        if isinstance(b, Battle):  # the twin, during the invariant checks
+            return super()._mask_for(agent)
+        if b.done or agent != b.current_agent or agent != self.agent_selection:
+            return np.zeros(self._catalogue.n, dtype=np.int8)
+        key = (id(b), b.version)
+        if self._mask_key != key:
+            self._mask_cache = b.core.mask()
+            self._mask_key = key
+        return self._mask_cache.copy()
+
+    def state(self) -> np.ndarray:
+        """The global state vector (see ``state_labels``), from the core."""
+        self._require_reset("state()")
+        return self.battle.core.state()
+
+    def render(self) -> str | np.ndarray | None:
+        """As ``TravellerEnv.render``, drawn from the Python twin of the battle."""
+        if self.render_mode is None or self.battle is None:
+            return super().render()
+        core_state = self.battle
+        self.battle = core_state.python
+        try:
+            return super().render()
+        finally:
+            self.battle = core_state
+
+    def _run_invariant_checks(self, first_event: int) -> None:
+        """The Python engine's invariant checks on the twin, plus: the core's event log,
+        observations and mask equal the twin's (a cross-check of the two engines)."""
+        core_state = self.battle
+        twin = core_state.python
+        if core_state.events != twin.events:
+            from .differential import first_difference
+
+            raise AssertionError("the core's event log differs from the Python engine's: "
+                                 + str(first_difference(twin.events, core_state.events)))
+        for a in self.agents:
+            mine = self.observation_vector(a)
+            ref = self._obs_builder.observe(twin, a)
+            if mine.tobytes() != ref.tobytes():
+                j = int(np.flatnonzero(mine != ref)[0])
+                raise AssertionError(f"{a}: the core's observation differs at "
+                                     f"{self._obs_builder.labels[j]}: {mine[j]!r} vs {ref[j]!r}")
+        self.battle = twin
+        try:
+            super()._run_invariant_checks(first_event)
+        finally:
+            self.battle = core_state
