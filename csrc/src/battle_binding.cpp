@@ -19,6 +19,7 @@
 
 #include "battle_spec.hpp"
 #include "checks.hpp"
+#include "py_battle.hpp"
 #include "traveller/battle.hpp"
 
 namespace nb = nanobind;
@@ -170,12 +171,6 @@ BattleSpec parse_battle(std::shared_ptr<Grid> grid, nb::handle ints_obj, nb::han
 
 namespace {
 
-struct PyBattle {
-    std::shared_ptr<const Grid> grid;
-    std::unique_ptr<Battle> battle;
-    std::vector<std::uint8_t> scratch;  // the mask, for a cheap legality test in step
-};
-
 PyBattle make_battle(std::shared_ptr<Grid> grid, nb::handle ints_obj, nb::handle floats_obj,
                      std::vector<std::string> ids, std::vector<std::string> weapons,
                      std::vector<std::string> damage_dice, std::vector<std::string> sides,
@@ -189,6 +184,7 @@ PyBattle make_battle(std::shared_ptr<Grid> grid, nb::handle ints_obj, nb::handle
     out.grid = spec.grid;
     out.battle = std::make_unique<Battle>(spec.grid, std::move(spec.combatants),
                                           std::move(spec.names), spec.options, s, record_events);
+    out.observer = std::make_unique<const Observer>(*out.battle);
     out.scratch.assign(static_cast<std::size_t>(out.battle->num_actions()), 0);
     return out;
 }

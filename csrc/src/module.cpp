@@ -27,6 +27,7 @@ namespace nb = nanobind;
 namespace traveller::binding {
 void bind_battle(nb::module_& m);
 void bind_vector(nb::module_& m);
+void bind_observation(nb::module_& m);
 }
 using namespace nb::literals;
 using traveller::binding::Buffer;
@@ -113,6 +114,7 @@ NB_MODULE(_core, m) {
     m.attr("SOURCE_DIGEST") = TRAVELLER_CORE_SOURCE_DIGEST;
 
     traveller::binding::bind_battle(m);
+    traveller::binding::bind_observation(m);  // adds to _core.Battle
     traveller::binding::bind_vector(m);
 
     m.def("build_info", &build_info,

@@ -18,11 +18,12 @@ from typing import Any
 import numpy as np
 
 from ..encoding import ActionCatalogue
+from ..observations import ObservationBuilder
 from ..rules.dice import Dice
 from ..scenario import build_battle, load_scenario
 from .engine import CoreBattle
 
-__all__ = ["Divergence", "first_difference", "play_both"]
+__all__ = ["Divergence", "check_observations", "first_difference", "play_both"]
 
 
 class Divergence(AssertionError):
@@ -40,6 +41,38 @@ def first_difference(py_events: list[dict], core_events: list[dict]) -> str | No
         side = "python" if len(py_events) > len(core_events) else "core"
         return f"event {i} only on the {side} side: {json.dumps(extra[0])}"
     return None
+
+
+def _first_bit_difference(want: np.ndarray, got: np.ndarray) -> int | None:
+    """Index of the first entry whose float32 bits differ (``-0.0`` and ``0.0`` differ too),
+    or ``None``."""
+    if want.shape != got.shape:
+        return min(len(want), len(got))
+    diff = np.flatnonzero(want.view(np.uint32) != got.view(np.uint32))
+    return int(diff[0]) if len(diff) else None
+
+
+def check_observations(builder: ObservationBuilder, py: Any, cb: CoreBattle,
+                       where: str = "") -> None:
+    """Require the core's observation vector of every agent (not only the deciding one) and
+    its global state to equal the Python ``ObservationBuilder``'s bit for bit; raise
+    ``Divergence`` naming the agent, the label of the first differing entry and both values.
+    ``builder`` must have been built from the Python battle at its start."""
+    for agent in cb.ids:
+        want, got = builder.observe(py, agent), cb.observe(agent)
+        j = _first_bit_difference(want, got)
+        if j is not None:
+            label = builder.labels[j] if j < len(builder.labels) else "(length)"
+            raise Divergence(f"{where}observation of {agent} differs at [{j}] {label}: python "
+                             f"{want[j] if j < len(want) else None!r}, core "
+                             f"{got[j] if j < len(got) else None!r}")
+    want, got = builder.state(py), cb.state()
+    j = _first_bit_difference(want, got)
+    if j is not None:
+        label = builder.state_labels[j] if j < len(builder.state_labels) else "(length)"
+        raise Divergence(f"{where}global state differs at [{j}] {label}: python "
+                         f"{want[j] if j < len(want) else None!r}, core "
+                         f"{got[j] if j < len(got) else None!r}")
 
 
 def play_both(scenario: Any, seed: int, attack_rate: float = 0.5, illegal_rate: float = 0.05,

@@ -118,7 +118,8 @@ class CoreBattle:
     ``step(index)`` takes an action of the catalogue (``ValueError`` naming the seat, the
     label and the reason when it is illegal; nothing changes then), ``mask()`` gives the int8
     mask, ``why_illegal(index)`` the reason or ``None``, ``events(start)`` the log's dicts,
-    ``forfeit(label, reason)`` the penalize mode's do-nothing default.
+    ``forfeit(label, reason)`` the penalize mode's do-nothing default, ``observe(agent)`` and
+    ``state()`` the observation vector and the global state (``traveller_env.observations``).
     """
 
     def __init__(self, scenario: str | Path | Mapping[str, Any] | Any, seed: int,
@@ -195,6 +196,42 @@ class CoreBattle:
         dealt, taken, dropouts = self._b.summary()
         return dict(zip(self.ids, dealt, strict=True)), dict(zip(self.ids, taken, strict=True)), \
             dropouts
+
+    @property
+    def observation_size(self) -> int:
+        """Entries of one observation vector (``len(ObservationBuilder.labels)``)."""
+        return self._b.observation_size
+
+    @property
+    def state_size(self) -> int:
+        """Entries of the global state (``ObservationBuilder.state_size``)."""
+        return self._b.state_size
+
+    def seat(self, agent: str | int) -> int:
+        """The seat (scenario-order index) of an agent id, or a seat checked for range."""
+        if isinstance(agent, str):
+            try:
+                return self.ids.index(agent)
+            except ValueError:
+                raise ValueError(f"agent must be one of {self.ids}, got {agent!r}") from None
+        return agent  # an int: checked by the core (ValueError naming "seat")
+
+    def observe(self, agent: str | int, out: np.ndarray | None = None) -> np.ndarray:
+        """``agent``'s observation vector (an agent id or a seat), float32, equal bit for bit
+        to ``ObservationBuilder.observe(battle, agent)`` on the Python engine's battle; written
+        into ``out`` (float32 ``[observation_size]``) when given, else a new array."""
+        if out is None:
+            out = np.empty(self._b.observation_size, dtype=np.float32)
+        self._b.observe(self.seat(agent), out)
+        return out
+
+    def state(self, out: np.ndarray | None = None) -> np.ndarray:
+        """The global state, float32, equal bit for bit to ``ObservationBuilder.state``;
+        written into ``out`` (float32 ``[state_size]``) when given, else a new array."""
+        if out is None:
+            out = np.empty(self._b.state_size, dtype=np.float32)
+        self._b.state(out)
+        return out
 
     def dice_state(self) -> tuple[int, int]:
         """The dice generator's ``(state, inc)`` (the Python ``Pcg32.getstate()`` pair)."""

@@ -114,6 +114,8 @@ public:
     const std::vector<std::int32_t>& pool_ints() const noexcept { return ints_; }
     const std::vector<std::string>& strings() const noexcept { return strings_; }
     const rng::Pcg32& dice() const noexcept { return dice_; }
+    const Grid& grid() const noexcept { return *grid_; }
+    const RulesOptions& options() const noexcept { return options_; }
 
     // ---- the action catalogue
     int num_actions() const noexcept { return n_actions_; }

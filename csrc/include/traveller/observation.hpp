@@ -1,18 +1,70 @@
-// STUB (lead's local build only; replaced by the obs branch).
+// The observation vector and the global state (traveller_env/observations.py).
+//
+// Every entry equals the Python ObservationBuilder's float32 value bit for bit: it is computed in
+// double with the same operations in the same order (`1.0 - chars / max`, `x / W`,
+// `min(1.0, dist / (4 * range))`, the clamp `_unit`, ...) and cast to float once, as
+// struct.pack('f') and NumPy's float32 assignment do (round to nearest).
+//
+// Layout (ObservationBuilder.labels): the observer's own block (kSelfFields entries, SELF_FIELDS
+// order), then one block of kSlotFields entries (SLOT_FIELDS order) per slot. Slots are relative
+// to the observer: its allies in scenario order without itself, padded to (largest side - 1),
+// then its enemies in scenario order, padded to the largest side. The state
+// (ObservationBuilder.state_labels): kStateFields entries (STATE_FIELDS order) per combatant in
+// scenario order, then the three phase flags and the round.
+//
+// An Observer holds the per-scenario tables (slots, starting characteristics and spare
+// magazines, skill DMs). Build it from a battle at its start (before any action: the starting
+// characteristics are the "max" the wounds are measured against, as Combatant.max_chars in
+// Python); it then serves every battle of that scenario. observe() and state() allocate nothing.
 #pragma once
-#include <algorithm>
+
+#include <vector>
+
 #include "battle.hpp"
+
 namespace traveller {
+
+inline constexpr int kSelfFields = 31;   // len(SELF_FIELDS)
+inline constexpr int kSlotFields = 28;   // len(SLOT_FIELDS)
+inline constexpr int kStateFields = 19;  // len(STATE_FIELDS)
+inline constexpr double kInitScale = 30.0;
+inline constexpr double kPoolScale = 10.0;
+
 class Observer {
 public:
-    explicit Observer(const Battle& b) {
-        int n[2] = {0, 0};
-        for (int i = 0; i < b.num_combatants(); ++i) n[b.combatant(i).side]++;
-        size_ = 31 + (2 * std::max(n[0], n[1]) - 1) * 28;
+    explicit Observer(const Battle& b);
+
+    int size() const noexcept { return size_; }              // len(ObservationBuilder.labels)
+    int state_size() const noexcept { return state_size_; }  // ObservationBuilder.state_size
+    int num_combatants() const noexcept { return n_; }
+    int num_slots() const noexcept { return n_slots_; }
+    int num_ally_slots() const noexcept { return n_ally_slots_; }
+    // The combatant index in slot k of seat's view, -1 for an empty slot (or out of range).
+    int slot(int seat, int k) const noexcept {
+        if (seat < 0 || seat >= n_ || k < 0 || k >= n_slots_) return -1;
+        return slots_[static_cast<std::size_t>(seat * n_slots_ + k)];
     }
-    int size() const noexcept { return size_; }
-    void observe(const Battle&, int, float* out) const noexcept { std::fill(out, out + size_, 0.0f); }
+    // ObservationBuilder.observe(battle, ids[seat]) into out[size()]. The caller checks the
+    // seat (0 <= seat < num_combatants()) and that b is a battle of this observer's scenario.
+    void observe(const Battle& b, int seat, float* out) const noexcept;
+    // ObservationBuilder.state(battle) into out[state_size()].
+    void state(const Battle& b, float* out) const noexcept;
+
 private:
-    int size_;
+    struct Fixed {               // per combatant, fixed for the scenario
+        double max_chars[3];     // starting STR, DEX, END
+        double init_spares;      // max(1, starting spare magazines)
+        double skill_dm;         // _unit(weapon skill DM / 6)
+        double leadership_dm;    // _unit(sum(leadership_dms(c, hasty=False)) / 10)
+    };
+
+    int n_ = 0;
+    int n_ally_slots_ = 0;
+    int n_slots_ = 0;
+    int size_ = 0;
+    int state_size_ = 0;
+    std::vector<int> slots_;  // [n_ * n_slots_], -1 empty
+    std::vector<Fixed> fixed_;
 };
-}
+
+}  // namespace traveller

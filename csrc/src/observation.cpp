@@ -1,0 +1,211 @@
+// The observation vector and the global state: traveller_env/observations.py, entry for entry
+// (see observation.hpp). Each entry is computed in double exactly as the Python expression
+// named beside it and cast to float once.
+#include "traveller/observation.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace traveller {
+
+namespace {
+
+// observations._unit: clamp to [-1, 1].
+constexpr double unit(double x) noexcept { return x < -1.0 ? -1.0 : x > 1.0 ? 1.0 : x; }
+
+inline float f32(double x) noexcept { return static_cast<float>(x); }
+inline float flag(bool x) noexcept { return x ? 1.0f : 0.0f; }
+
+// Position of each R5.1 band among the slot's five band flags (observations._BAND_INDEX).
+constexpr int band_index(int dm) noexcept {
+    switch (dm) {
+        case 1: return 0;
+        case 0: return 1;
+        case -2: return 2;
+        case -4: return 3;
+        default: return 4;  // kNoBand: beyond 4x Range
+    }
+}
+
+}  // namespace
+
+Observer::Observer(const Battle& b) {
+    n_ = b.num_combatants();
+    int per_side[2] = {0, 0};
+    for (int i = 0; i < n_; ++i) ++per_side[b.combatant(i).side];
+    const int biggest = std::max(per_side[0], per_side[1]);
+    n_ally_slots_ = biggest - 1;
+    n_slots_ = n_ally_slots_ + biggest;
+    size_ = kSelfFields + n_slots_ * kSlotFields;
+    state_size_ = n_ * kStateFields + 4;
+    slots_.assign(static_cast<std::size_t>(n_ * n_slots_), -1);
+    for (int seat = 0; seat < n_; ++seat) {
+        const int side = b.combatant(seat).side;
+        int* row = slots_.data() + seat * n_slots_;
+        int ally = 0, enemy = n_ally_slots_;
+        for (int i = 0; i < n_; ++i) {
+            if (b.combatant(i).side == side) {
+                if (i != seat) row[ally++] = i;
+            } else {
+                row[enemy++] = i;
+            }
+        }
+    }
+    fixed_.resize(static_cast<std::size_t>(n_));
+    for (int i = 0; i < n_; ++i) {
+        const Combatant& c = b.combatant(i);
+        Fixed& f = fixed_[static_cast<std::size_t>(i)];
+        for (int ch = 0; ch < 3; ++ch) f.max_chars[ch] = static_cast<double>(c.chars[ch]);
+        f.init_spares = static_cast<double>(std::max(1, c.spares));
+        f.skill_dm = unit(static_cast<double>(skill_dm(c.skills.weapon)) / 6.0);
+        Combatant calm = c;  // leadership_dms(c, hasty=False): no haste DM
+        calm.hasty = false;
+        f.leadership_dm = unit(static_cast<double>(leadership_dms(calm).total()) / 10.0);
+    }
+}
+
+void Observer::observe(const Battle& b, int seat, float* out) const noexcept {
+    const Combatant& me = b.combatant(seat);
+    const Fixed& mine = fixed_[static_cast<std::size_t>(seat)];
+    const Grid& g = b.grid();
+    const double W = g.width(), H = g.height();
+    const Weapon& w = me.weapon;
+    const bool ranged = !w.melee;
+    const Phase phase = b.phase();
+
+    double sig_avail = 0.0, minors_avail = 0.0;
+    if (phase == Phase::turn && b.decider() == seat) {
+        const Budget budget{me.minors, me.significant};
+        sig_avail = budget.significant_left() ? 1.0 : 0.0;
+        minors_avail = budget.minors_left() / 3.0;
+    }
+    int bonuses = 0, penalties = 0;
+    if (!b.pools().empty()) b.pools().held(seat, me.side, bonuses, penalties);
+    double ready = 0.0;
+    if (me.ready_kind != kReadyNone) {
+        const int needed = me.ready_kind == kReadyDraw ? w.draw_actions : w.reload_actions;
+        ready = static_cast<double>(me.ready_count) / needed;
+    }
+    const PendingAttack& pending = b.pending();
+    const int attacker = pending.active && pending.target == seat ? pending.attacker : -1;
+
+    float* o = out;
+    *o++ = f32(me.x / W);
+    *o++ = f32(me.y / H);
+    for (int ch = 0; ch < 3; ++ch) *o++ = f32(1.0 - me.chars[ch] / mine.max_chars[ch]);
+    *o++ = flag(me.stance == kStand);
+    *o++ = flag(me.stance == kCrouch);
+    *o++ = flag(me.stance == kProne);
+    *o++ = flag(me.drawn);
+    *o++ = flag(w.melee);
+    *o++ = ranged ? f32(static_cast<double>(me.ammo) / w.magazine) : 0.0f;
+    *o++ = ranged ? f32(me.spares / mine.init_spares) : 0.0f;
+    *o++ = f32(me.aim_dm / 6.0);
+    *o++ = f32(me.minors / 3.0);
+    *o++ = flag(me.significant);
+    *o++ = f32(sig_avail);
+    *o++ = f32(minors_avail);
+    *o++ = flag(me.hasty);
+    *o++ = flag(me.bonus);
+    *o++ = flag(me.penalty);
+    *o++ = f32(unit(bonuses / kPoolScale));
+    *o++ = f32(unit(penalties / kPoolScale));
+    *o++ = f32(unit(me.current_initiative() / kInitScale));
+    *o++ = f32(ready);
+    *o++ = f32(static_cast<double>(b.round()) / b.options().max_rounds);
+    *o++ = flag(phase == Phase::haste);
+    *o++ = flag(phase == Phase::turn);
+    *o++ = flag(phase == Phase::reaction);
+    *o++ = flag(attacker >= 0 && pending.melee);
+    *o++ = f32(mine.skill_dm);
+    *o++ = f32(mine.leadership_dm);
+
+    const int* row = slots_.data() + seat * n_slots_;
+    const double four_range = 4 * w.range_m;
+    for (int k = 0; k < n_slots_; ++k) {
+        const int oid = row[k];
+        if (oid < 0) {
+            std::fill(o, o + kSlotFields, 0.0f);
+            o += kSlotFields;
+            continue;
+        }
+        const Combatant& c = b.combatant(oid);
+        if (c.out) {
+            o[0] = 1.0f;
+            std::fill(o + 1, o + kSlotFields, 0.0f);
+            o += kSlotFields;
+            continue;
+        }
+        // observations._offset_geometry
+        const int dx = c.x - me.x, dy = c.y - me.y;
+        const double dist = Grid::distance_m(0, 0, dx, dy);
+        *o++ = 1.0f;
+        *o++ = 1.0f;
+        *o++ = f32(dx / W);
+        *o++ = f32(dy / H);
+        float* bands = o + 1;
+        std::fill(bands, bands + 5, 0.0f);
+        if (w.melee) {
+            *o = f32(std::min(1.0, dist / 6.0));
+        } else {
+            *o = f32(std::min(1.0, dist / four_range));
+            bands[band_index(range_dm(dist, w.range_m))] = 1.0f;
+        }
+        o += 6;
+        *o++ = flag(std::max(std::abs(dx), std::abs(dy)) <= 1);
+        *o++ = flag(g.line_of_sight(me.x, me.y, c.x, c.y));
+        *o++ = flag(c.stance != kStand && g.cover_between(me.x, me.y, c.x, c.y));
+        // observations._public_block around the observer's "aimed"
+        const Fixed& theirs = fixed_[static_cast<std::size_t>(oid)];
+        *o++ = flag(c.stance == kStand);
+        *o++ = flag(c.stance == kCrouch);
+        *o++ = flag(c.stance == kProne);
+        for (int ch = 0; ch < 3; ++ch) *o++ = f32(1.0 - c.chars[ch] / theirs.max_chars[ch]);
+        *o++ = flag(c.drawn);
+        *o++ = flag(c.weapon.melee);
+        *o++ = flag(me.aim_target == oid);
+        *o++ = flag(c.bonus);
+        *o++ = flag(c.penalty);
+        *o++ = flag(c.turn_begun);
+        *o++ = flag(c.hasty);
+        *o++ = f32(unit(c.current_initiative() / kInitScale));
+        *o++ = flag(attacker == oid);
+    }
+}
+
+void Observer::state(const Battle& b, float* out) const noexcept {
+    const double W = b.grid().width(), H = b.grid().height();
+    const int deciding = b.decider();
+    // np.clip(out, -1, 1) after the float32 assignment: the same as clamping before the cast
+    // (the cast is monotonic and -1, 1 are exact).
+    for (int i = 0; i < n_; ++i) {
+        const Combatant& c = b.combatant(i);
+        const Fixed& f = fixed_[static_cast<std::size_t>(i)];
+        float* row = out + i * kStateFields;
+        row[0] = static_cast<float>(unit(c.side));
+        row[1] = flag(!c.out);
+        row[2] = f32(unit(c.x / W));
+        row[3] = f32(unit(c.y / H));
+        for (int ch = 0; ch < 3; ++ch) row[4 + ch] = f32(unit(1.0 - c.chars[ch] / f.max_chars[ch]));
+        row[7] = flag(c.stance == kStand);
+        row[8] = flag(c.stance == kCrouch);
+        row[9] = flag(c.stance == kProne);
+        row[10] = flag(c.drawn);
+        row[11] = c.weapon.magazine ? f32(unit(static_cast<double>(c.ammo) / c.weapon.magazine)) : 0.0f;
+        row[12] = f32(unit(c.aim_dm / 6.0));
+        row[13] = f32(unit(c.current_initiative() / kInitScale));
+        row[14] = flag(c.hasty);
+        row[15] = flag(c.bonus);
+        row[16] = flag(c.penalty);
+        row[17] = flag(c.turn_begun);
+        row[18] = flag(i == deciding);
+    }
+    float* tail = out + n_ * kStateFields;
+    const Phase phase = b.phase();
+    tail[0] = flag(phase == Phase::haste);
+    tail[1] = flag(phase == Phase::turn);
+    tail[2] = flag(phase == Phase::reaction);
+    tail[3] = f32(unit(static_cast<double>(b.round()) / b.options().max_rounds));
+}
+
+}  // namespace traveller
