@@ -127,7 +127,7 @@ def test_the_sb3_bridge_on_the_core_matches_the_python_engine():
     rng = np.random.default_rng(9)
     episodes = 0
     for _ in range(600):
-        (o0, i0), (o1, i1) = outs[0][:2], outs[1][:2]
+        o0, o1 = outs[0][0], outs[1][0]
         assert o0.tobytes() == o1.tobytes()
         mask = envs[0].action_masks()
         assert np.array_equal(mask, envs[1].action_masks())
