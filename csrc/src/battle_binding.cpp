@@ -423,6 +423,7 @@ void bind_battle(nb::module_& m) {
             const auto c = static_cast<int>(to_count(i, "combatant", p.battle->num_combatants() - 1));
             return p.battle->combatant(c).out;
         }, "combatant"_a.none(), "Whether combatant `i` is out of play (R2.5).")
+        .def_prop_ro("dropouts", [](const PyBattle& p) { return p.battle->summary().dropouts; })
         .def("summary", [](const PyBattle& p) {
             const Summary& s = p.battle->summary();
             return nb::make_tuple(s.damage_dealt, s.damage_taken, s.dropouts);
@@ -456,7 +457,8 @@ void bind_battle(nb::module_& m) {
             const Battle& b = *p.battle;
             const auto start = static_cast<std::size_t>(
                 to_count(start_obj, "start", static_cast<std::int64_t>(b.events().size())));
-            nb::object py_round = nb::module_::import_("builtins").attr("round");
+            // Looked up once and kept for the process (never released: no destructor at exit).
+            static const nb::handle py_round = nb::object(nb::module_::import_("builtins").attr("round")).release();
             nb::list out;
             for (std::size_t k = start; k < b.events().size(); ++k) out.append(event_obj(b, b.events()[k], py_round));
             return out;

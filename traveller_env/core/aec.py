@@ -44,6 +44,37 @@ class _Out:
         return self._b.out(self._i)
 
 
+class _LazySummary:
+    """``Battle.summary`` of the core: ``dropouts`` at once, the per-combatant damage totals
+    (and ``copy()``, a ``BattleSummary``) only when asked (damage rewards)."""
+
+    __slots__ = ("_full", "_state", "dropouts")
+
+    def __init__(self, state: CoreBattleState) -> None:
+        self._state = state
+        self.dropouts: int = state._b.dropouts
+        self._full: BattleSummary | None = None
+
+    def _summary(self) -> BattleSummary:
+        if self._full is None:
+            ids = self._state.ids
+            dealt, taken, dropouts = self._state._b.summary()
+            self._full = BattleSummary(dict(zip(ids, dealt, strict=True)),
+                                       dict(zip(ids, taken, strict=True)), dropouts)
+        return self._full
+
+    @property
+    def damage_dealt(self) -> dict[str, int]:
+        return self._summary().damage_dealt
+
+    @property
+    def damage_taken(self) -> dict[str, int]:
+        return self._summary().damage_taken
+
+    def copy(self) -> BattleSummary:
+        return self._summary().copy()
+
+
 class CoreBattleState:
     """One battle on the core, with the part of ``Battle``'s interface ``TravellerEnv`` uses.
 
@@ -57,7 +88,9 @@ class CoreBattleState:
         self._b = self.core._b
         self._scenario = scenario
         self._seed = seed
-        self._index = {label: i for i, label in enumerate(catalogue.labels)}
+        # The catalogue's own action objects, by identity (the env passes them).
+        self._index = {id(a): i for i, a in enumerate(catalogue.actions)}
+        self._catalogue = catalogue
         if list(catalogue.labels) != self.core.labels:
             raise RuntimeError("the core's action catalogue differs from the Python engine's")
         self.ids = self.core.ids
@@ -97,17 +130,15 @@ class CoreBattleState:
         return self._b.phase
 
     @property
-    def summary(self) -> BattleSummary:
-        dealt, taken, dropouts = self._b.summary()
-        return BattleSummary(dict(zip(self.ids, dealt, strict=True)),
-                             dict(zip(self.ids, taken, strict=True)), dropouts)
+    def summary(self) -> _LazySummary:
+        return _LazySummary(self)
 
     def why_illegal(self, action: Any) -> str | None:
-        return self._b.why_illegal(self._index[action.label])
+        return self._b.why_illegal(self._index[id(action)])
 
     def apply(self, action: Any, validated: bool = False) -> None:
         """Take a catalogue action; ``IllegalActionError`` (nothing changes) when refused."""
-        index = self._index[action.label]
+        index = self._index[id(action)]
         try:
             self._b.step(index)
         except ValueError:
@@ -161,7 +192,7 @@ class CoreTravellerEnv(TravellerEnv):
         check_kinds()
         super().__init__(scenario, render_mode=render_mode, **options)
         self._seat = {a: i for i, a in enumerate(self.possible_agents)}
-        self._obs_buf: np.ndarray | None = None
+        self._obs_dim = len(self._obs_builder.labels)
 
     def _build_battle(self, dice: Dice | None) -> Any:
         if dice is not None:
@@ -187,7 +218,9 @@ class CoreTravellerEnv(TravellerEnv):
         if self.battle is None or agent not in self._side_of:
             self._require_reset("observation_vector()")
             self._check_agent(agent)
-        return self.battle.core.observe(self._seat[agent])
+        out = np.empty(self._obs_dim, dtype=np.float32)
+        self.battle._b.observe(self._seat[agent], out)
+        return out
 
     def _mask_for(self, agent: str) -> np.ndarray:
         b = self.battle
@@ -197,7 +230,9 @@ class CoreTravellerEnv(TravellerEnv):
             return np.zeros(self._catalogue.n, dtype=np.int8)
         key = (id(b), b.version)
         if self._mask_key != key:
-            self._mask_cache = b.core.mask()
+            mask = np.empty(self._catalogue.n, dtype=np.int8)
+            b._b.mask(mask.view(np.uint8))
+            self._mask_cache = mask
             self._mask_key = key
         return self._mask_cache.copy()
 
