@@ -534,30 +534,6 @@ def test_a_policy_that_cannot_run_in_the_core_is_refused_naming_those_that_can(b
         vector.make("duel", opponents={"red": "tactician"})
 
 
-def test_the_backends_play_the_same_battles(backend):
-    """Same seed, same actions: the core and the Python engine give identical outputs (the
-    rest of this file checks each backend against the AEC env; this checks them against each
-    other directly, with threads on the core)."""
-    python_only(backend, "runs both backends itself")
-    if vector.BACKENDS["core"] != "available":
-        pytest.skip("the compiled core is not built here (make build)")
-    for sc, opponents in (("squad", None), ("duel", {"red": "rush"}),
-                          ("ambush", {"raiders": "marksman"})):
-        py = vector.make(sc, num_envs=8, seed=11, backend="python", opponents=opponents)
-        core = vector.make(sc, num_envs=8, seed=11, backend="core", opponents=opponents)
-        core._backend.threads = 2
-        a, b = py.reset(), core.reset()
-        rng = np.random.default_rng(11)
-        for t in range(200):
-            for x, y in zip(a, b, strict=True):
-                if isinstance(x, dict):
-                    assert all(np.array_equal(x[k], y[k]) for k in x), (sc, t)
-                else:
-                    assert x.tobytes() == y.tobytes(), (sc, t)
-            actions = vector.random_legal_actions(a[1], rng)
-            a, b = py.step(actions), core.step(actions)
-
-
 @pytest.mark.parametrize(("kwargs", "error", "match"), [
     ({"num_envs": 0}, ValueError, "num_envs must be an int >= 1"),
     ({"num_envs": True}, ValueError, "num_envs must be an int >= 1"),

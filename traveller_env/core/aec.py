@@ -5,6 +5,8 @@ bookkeeping (agents, rewards, terminations, dead steps, infos) is ``TravellerEnv
 played on ``CoreBattleState``, which answers the few questions that code asks of a battle
 (``apply``, ``forfeit``, ``events``, ``version``, ``summary``, ``by_id[a].out``, ``round``,
 ``done``, ...) from the core. Observations, masks and ``state()`` come from the core too.
+Any other attribute of ``env.battle`` (``combatants``, ``grid``, ``pools``, ...) is read from
+the Python twin below, so code written for the Python engine's ``env.battle`` keeps working.
 
 What reads the whole battle (``view`` for scripted policies, ``render``, the invariant checks)
 gets the Python engine's ``Battle`` replaying the same seed and the same actions
@@ -32,16 +34,20 @@ __all__ = ["CoreBattleState", "CoreTravellerEnv"]
 
 
 class _Out:
-    """``by_id[agent].out`` for the env's bookkeeping, read from the core."""
+    """``by_id[agent]`` for the env's bookkeeping: ``out`` read from the core; any other
+    attribute from the Python twin's combatant."""
 
-    __slots__ = ("_b", "_i")
+    __slots__ = ("_i", "_id", "_state")
 
-    def __init__(self, b: Any, i: int) -> None:
-        self._b, self._i = b, i
+    def __init__(self, state: CoreBattleState, i: int, cid: str) -> None:
+        self._state, self._i, self._id = state, i, cid
 
     @property
     def out(self) -> bool:
-        return self._b.out(self._i)
+        return self._state._b.out(self._i)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._state.python.by_id[self._id], name)
 
 
 class _LazySummary:
@@ -95,7 +101,7 @@ class CoreBattleState:
             raise RuntimeError("the core's action catalogue differs from the Python engine's")
         self.ids = self.core.ids
         self.side_names = self.core.side_names
-        self.by_id = {cid: _Out(self._b, i) for i, cid in enumerate(self.ids)}
+        self.by_id = {cid: _Out(self, i, cid) for i, cid in enumerate(self.ids)}
         self.events: list[dict] = self._b.events(0)
         self.version = 0
         self._taken: list[tuple] = []  # actions so far: (index,) or (label, reason)
@@ -156,6 +162,14 @@ class CoreBattleState:
     def _recorded(self) -> None:
         self.version += 1
         self.events.extend(self._b.events(len(self.events)))
+
+    def __getattr__(self, name: str) -> Any:
+        """Anything else ``Battle`` has (``combatants``, ``grid``, ``pools``, ...), read from
+        the Python twin, so code written for ``env.battle`` keeps working on the core."""
+        if name.startswith("__") or name in ("_python", "_taken", "_replayed", "_scenario",
+                                             "_seed"):
+            raise AttributeError(name)
+        return getattr(self.python, name)
 
     # ------------------------------------------------------------------ the Python twin
     @property
