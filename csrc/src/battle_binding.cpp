@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "checks.hpp"
+#include "py_battle.hpp"
 #include "traveller/battle.hpp"
 
 namespace nb = nanobind;
@@ -78,11 +79,6 @@ std::shared_ptr<Grid> make_grid(nb::handle width_obj, nb::handle height_obj, nb:
     }
     return std::make_shared<Grid>(width, height, std::move(cells));
 }
-
-struct PyBattle {
-    std::shared_ptr<const Grid> grid;
-    std::unique_ptr<Battle> battle;
-};
 
 PyBattle make_battle(std::shared_ptr<Grid> grid, nb::handle ints_obj, nb::handle floats_obj,
                      std::vector<std::string> ids, std::vector<std::string> weapons,

@@ -26,6 +26,7 @@ namespace nb = nanobind;
 
 namespace traveller::binding {
 void bind_battle(nb::module_& m);
+void bind_policies(nb::module_& m);
 }
 using namespace nb::literals;
 using traveller::binding::Buffer;
@@ -140,6 +141,7 @@ NB_MODULE(_core, m) {
     m.attr("SOURCE_DIGEST") = TRAVELLER_CORE_SOURCE_DIGEST;
 
     traveller::binding::bind_battle(m);
+    traveller::binding::bind_policies(m);
 
     m.def("build_info", &build_info,
           "How this core was built: source digest, build type, flags, sanitizers, compiler.");
