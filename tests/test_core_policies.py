@@ -76,7 +76,7 @@ def lockstep(scenario: Any, seed: int, policies: dict[int, str], name: str = "",
     ids = cb.ids
     side_of = [py.by_id[a].side for a in ids]
     pols: dict[int, tuple[Any, Any, str]] = {}
-    for seat, agent in enumerate(ids):
+    for seat in range(len(ids)):
         pname = policies.get(side_of[seat])
         if pname is not None:
             pseed = derive_seed(seed, 1 + seat)  # as traveller_env.vector seeds its seats

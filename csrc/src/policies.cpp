@@ -97,11 +97,15 @@ private:
         std::uint64_t key = ~std::uint64_t{0};
         Outcome value;
     };
+    // The fields of one map. They depend on its terrain alone, so a map with the same terrain
+    // reuses them (a battle created from Python gets its own shared_ptr control block, so the
+    // pointer alone would not survive from one battle to the next).
     struct Fields {
-        std::weak_ptr<const Grid> grid;  // never keeps a map alive
+        std::weak_ptr<const Grid> grid;  // the map last seen (never kept alive from here)
         const Grid* raw = nullptr;
+        int width = 0, height = 0;
+        std::vector<std::uint8_t> terrain;  // row-major, to recognise the same map again
         bool simple = true;
-        int width = 0;
         std::vector<std::int64_t> slot;  // per goal square: offset of its field in data, or -1
         std::vector<float> data;         // the fields (multiples of 1.5 m: exact in float)
         std::uint64_t used = 0;
@@ -140,11 +144,30 @@ private:
         return o;
     }
 
+    static bool same_terrain(const Fields& f, const Grid& g) {
+        if (f.width != g.width() || f.height != g.height()) return false;
+        std::size_t i = 0;
+        for (int y = 0; y < g.height(); ++y) {
+            for (int x = 0; x < g.width(); ++x) {
+                if (f.terrain[i++] != g.at(x, y)) return false;
+            }
+        }
+        return true;
+    }
+
     Fields& fields_for(const Battle& b) {
         const std::shared_ptr<const Grid>& g = b.grid_ptr();
         ++clock_;
-        for (Fields& f : grids_) {
+        for (Fields& f : grids_) {  // the map of the last decisions: the pointer suffices
             if (f.raw == g.get() && !f.grid.expired()) {
+                f.used = clock_;
+                return f;
+            }
+        }
+        for (Fields& f : grids_) {  // another Grid object (or a new one) with the same terrain
+            if (f.raw != nullptr && same_terrain(f, *g)) {
+                f.grid = g;
+                f.raw = g.get();
                 f.used = clock_;
                 return f;
             }
@@ -158,9 +181,12 @@ private:
         f.raw = g.get();
         f.used = clock_;
         f.width = g->width();
+        f.height = g->height();
+        f.terrain.clear();
         f.simple = true;  // _simple(grid): no wall and no difficult terrain
         for (int y = 0; y < g->height(); ++y) {
             for (int x = 0; x < g->width(); ++x) {
+                f.terrain.push_back(g->at(x, y));
                 if (g->at(x, y) == kWall || g->at(x, y) == kDifficult) f.simple = false;
             }
         }

@@ -3,11 +3,14 @@
 // Policy(name, seed=None) for a name that runs in the core (random, passive, rush, marksman;
 // anything else: ValueError naming those); reset(seed) as the Python policy's; act(battle, seat)
 // the action index for the deciding seat of a _core.Battle (seat checked: out of range, or not
-// the seat that decides now, is a ValueError).
+// the seat that decides now, is a ValueError). play_policies (for experiments/
+// bench_core_policies.py) plays a battle to its end with one policy per seat, timing act alone.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
 
+#include <chrono>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -113,6 +116,49 @@ void bind_policies(nb::module_& m) {
             "battle"_a, "seat"_a.none(),
             "The action index the policy plays for `seat`, the seat deciding now in `battle` (a "
             "_core.Battle).");
+
+    m.def(
+        "play_policies",
+        [](PyBattle& pb, std::vector<PyPolicy*> policies) {
+            Battle& b = *pb.battle;
+            const auto n = static_cast<std::size_t>(b.num_combatants());
+            if (policies.size() != n) {
+                throw nb::value_error(("play_policies: one policy per seat (" + std::to_string(n) +
+                                       "), got " + std::to_string(policies.size()))
+                                          .c_str());
+            }
+            for (std::size_t i = 0; i < n; ++i) {
+                if (policies[i] == nullptr) {
+                    throw nb::value_error(("play_policies: policies[" + std::to_string(i) +
+                                           "] is None")
+                                              .c_str());
+                }
+            }
+            std::vector<long long> decisions(n, 0);
+            std::vector<double> seconds(n, 0.0);
+            std::vector<std::uint8_t> mask(static_cast<std::size_t>(b.num_actions()));
+            while (!b.done()) {
+                const int seat = b.decider();
+                const auto s = static_cast<std::size_t>(seat);
+                b.legal_mask(mask.data());
+                const auto t0 = std::chrono::steady_clock::now();
+                const int a = policies[s]->policy.act(b, seat, mask.data());
+                const auto t1 = std::chrono::steady_clock::now();
+                seconds[s] += std::chrono::duration<double>(t1 - t0).count();
+                decisions[s] += 1;
+                if (a < 0 || !mask[static_cast<std::size_t>(a)]) {
+                    throw nb::value_error(("play_policies: policy " +
+                                           std::string(policies[s]->policy.name()) +
+                                           " chose an illegal action " + std::to_string(a))
+                                              .c_str());
+                }
+                b.apply(a);
+            }
+            return std::make_tuple(decisions, seconds);
+        },
+        "battle"_a, "policies"_a,
+        "Play `battle` to its end, seat i choosing with policies[i]; returns (decisions per seat, "
+        "seconds inside act per seat). For benchmarks.");
 }
 
 }  // namespace traveller::binding
