@@ -7,7 +7,8 @@ environment's public action vocabulary; nothing mutates the engine. It provides:
   declaration, reaction, turn, the R2.3 free-action state) to overridable methods that return
   action *labels* in order of preference; the first legal one is played, and a legal
   fallback (``haste:no``, ``react:none``, ``end_turn``, else a random legal action from the
-  policy's own generator) is used when every preference is masked.
+  policy's own generator, the shared PCG32 of ``traveller_env.policy.policy_rng``) is used
+  when every preference is masked.
 * exact attack arithmetic: ``attack_outcome`` (hit chance, expected damage after armour and
   capped at what the target can still take, chance of knocking it out), from the exact 2D6
   and damage-dice distributions; ``attack_dm`` for hypothetical squares, stances and aims.
@@ -26,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from traveller_env.policy import policy_rng
 from traveller_env.rules.attack import (
     attack_dms,
     damage_on_hit,
@@ -314,7 +316,7 @@ class ScriptedPolicy:
     needs_observation = False  # decides from the view and the mask
 
     def __init__(self, seed: int | None = None) -> None:
-        self.rng = np.random.default_rng(seed)
+        self.rng = policy_rng(seed)
         self._env_ref: Any = None
         self._labels: list[str] = []
         self._index: dict[str, int] = {}
@@ -322,7 +324,7 @@ class ScriptedPolicy:
     def reset(self, seed: int | None = None) -> None:
         """Re-seed the policy's generator (``None`` keeps the current stream)."""
         if seed is not None:
-            self.rng = np.random.default_rng(seed)
+            self.rng = policy_rng(seed)
 
     # ------------------------------------------------------------------ the Policy protocol
     def act(self, observation: np.ndarray, action_mask: np.ndarray, agent: str,
@@ -361,7 +363,8 @@ class ScriptedPolicy:
         for label in ("end_turn", "react:none", "haste:no"):
             if ctx.legal(label):
                 return ctx.index[label]
-        return int(self.rng.choice(np.flatnonzero(ctx.mask)))
+        legal = np.flatnonzero(ctx.mask)
+        return int(legal[self.rng.below(len(legal))])
 
     # ------------------------------------------------------------------ overridable parts
     def haste(self, ctx: Context) -> str | Iterable[str]:

@@ -23,7 +23,7 @@ GOLDEN = 0x9E3779B97F4A7C15
 
 # Chi-square critical values at p = 0.001 (the stated tolerance: a fixed-seed sample this far
 # from uniform would happen once in a thousand samples of a perfect generator).
-CHI2_P001 = {5: 20.515, 35: 66.619}
+CHI2_P001 = {5: 20.515, 6: 22.458, 35: 66.619}
 
 
 def _python() -> SimpleNamespace:
@@ -85,6 +85,47 @@ def test_a_draw_below_the_threshold_is_rejected_and_redrawn(impl):
     assert [g.next_u32() for _ in words] == words
     assert impl.Pcg32.from_state(state, inc).roll_d6(len(case["d6"])) == case["d6"]
     assert case["d6"][:2] == [words[1] % 6 + 1, words[2] % 6 + 1]
+
+
+@pytest.mark.parametrize("case", VECTORS["below"], ids=lambda c: f"{c['seed']}-{c['n']}")
+def test_bounded_draws_match_the_vectors(impl, case):
+    g = impl.Pcg32(int(case["seed"]))
+    assert [g.below(int(case["n"])) for _ in case["values"]] == case["values"]
+
+
+def test_a_bounded_draw_below_its_threshold_is_rejected_and_redrawn(impl):
+    case = VECTORS["below_rejection"]
+    n, threshold = int(case["n"]), int(case["threshold"])
+    assert threshold == (2**32 - n) % n
+    words = [int(x, 16) for x in case["u32"]]
+    kept = [w % n for w in words if w >= threshold]
+    assert any(w < threshold for w in words[:3])  # the vector does exercise a rejection
+    g = impl.Pcg32(int(case["seed"]))
+    assert [g.below(n) for _ in case["values"]] == case["values"] == kept[:len(case["values"])]
+
+
+def test_below_six_is_the_die_stream(impl):
+    g, dice = impl.Pcg32(2024), impl.Pcg32(2024)
+    assert [g.below(6) + 1 for _ in range(200)] == dice.roll_d6(200)
+
+
+@pytest.mark.parametrize(("n", "error"), [(0, ValueError), (-1, ValueError),
+                                          (2**32, ValueError), (True, TypeError),
+                                          (1.0, TypeError), (None, TypeError)], ids=repr)
+def test_bad_bounds_are_refused_with_the_same_message_in_both_languages(n, error):
+    c = core.require()
+    with pytest.raises(error) as py_err:
+        rng.Pcg32(1).below(n)
+    with pytest.raises(error) as c_err:
+        c.Pcg32(1).below(n)
+    assert str(py_err.value) == str(c_err.value)
+    assert str(py_err.value).startswith("n must be an int in [1, 2**32 - 1], got ")
+
+
+def test_compiled_bounded_draws_are_uniform():
+    g = core.require().Pcg32(77)
+    draws = Counter(g.below(7) for _ in range(70_000))
+    assert chi2(draws, list(range(7)), 70_000) < CHI2_P001[6]
 
 
 def test_mix_and_stream_seeds_match_the_vectors(impl):

@@ -6,15 +6,20 @@ one; importing this package registers ``"traveller/combat-v0"`` with PettingZoo'
 
 The compiled battle core is optional at import: ``core_available()`` says whether it is built
 here, and ``traveller_env.core.require()`` returns it or says why not and how to build it.
+When it is missing (or built from other sources), importing this package warns once
+(``CoreMissingWarning``) saying so and how to build it; ``backend="python"`` works regardless,
+and ``backend="core"`` raises ``CoreUnavailableError`` (never a silent fallback).
 """
 
 from __future__ import annotations
+
+import warnings
 
 from .core import available as core_available
 from .env import TravellerEnv, env, raw_env
 from .scenario import ScenarioError, build_battle, builtin_scenarios, load_scenario
 
-__all__ = ["ENV_ID", "ScenarioError", "TravellerEnv", "build_battle", "builtin_scenarios",
+__all__ = ["ENV_ID", "CoreMissingWarning", "ScenarioError", "TravellerEnv", "build_battle", "builtin_scenarios",
            "core_available", "env", "load_scenario", "raw_env"]
 __version__ = "0.1.0"
 
@@ -29,3 +34,13 @@ def _register() -> None:
 
 
 _register()
+
+
+class CoreMissingWarning(RuntimeWarning):
+    """Importing ``traveller_env`` without a usable compiled core."""
+
+
+if not core_available():
+    from .core import status as _core_status
+
+    warnings.warn(f"traveller_env: {_core_status()}", CoreMissingWarning, stacklevel=2)

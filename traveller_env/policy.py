@@ -12,7 +12,8 @@ A policy picks one action index for the selected agent of a ``TravellerEnv``::
 index must be legal), ``agent`` its id and ``env`` the (unwrapped) environment, whose public
 API (labels, ``observation_slots``, and the read-only battle view) a scripted policy may read
 but never mutate. Each policy draws randomness only from its own generator, seeded by
-``reset(seed)``.
+``reset(seed)``. The built-in ``random`` policy and the scripted policies' fallbacks use the
+shared PCG32 (``policy_rng``; the compiled core's in-core policies draw from the same stream).
 
 A policy that never reads ``observation`` (it decides from the mask and the view) may say so
 with a class attribute ``needs_observation = False``; callers that honour it
@@ -32,15 +33,18 @@ constructor takes ``seed=`` is a factory).
 from __future__ import annotations
 
 import re
+import secrets
 from collections.abc import Callable
 from importlib import metadata
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from .rules.rng import Pcg32
+
 __all__ = ["ENTRY_POINT_GROUP", "LOADER_GROUP", "PassivePolicy", "Policy", "PolicyFactory",
            "RandomPolicy", "legal_indices", "make_policy", "policy_action", "policy_names",
-           "register_policy", "resolve_policy"]
+           "policy_rng", "register_policy", "resolve_policy"]
 
 #: The entry-point group in which installed distributions declare policies by name.
 ENTRY_POINT_GROUP = "traveller_tactics.policies"
@@ -77,26 +81,37 @@ def legal_indices(action_mask: np.ndarray) -> np.ndarray:
     return legal
 
 
+def policy_rng(seed: int | None = None) -> Pcg32:
+    """A policy's own generator: the shared PCG32 (``traveller_env.rules.rng.Pcg32``) seeded
+    with ``seed`` (an int in ``[0, 2**64 - 1]``), or from OS entropy when ``seed`` is ``None``.
+    Policies draw uniform choices with ``rng.below(n)``, exactly as the compiled core's in-core
+    policies do, so a seed gives the same choices on both."""
+    return Pcg32(secrets.randbits(64) if seed is None else seed)
+
+
 class RandomPolicy:
-    """``random``: uniform over the legal actions (the floor every behaviour must beat)."""
+    """``random``: uniform over the legal actions (the floor every behaviour must beat).
+
+    It draws ``legal[rng.below(len(legal))]`` from the shared PCG32 (``policy_rng``), the same
+    stream as the compiled core's in-core ``random`` policy.
+    """
 
     name = "random"
     needs_observation = False
 
     def __init__(self, seed: int | None = None) -> None:
-        self.rng = np.random.default_rng(seed)
+        self.rng = policy_rng(seed)
 
     def reset(self, seed: int | None = None) -> None:
         """Re-seed the generator (``None`` keeps the current stream)."""
         if seed is not None:
-            self.rng = np.random.default_rng(seed)
+            self.rng = policy_rng(seed)
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray, agent: str,
             env: Any) -> int:
         """A uniformly random legal action."""
         legal = legal_indices(action_mask)
-        # The same draw as ``rng.choice(legal)`` (the same stream), without its overhead.
-        return int(legal[self.rng.integers(len(legal))])
+        return int(legal[self.rng.below(len(legal))])
 
 
 class PassivePolicy:

@@ -10,19 +10,6 @@ namespace traveller {
 
 namespace {
 
-// Python's float floor division `a // b` (CPython float_floor_div), for the catalogue size.
-double py_floordiv(double a, double b) {
-    double mod = std::fmod(a, b);
-    double div = (a - mod) / b;
-    if (mod != 0.0 && ((b < 0) != (mod < 0))) div -= 1.0;
-    if (div != 0.0) {
-        double floordiv = std::floor(div);
-        if (div - floordiv > 0.5) floordiv += 1.0;
-        return floordiv;
-    }
-    return std::copysign(0.0, a / b);
-}
-
 constexpr int kAmbushInitiative = 12;
 
 }  // namespace
@@ -127,6 +114,24 @@ Action Battle::decode(int index) const noexcept {
         a.arg = index - off_haste_;
     }
     return a;
+}
+
+int Battle::encode(const Action& a) const noexcept {
+    switch (a.kind) {
+        case Kind::end_turn: return 0;
+        case Kind::move: return off_move_ + a.dir * max_move_ + a.squares - 1;
+        case Kind::stance: return off_stance_ + a.arg;
+        case Kind::draw: return off_draw_;
+        case Kind::reload: return off_reload_;
+        case Kind::aim: return off_aim_ + a.arg;
+        case Kind::attack: return off_attack_ + a.arg;
+        case Kind::leadership: return off_leadership_;
+        case Kind::direct: return off_direct_ + a.arg;
+        case Kind::hamper: return off_hamper_ + a.arg;
+        case Kind::react: return off_react_ + a.arg;
+        case Kind::haste: return off_haste_ + a.arg;
+    }
+    return 0;
 }
 
 std::string Battle::label(int index) const {

@@ -28,6 +28,7 @@ namespace traveller::binding {
 void bind_battle(nb::module_& m);
 void bind_vector(nb::module_& m);
 void bind_observation(nb::module_& m);
+void bind_policies(nb::module_& m);
 }
 using namespace nb::literals;
 using traveller::binding::Buffer;
@@ -52,6 +53,34 @@ Pcg32 pcg_from_state(nb::handle state, nb::handle inc) {
                                   .c_str());
     }
     return g;
+}
+
+// A bound for Pcg32.below: an int in [1, 2**32 - 1] (the message of rng.Pcg32.below).
+std::uint32_t to_bound(nb::handle value) {
+    const std::string allowed = "n must be an int in [1, 2**32 - 1], got ";
+    if (PyBool_Check(value.ptr())) {
+        throw nb::type_error((allowed + traveller::binding::py_type_name(value) + " " +
+                              traveller::binding::py_repr(value))
+                                 .c_str());
+    }
+    PyObject* index = PyNumber_Index(value.ptr());
+    if (index == nullptr) {
+        PyErr_Clear();
+        throw nb::type_error((allowed + traveller::binding::py_type_name(value) + " " +
+                              traveller::binding::py_repr(value))
+                                 .c_str());
+    }
+    nb::object as_int = nb::steal(index);
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(as_int.ptr(), &overflow);
+    if (v == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        overflow = 1;
+    }
+    if (overflow != 0 || v < 1 || v > 0xffffffffLL) {
+        throw nb::value_error((allowed + traveller::binding::py_repr(as_int)).c_str());
+    }
+    return static_cast<std::uint32_t>(v);
 }
 
 nb::dict build_info() {
@@ -116,6 +145,7 @@ NB_MODULE(_core, m) {
     traveller::binding::bind_battle(m);
     traveller::binding::bind_observation(m);  // adds to _core.Battle
     traveller::binding::bind_vector(m);
+    traveller::binding::bind_policies(m);
 
     m.def("build_info", &build_info,
           "How this core was built: source digest, build type, flags, sanitizers, compiler.");
@@ -190,6 +220,9 @@ NB_MODULE(_core, m) {
         .def("clone", [](const Pcg32& g) { return g; }, "An independent copy.")
         .def("next_u32", &Pcg32::next_u32, "The next 32-bit output.")
         .def("d6", &Pcg32::d6, "One six-sided die, 1..6.")
+        .def(
+            "below", [](Pcg32& g, nb::handle n) { return g.boundedrand(to_bound(n)); }, "n"_a.none(),
+            "A uniform int in [0, n) (pcg32_boundedrand_r), n in [1, 2**32 - 1].")
         .def(
             "roll_d6",
             [](Pcg32& g, nb::handle n) {

@@ -1,5 +1,6 @@
-// _core.Battle's C++ side, shared by battle_binding.cpp (creation, stepping, the event log) and
-// observation_binding.cpp (the observation vector and the global state).
+// _core.Battle's C++ side, shared by battle_binding.cpp (creation, stepping, the event log),
+// observation_binding.cpp (the observation vector and the global state) and
+// policies_binding.cpp (the in-core policies act on it).
 #pragma once
 
 #include <cstdint>

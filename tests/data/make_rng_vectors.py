@@ -19,6 +19,11 @@ OUT = Path(__file__).with_name("rng_vectors.json")
 
 SEEDS = [0, 1, 2, 42, 123456789, 2**32, 2**63 - 1, 2**63, 2**63 + 1, 2**64 - 1]
 N_U32, N_D6 = 8, 64
+# Bounded draws (Pcg32.below / boundedrand): bounds with no rejection (powers of two), a tiny
+# threshold (6, 2**32 - 1) and one where almost half the words are rejected (2**31 + 1).
+BELOW_SEEDS = [0, 1, 42, 2**64 - 1]
+BELOW_BOUNDS = [1, 2, 3, 6, 7, 10, 1000, 2**31, 2**31 + 1, 2**32 - 1]
+N_BELOW = 16
 
 
 def _hex(x: int) -> str:
@@ -40,11 +45,20 @@ def vectors() -> dict:
     rejection = {"state": _hex(0), "inc": _hex(inc),
                  "u32": [f"0x{words.next_u32():08x}" for _ in range(5)],
                  "d6": Pcg32.from_state(0, inc).roll_d6(4)}
+    below = [{"seed": str(seed), "n": str(n), "values": [g.below(n) for _ in range(N_BELOW)]}
+             for seed in BELOW_SEEDS for n in BELOW_BOUNDS for g in [Pcg32(seed)]]
+    # Seed 1, bound 2**31 + 1: the threshold (2**32 - n) % n is 2**31 - 1, so words below it
+    # are rejected; the raw words and the values show which.
+    n = 2**31 + 1
+    words = Pcg32(1)
+    below_rejection = {"seed": "1", "n": str(n), "threshold": str((2**32 - n) % n),
+                       "u32": [f"0x{words.next_u32():08x}" for _ in range(12)],
+                       "values": [g.below(n) for g in [Pcg32(1)] for _ in range(4)]}
     mixed = [0, 1, 2, 0x9E3779B97F4A7C15, 2**63 + 1, 2**64 - 1, 0x0123456789ABCDEF]
     return {
         "about": ("Shared test vectors of the dice generator (PCG-XSH-RR 64/32 seeded through "
-                  "SplitMix64; d6 by pcg32_boundedrand_r). 64-bit words are strings: decimal "
-                  "for seeds and indices, hex for states and outputs. Written by "
+                  "SplitMix64; d6 and below(n) by pcg32_boundedrand_r). 64-bit words are "
+                  "strings: decimal for seeds and indices, hex for states and outputs. Written by "
                   "tests/data/make_rng_vectors.py; checked in both languages by "
                   "tests/test_core_rng.py."),
         "reference": {
@@ -62,6 +76,8 @@ def vectors() -> dict:
         },
         "seeds": per_seed,
         "rejection": rejection,
+        "below": below,
+        "below_rejection": below_rejection,
         "mix64": [[_hex(w), _hex(mix64(w))] for w in mixed],
         "derive_seed": [[str(s), str(i), _hex(derive_seed(s, i))]
                         for s in (0, 1, 2**63 + 1, 2**64 - 1) for i in (0, 1, 2, 1000, 2**64 - 1)],

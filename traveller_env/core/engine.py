@@ -236,3 +236,9 @@ class CoreBattle:
     def dice_state(self) -> tuple[int, int]:
         """The dice generator's ``(state, inc)`` (the Python ``Pcg32.getstate()`` pair)."""
         return self._b.dice_state()
+
+    @property
+    def handle(self) -> Any:
+        """The ``_core.Battle`` itself, for the core's own callers: an in-core policy plays
+        ``_core.Policy(name).act(battle.handle, seat)``."""
+        return self._b

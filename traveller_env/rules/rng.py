@@ -16,6 +16,9 @@ both languages against it.
 - **Dice.** :meth:`Pcg32.d6` is ``pcg32_boundedrand_r(6) + 1``: a 32-bit draw below
   ``(2**32 - 6) % 6 == 4`` is rejected and drawn again, the rest taken modulo 6, so each face
   has probability exactly 1/6.
+- **Bounded draws.** :meth:`Pcg32.below` is ``pcg32_boundedrand_r(n)``: a uniform int in
+  ``[0, n)`` (a draw below ``(2**32 - n) % n`` is rejected and drawn again, the rest taken modulo
+  ``n``); the random policy and the scripted policies' fallbacks draw from it.
 - **Streams for a batch.** :func:`derive_seed` gives sub-stream ``i`` of a seed,
   ``sm1(sm1(seed) ^ i)`` with ``sm1(x) = mix64(x + GOLDEN)``, injective in ``i``;
   :func:`battle_seed` gives the seed of battle ``episode`` (0, 1, ... as the row auto-resets) of
@@ -158,6 +161,27 @@ class Pcg32:
         while x < D6_THRESHOLD:  # rejected, draw again
             x = self.next_u32()
         return x % 6 + 1
+
+    def below(self, n: int) -> int:
+        """A uniform int in ``[0, n)`` (``pcg32_boundedrand_r(n)``), ``n`` in ``[1, 2**32 - 1]``.
+
+        A 32-bit draw below ``(2**32 - n) % n`` is rejected and drawn again; the rest is taken
+        modulo ``n``, so every value has probability exactly ``1/n``.
+        """
+        if isinstance(n, bool):
+            raise TypeError(f"n must be an int in [1, 2**32 - 1], got bool {n!r}")
+        try:
+            bound = operator.index(n)
+        except TypeError:
+            raise TypeError(f"n must be an int in [1, 2**32 - 1], got {type(n).__name__} "
+                            f"{n!r}") from None
+        if not 1 <= bound <= M32:
+            raise ValueError(f"n must be an int in [1, 2**32 - 1], got {bound!r}")
+        threshold = (M32 + 1 - bound) % bound
+        x = self.next_u32()
+        while x < threshold:  # rejected, draw again
+            x = self.next_u32()
+        return x % bound
 
     def roll_d6(self, n: int) -> list[int]:
         """``n`` six-sided dice.

@@ -59,6 +59,12 @@ inline Dms attack_dms(const Combatant& a, const Combatant& t, int t_index, const
     return dms;
 }
 
+// R7.3: the leadership bonus (+1) and/or penalty (-1) the combatant holds (held_dms).
+inline void held_dms(const Combatant& c, Dms& dms) noexcept {
+    if (c.bonus) dms.set(DmName::leadership_bonus, 1);
+    if (c.penalty) dms.set(DmName::leadership_penalty, -1);
+}
+
 // R4.3: the aim DM after one more aim at `target`.
 constexpr int next_aim_dm(int aim_target, int aim_dm, int target) noexcept {
     if (aim_target == target) return aim_dm + 1 < kAimMax ? aim_dm + 1 : kAimMax;

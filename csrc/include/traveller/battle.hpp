@@ -100,6 +100,8 @@ public:
     int num_combatants() const noexcept { return static_cast<int>(cs_.size()); }
     const Combatant& combatant(int i) const { return cs_[static_cast<std::size_t>(i)]; }
     const Names& names() const noexcept { return names_; }
+    // The map, shared by the battles of one scenario (in-core policies key their caches on it).
+    const std::shared_ptr<const Grid>& grid_ptr() const noexcept { return grid_; }
     Phase phase() const noexcept { return phase_; }
     int decider() const noexcept { return done_ ? -1 : decider_; }
     bool done() const noexcept { return done_; }
@@ -120,6 +122,8 @@ public:
     // ---- the action catalogue
     int num_actions() const noexcept { return n_actions_; }
     Action decode(int index) const noexcept;
+    // The catalogue index of an action (decode's inverse; a move needs 1 <= squares <= max).
+    int encode(const Action& a) const noexcept;
     std::string label(int index) const;
     // The mask over the catalogue (1: legal now), written into out[num_actions()].
     void legal_mask(std::uint8_t* out) const;

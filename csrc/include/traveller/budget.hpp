@@ -18,6 +18,12 @@ struct Budget {
         return cap - minors_used > 0 ? cap - minors_used : 0;
     }
     constexpr bool spent() const noexcept { return !significant_left() && minors_left() <= 0; }
+
+    // Can a Significant action follow `more` further Minor actions, when each turn starts afresh
+    // after three Minors (Budget.significant_after_minors: the planning view over several turns)?
+    static constexpr bool significant_after_minors(int minors_used, int more) noexcept {
+        return Budget{(minors_used + more) % kMinorsWithoutSignificant, false}.significant_left();
+    }
 };
 
 }  // namespace traveller

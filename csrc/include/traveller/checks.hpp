@@ -4,7 +4,9 @@
 // skill the rules ask about); kNoSkill stands for Python's None (unskilled).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "rng.hpp"
 
@@ -72,6 +74,29 @@ struct CheckResult {
     int total;
     int effect;
 };
+
+// P(2D == s) for s in 2..12, exactly as checks._P2D6: (6 - |s - 7|) / 36.
+constexpr double p2d6(int s) noexcept {
+    const int d = s > 7 ? s - 7 : 7 - s;
+    return static_cast<double>(6 - d) / 36.0;
+}
+
+// The exact distribution of the sum of n six-sided dice (checks.dice_sum_distribution), the same
+// additions in the same order: out[s] = P(sum == s) for s in 0..6n (0 below n).
+inline void dice_sum_distribution(int n, std::vector<double>& out) {
+    out.assign(static_cast<std::size_t>(6 * n + 1), 0.0);
+    std::vector<double> cur(out.size(), 0.0);
+    cur[0] = 1.0;
+    for (int k = 0; k < n; ++k) {
+        std::fill(out.begin(), out.end(), 0.0);
+        for (int s = k; s <= 6 * k; ++s) {  // the sums present after k dice, ascending
+            const double p = cur[static_cast<std::size_t>(s)];
+            for (int face = 1; face <= 6; ++face) out[static_cast<std::size_t>(s + face)] += p / 6;
+        }
+        cur.swap(out);
+    }
+    out.swap(cur);
+}
 
 // Roll 2D + DMs (R1.2); success is effect >= 0.
 inline CheckResult roll_check(rng::Pcg32& dice, const Dms& dms) noexcept {

@@ -30,4 +30,11 @@ constexpr bool is_dead(int str, int dex, int end) noexcept {
     return end == 0 && str == 0 && dex == 0;
 }
 
+// The least damage one hit must do to incapacitate: all of END, then the higher of STR and DEX;
+// 0 when already incapacitated (damage_to_incapacitate).
+constexpr int damage_to_incapacitate(int str, int dex, int end) noexcept {
+    if (is_incapacitated(str, dex, end)) return 0;
+    return end + (str > dex ? str : dex);
+}
+
 }  // namespace traveller

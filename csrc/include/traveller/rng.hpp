@@ -13,6 +13,9 @@
 //   Pcg32::d6           pcg32_boundedrand_r(6) + 1: draws below (2**32 - 6) % 6 = 4 are rejected
 //                       and drawn again, the rest taken modulo 6, so every face has probability
 //                       exactly 1/6.
+//   Pcg32::boundedrand  pcg32_boundedrand_r(n): a uniform value in [0, n), n >= 1; draws below
+//                       (2**32 - n) % n are rejected and drawn again, the rest taken modulo n
+//                       (Python: Pcg32.below). The random policy draws from it.
 //   derive_seed(s, i)   the seed of sub-stream i of seed s: sm1(sm1(s) ^ i) with
 //                       sm1(x) = mix64(x + GOLDEN), injective in i for a fixed s.
 //   battle_seed(s,r,e)  the seed of the e-th battle (0, 1, ... as it auto-resets) of row r of a
@@ -75,6 +78,15 @@ struct Pcg32 {
         const auto xorshifted = static_cast<std::uint32_t>(((old >> 18) ^ old) >> 27);
         const auto rot = static_cast<std::uint32_t>(old >> 59);
         return (xorshifted >> rot) | (xorshifted << ((0u - rot) & 31u));
+    }
+
+    // pcg32_boundedrand_r(bound): uniform in [0, bound); bound must be >= 1.
+    constexpr std::uint32_t boundedrand(std::uint32_t bound) noexcept {
+        const std::uint32_t threshold = (0u - bound) % bound;
+        for (;;) {
+            const std::uint32_t r = next_u32();
+            if (r >= threshold) return r % bound;
+        }
     }
 
     // One six-sided die, 1..6.

@@ -1,0 +1,820 @@
+// The in-core scripted policies (include/traveller/policies.hpp): agents/common.py, rush.py,
+// marksman.py and traveller_env/policy.py, function for function. Python names are kept (with
+// the Python they mirror quoted where the arithmetic must match bit for bit).
+#include "traveller/policies.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <initializer_list>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "traveller/attack.hpp"
+#include "traveller/budget.hpp"
+#include "traveller/checks.hpp"
+#include "traveller/damage.hpp"
+#include "traveller/grid.hpp"
+#include "traveller/movement.hpp"
+#include "traveller/reactions.hpp"
+
+namespace traveller {
+
+bool core_policy_kind(const std::string& name, PolicyKind* out) {
+    for (int i = 0; i < kNumPolicyKinds; ++i) {
+        if (name == kPolicyKindNames[i]) {
+            *out = static_cast<PolicyKind>(i);
+            return true;
+        }
+    }
+    return false;
+}
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr int kNoShot = INT_MIN;  // common.attack_dm's None: no attack possible from there
+
+// Default parameters of the Python policies.
+constexpr double kKillWeight = 5.0;     // best_attacks, bonus_value, best_reaction, marksman
+constexpr double kStopFraction = 0.25;  // RushPolicy.stop_fraction
+constexpr double kKeepAwayM = 9.0;      // MarksmanPolicy.keep_away_m
+constexpr int kMaxAim = 6;              // MarksmanPolicy.max_aim
+constexpr double kInitCostWaiting = 1.0, kInitCostActed = 0.5, kMinDrop = 0.0;  // best_reaction
+
+struct Outcome {
+    double p_hit = 0.0, expected = 0.0, p_down = 0.0;
+};
+
+// Per-thread caches: what is fixed for a scenario (exact damage distributions, attack outcomes,
+// path-cost fields around walls) and the scratch lists of one decision. Shared by every policy
+// on the thread (a batched stepper runs thousands), so a policy itself stays small.
+class Workspace {
+public:
+    std::vector<int> enemies, allies;  // of the decision being made
+
+    Workspace() : outcomes_(kOutcomeSlots) {}
+
+    // common.attack_outcome(dm, count, modifier, protection, hp), cached.
+    Outcome outcome(int dm, int count, int modifier, int protection, int hp) {
+        dm = std::max(-20, std::min(20, dm));
+        const bool packable = count >= 0 && count < 256 && modifier >= -2048 && modifier < 2048 &&
+                              protection >= 0 && protection < 256 && hp >= 0 && hp < 65536;
+        if (!packable) return compute_outcome(dm, count, modifier, protection, hp);
+        const std::uint64_t key = static_cast<std::uint64_t>(dm + 20) |
+                                  static_cast<std::uint64_t>(count) << 6 |
+                                  static_cast<std::uint64_t>(modifier + 2048) << 14 |
+                                  static_cast<std::uint64_t>(protection) << 26 |
+                                  static_cast<std::uint64_t>(hp) << 34;
+        Slot& s = outcomes_[static_cast<std::size_t>((key * 0x9e3779b97f4a7c15ULL) >> (64 - kOutcomeBits))];
+        if (s.key != key) {
+            s.value = compute_outcome(dm, count, modifier, protection, hp);
+            s.key = key;
+        }
+        return s.value;
+    }
+
+    // common.path_cost(grid, goal, sq): metres along the cheapest path, inf when unreachable.
+    double path_cost(const Battle& b, int gx, int gy, int sx, int sy) {
+        Fields& f = fields_for(b);
+        if (f.simple) return chebyshev(gx, gy, sx, sy) * kSquareM;
+        const std::size_t goal = static_cast<std::size_t>(gy * f.width + gx);
+        std::int64_t at = f.slot[goal];
+        if (at < 0) at = f.slot[goal] = dijkstra(b.grid(), f, gx, gy);
+        return static_cast<double>(f.data[static_cast<std::size_t>(at) +
+                                          static_cast<std::size_t>(sy * f.width + sx)]);
+    }
+
+private:
+    static constexpr int kOutcomeBits = 12;
+    static constexpr std::size_t kOutcomeSlots = std::size_t{1} << kOutcomeBits;
+    static constexpr int kGridSlots = 4;  // maps cached at once per thread
+
+    struct Slot {
+        std::uint64_t key = ~std::uint64_t{0};
+        Outcome value;
+    };
+    // The fields of one map. They depend on its terrain alone, so a map with the same terrain
+    // reuses them (a battle created from Python gets its own shared_ptr control block, so the
+    // pointer alone would not survive from one battle to the next).
+    struct Fields {
+        std::weak_ptr<const Grid> grid;  // the map last seen (never kept alive from here)
+        const Grid* raw = nullptr;
+        int width = 0, height = 0;
+        std::vector<std::uint8_t> terrain;  // row-major, to recognise the same map again
+        bool simple = true;
+        std::vector<std::int64_t> slot;  // per goal square: offset of its field in data, or -1
+        std::vector<float> data;         // the fields (multiples of 1.5 m: exact in float)
+        std::uint64_t used = 0;
+    };
+
+    const std::vector<double>& dice(int count) {
+        if (static_cast<std::size_t>(count) >= dice_.size()) {
+            dice_.resize(static_cast<std::size_t>(count) + 1);
+        }
+        std::vector<double>& d = dice_[static_cast<std::size_t>(count)];
+        if (d.empty()) dice_sum_distribution(count, d);
+        return d;
+    }
+
+    // attack_outcome's loops: effects in 2D order, damage dice ascending, the same sums.
+    Outcome compute_outcome(int dm, int count, int modifier, int protection, int hp) {
+        const std::vector<double>& dist = dice(count);
+        Outcome o;
+        for (int s = 2; s <= 12; ++s) {  // effect_distribution(dm): {s + dm - 8: P(2D == s)}
+            const int effect = s + dm - kTargetNumber;
+            if (effect < 0) continue;
+            const double pe = p2d6(s);
+            o.p_hit += pe;
+            for (int value = count; value <= 6 * count; ++value) {
+                const double pv = dist[static_cast<std::size_t>(value)];
+                const int dmg = damage_on_hit(value, modifier, effect, protection);
+                const double p = pe * pv;
+                if (dmg >= hp) {
+                    o.p_down += p;
+                    o.expected += p * hp;
+                } else {
+                    o.expected += p * dmg;
+                }
+            }
+        }
+        return o;
+    }
+
+    static bool same_terrain(const Fields& f, const Grid& g) {
+        if (f.width != g.width() || f.height != g.height()) return false;
+        std::size_t i = 0;
+        for (int y = 0; y < g.height(); ++y) {
+            for (int x = 0; x < g.width(); ++x) {
+                if (f.terrain[i++] != g.at(x, y)) return false;
+            }
+        }
+        return true;
+    }
+
+    Fields& fields_for(const Battle& b) {
+        const std::shared_ptr<const Grid>& g = b.grid_ptr();
+        ++clock_;
+        for (Fields& f : grids_) {  // the map of the last decisions: the pointer suffices
+            if (f.raw == g.get() && !f.grid.expired()) {
+                f.used = clock_;
+                return f;
+            }
+        }
+        for (Fields& f : grids_) {  // another Grid object (or a new one) with the same terrain
+            if (f.raw != nullptr && same_terrain(f, *g)) {
+                f.grid = g;
+                f.raw = g.get();
+                f.used = clock_;
+                return f;
+            }
+        }
+        Fields* victim = &grids_[0];
+        for (Fields& f : grids_) {
+            if (f.used < victim->used) victim = &f;
+        }
+        Fields& f = *victim;
+        f.grid = g;
+        f.raw = g.get();
+        f.used = clock_;
+        f.width = g->width();
+        f.height = g->height();
+        f.terrain.clear();
+        f.simple = true;  // _simple(grid): no wall and no difficult terrain
+        for (int y = 0; y < g->height(); ++y) {
+            for (int x = 0; x < g->width(); ++x) {
+                f.terrain.push_back(g->at(x, y));
+                if (g->at(x, y) == kWall || g->at(x, y) == kDifficult) f.simple = false;
+            }
+        }
+        const auto squares = static_cast<std::size_t>(g->width()) * static_cast<std::size_t>(g->height());
+        f.slot.assign(f.simple ? 0 : squares, -1);
+        f.data.clear();
+        return f;
+    }
+
+    // common._dijkstra: the cost to reach the goal from every square (built from the goal with
+    // the cost of the square entered); returns the field's offset in f.data.
+    std::int64_t dijkstra(const Grid& g, Fields& f, int gx, int gy) {
+        const int w = g.width(), h = g.height();
+        const std::size_t n = static_cast<std::size_t>(w) * static_cast<std::size_t>(h);
+        const std::size_t off = f.data.size();
+        dist_.assign(n, kInf);
+        heap_.clear();
+        dist_[static_cast<std::size_t>(gy * w + gx)] = 0.0;
+        heap_.push_back({0.0, gy * w + gx});
+        const auto later = [](const Node& a, const Node& b2) { return a.d > b2.d; };
+        while (!heap_.empty()) {
+            std::pop_heap(heap_.begin(), heap_.end(), later);
+            const Node top = heap_.back();
+            heap_.pop_back();
+            if (top.d > dist_[static_cast<std::size_t>(top.sq)]) continue;
+            const int x = top.sq % w, y = top.sq / w;
+            const double enter = g.step_cost_m(x, y);  // entering (x, y) from a neighbour
+            for (int k = 0; k < kNumDirs; ++k) {
+                const int nx = x + kDirDx[k], ny = y + kDirDy[k];
+                if (!g.in_bounds(nx, ny) || g.at(nx, ny) == kWall || g.cuts_corner(nx, ny, x, y)) continue;
+                const double nd = top.d + enter;
+                double& cur = dist_[static_cast<std::size_t>(ny * w + nx)];
+                if (nd < cur) {
+                    cur = nd;
+                    heap_.push_back({nd, ny * w + nx});
+                    std::push_heap(heap_.begin(), heap_.end(), later);
+                }
+            }
+        }
+        f.data.resize(off + n);
+        for (std::size_t i = 0; i < n; ++i) f.data[off + i] = static_cast<float>(dist_[i]);
+        return static_cast<std::int64_t>(off);
+    }
+
+    struct Node {
+        double d;
+        int sq;
+    };
+
+    std::vector<Slot> outcomes_;
+    std::vector<std::vector<double>> dice_;
+    Fields grids_[kGridSlots];
+    std::uint64_t clock_ = 0;
+    std::vector<double> dist_;
+    std::vector<Node> heap_;
+};
+
+Workspace& workspace() {
+    thread_local Workspace ws;
+    return ws;
+}
+
+// ============================================================================ one decision
+// common.Context: the battle, the deciding combatant, the mask, its enemies and allies in play.
+struct Ctx {
+    const Battle& b;
+    const Grid& g;
+    int me;
+    const Combatant& m;
+    const std::uint8_t* mask;
+    Workspace& ws;
+    bool sig;    // a Significant action is available (budget_left)
+    int minors;  // Minor actions available
+
+    Ctx(const Battle& battle, int seat, const std::uint8_t* mk, Workspace& w)
+        : b(battle), g(battle.grid()), me(seat), m(battle.combatant(seat)), mask(mk), ws(w) {
+        const Budget budget{m.minors, m.significant};
+        sig = budget.significant_left();
+        minors = budget.minors_left();
+        w.enemies.clear();
+        w.allies.clear();
+        for (int i = 0; i < battle.num_combatants(); ++i) {
+            const Combatant& c = battle.combatant(i);
+            if (c.out || c.down) continue;
+            if (c.side != m.side) {
+                w.enemies.push_back(i);
+            } else if (i != seat) {
+                w.allies.push_back(i);
+            }
+        }
+    }
+
+    const std::vector<int>& enemies() const { return ws.enemies; }
+    const std::vector<int>& allies() const { return ws.allies; }
+    const Combatant& c(int i) const { return b.combatant(i); }
+    bool legal(int index) const { return index >= 0 && mask[index] != 0; }
+    int index(Kind k, int arg = -1) const {
+        Action a;
+        a.kind = k;
+        a.arg = arg;
+        return b.encode(a);
+    }
+    // spare_minor: a Minor action can be spent without losing this turn's Significant action.
+    bool spare_minor() const { return minors > 0 && (m.minors == 0 || !sig); }
+    // Another combatant in play holds (x, y) (Context.occupied).
+    bool occupied(int x, int y) const {
+        for (int i = 0; i < b.num_combatants(); ++i) {
+            const Combatant& o = b.combatant(i);
+            if (i != me && !o.out && o.x == x && o.y == y) return true;
+        }
+        return false;
+    }
+    // Python's id comparison (ids[a] < ids[b] as strings).
+    bool id_less(int a, int b2) const {
+        return b.names().ids[static_cast<std::size_t>(a)] < b.names().ids[static_cast<std::size_t>(b2)];
+    }
+};
+
+// Up to a few labels in order of preference (-1: None); ScriptedPolicy.choose plays the first
+// legal one.
+struct Prefs {
+    int v[4] = {-1, -1, -1, -1};
+    int n = 0;
+    Prefs() = default;
+    Prefs(std::initializer_list<int> items) {
+        for (int i : items) add(i);
+    }
+    void add(int i) { v[n++] = i; }
+};
+
+// ---------------------------------------------------------------------------- attack arithmetic
+// common.damage_to_down: damage one hit must do to knock c out now.
+int damage_to_down(const Combatant& c) {
+    if (c.down) return 0;
+    return std::max(1, damage_to_incapacitate(c.chars[kSTR], c.chars[kDEX], c.chars[kEND]));
+}
+
+// common.attack_dm: the total DM of a's attack on t with a at (ax, ay), t at (tx, ty), an aim
+// DM (-1: the aim a holds on t) and the held leadership bonus/penalty; kNoShot out of reach.
+int attack_dm(const Ctx& ctx, int ai, int ti, int ax, int ay, int tx, int ty, int aim = -1,
+              bool held = true) {
+    const Combatant& a = ctx.c(ai);
+    if (!in_attack_reach(a.weapon, ctx.g, ax, ay, tx, ty)) return kNoShot;
+    Combatant ha = a;  // the hypothetical attacker and target (attack_dms reads them)
+    ha.x = ax;
+    ha.y = ay;
+    if (aim >= 0) {
+        ha.aim_target = ti;
+        ha.aim_dm = aim;
+    }
+    Combatant ht = ctx.c(ti);
+    ht.x = tx;
+    ht.y = ty;
+    Dms dms = attack_dms(ha, ht, ti, ctx.g);
+    if (held) held_dms(a, dms);
+    return dms.total();
+}
+
+int attack_dm_now(const Ctx& ctx, int ai, int ti, int aim = -1, bool held = true) {
+    const Combatant& a = ctx.c(ai);
+    const Combatant& t = ctx.c(ti);
+    return attack_dm(ctx, ai, ti, a.x, a.y, t.x, t.y, aim, held);
+}
+
+// common.attack_value: expected damage (capped) + kill_weight x the chance of a knock-out.
+double attack_value(const Ctx& ctx, int ai, int ti, int dm, double kill_weight) {
+    const Weapon& w = ctx.c(ai).weapon;
+    const Combatant& t = ctx.c(ti);
+    const Outcome o =
+        ctx.ws.outcome(dm, w.damage_count, w.damage_modifier, t.protection, damage_to_down(t));
+    return o.expected + kill_weight * o.p_down;
+}
+
+// common.aim_plan: how many more aims before firing (0: fire now), by exact expected values.
+template <class ValueAt>
+int aim_plan(const ValueAt& value_at, int aim, int minors_used, int max_aim) {
+    double rate = -kInf;
+    for (int n = 1; n <= 3; ++n) {
+        const double r = value_at(std::min(max_aim, 3 * n - 2)) / static_cast<double>(3 * n);
+        if (n == 1 || r > rate) rate = r;
+    }
+    int best_k = 0;
+    double best = Budget::significant_after_minors(minors_used, 0) ? value_at(aim) - 2 * rate : -kInf;
+    for (int k = 1; k < 7; ++k) {
+        if (aim + k > max_aim || !Budget::significant_after_minors(minors_used, k)) continue;
+        const double v = value_at(aim + k) - rate * (k + 2);
+        if (v > best + 1e-9) {
+            best_k = k;
+            best = v;
+        }
+    }
+    return best_k;
+}
+
+// ---------------------------------------------------------------------------- movement
+// Visit every legal Move (move_options): f(index, destination x, destination y), in catalogue
+// order; a Move whose straight path is impossible or enters an occupied square is skipped.
+template <class F>
+void for_each_move(const Ctx& ctx, F&& f) {
+    const double budget = move_budget_m(ctx.m.movement_m, ctx.m.stance);
+    const int max_move = ctx.b.max_move_squares();
+    Walk w;
+    for (int d = 0; d < kNumDirs; ++d) {
+        for (int s = 1; s <= max_move; ++s) {
+            Action a;
+            a.kind = Kind::move;
+            a.dir = d;
+            a.squares = s;
+            const int index = ctx.b.encode(a);
+            if (!ctx.mask[index]) continue;
+            ctx.g.walk(ctx.m.x, ctx.m.y, d, budget, s, w);  // move_path
+            if (w.stop != WalkStop::none || w.n == 0) continue;
+            bool blocked = false;
+            for (int k = 0; k < w.n && !blocked; ++k) blocked = ctx.occupied(w.px[k], w.py[k]);
+            if (blocked) continue;
+            f(index, w.px[w.n - 1], w.py[w.n - 1]);
+        }
+    }
+}
+
+// (a0, a1) < (b0, b1) as Python compares tuples of floats.
+bool key_less(double a0, double a1, double b0, double b1) { return a0 < b0 || (a0 == b0 && a1 < b1); }
+
+// ScriptedPolicy.nearest_enemy: the enemy closest by path (ties: straight line, then order).
+int nearest_enemy(const Ctx& ctx) {
+    int best = -1;
+    double k0 = 0.0, k1 = 0.0;
+    for (int e : ctx.enemies()) {
+        const Combatant& c = ctx.c(e);
+        const double p = ctx.ws.path_cost(ctx.b, c.x, c.y, ctx.m.x, ctx.m.y);
+        const double d = Grid::distance_m(ctx.m.x, ctx.m.y, c.x, c.y);
+        if (best < 0 || key_less(p, d, k0, k1)) {
+            best = e;
+            k0 = p;
+            k1 = d;
+        }
+    }
+    return best;
+}
+
+// ScriptedPolicy.move_toward: the legal Move that brings it closest (by path) to the goal; -1
+// when none gets closer.
+int move_toward(const Ctx& ctx, int gx, int gy) {
+    const double here = ctx.ws.path_cost(ctx.b, gx, gy, ctx.m.x, ctx.m.y);
+    int best = -1;
+    double b0 = here - 1e-9, b1 = 0.0;
+    for_each_move(ctx, [&](int index, int x, int y) {
+        const double k0 = ctx.ws.path_cost(ctx.b, gx, gy, x, y);
+        const double k1 = Grid::distance_m(x, y, gx, gy);
+        if (key_less(k0, k1, b0, b1)) {
+            best = index;
+            b0 = k0;
+            b1 = k1;
+        }
+    });
+    return best;
+}
+
+// ---------------------------------------------------------------------------- shared evaluations
+// best_attacks(ctx)[0]: the legal attack of highest value (ties: the smaller id), or -1.
+int best_attack(const Ctx& ctx, double kill_weight = kKillWeight) {
+    int best = -1, best_e = -1;
+    double best_v = 0.0;
+    for (int e : ctx.enemies()) {
+        const int index = ctx.index(Kind::attack, e);
+        if (!ctx.legal(index)) continue;
+        const int dm = attack_dm_now(ctx, ctx.me, e);
+        if (dm == kNoShot) continue;
+        const double v = attack_value(ctx, ctx.me, e, dm, kill_weight);
+        if (best < 0 || v > best_v || (v == best_v && ctx.id_less(e, best_e))) {
+            best = index;
+            best_e = e;
+            best_v = v;
+        }
+    }
+    return best;
+}
+
+// common.threat: the best expected damage of enemy's attack on any of the deciding side now.
+double threat(const Ctx& ctx, int enemy) {
+    const Combatant& en = ctx.c(enemy);
+    double best = 0.0;
+    const auto consider = [&](int mi) {
+        const Combatant& mem = ctx.c(mi);
+        int dm;
+        if (en.weapon.melee) {
+            if (chebyshev(en.x, en.y, mem.x, mem.y) > 1 + squares_per_move(en.movement_m)) return;
+            dm = attack_dm(ctx, enemy, mi, mem.x, mem.y, mem.x, mem.y);
+        } else {
+            dm = attack_dm_now(ctx, enemy, mi);
+        }
+        if (dm != kNoShot) best = std::max(best, attack_value(ctx, enemy, mi, dm, 0.0));
+    };
+    consider(ctx.me);
+    for (int a : ctx.allies()) consider(a);
+    return best;
+}
+
+// common.bonus_value: what a leadership bonus (DM +1) adds to ally's best attack now.
+double bonus_value(const Ctx& ctx, int ally) {
+    const Combatant& al = ctx.c(ally);
+    double best = 0.0;
+    for (int e : ctx.enemies()) {
+        const Combatant& en = ctx.c(e);
+        int dm;
+        if (al.weapon.melee && chebyshev(al.x, al.y, en.x, en.y) > 1) {
+            const int reach = 1 + squares_per_move(al.movement_m);
+            if (chebyshev(al.x, al.y, en.x, en.y) > reach) continue;
+            dm = attack_dm(ctx, ally, e, en.x, en.y, en.x, en.y, -1, false);
+        } else {
+            dm = attack_dm_now(ctx, ally, e, -1, false);
+        }
+        if (dm == kNoShot) continue;
+        const double gain = attack_value(ctx, ally, e, dm + 1, kKillWeight) -
+                            attack_value(ctx, ally, e, dm, kKillWeight);
+        best = std::max(best, gain);
+    }
+    return best * (!al.turn_begun ? 1.0 : 0.8);
+}
+
+// common.best_reaction with its defaults: dodge or parry when the damage saved beats its cost.
+int best_reaction(const Ctx& ctx) {
+    const int none = ctx.index(Kind::react, kReactNone);
+    const PendingAttack& p = ctx.b.pending();
+    if (!p.active) return none;
+    const Combatant& attacker = ctx.c(p.attacker);
+    Dms held;
+    held_dms(attacker, held);
+    const int total = p.dms.total() + held.total();
+    const Weapon& w = attacker.weapon;
+    const int hp = damage_to_down(ctx.m);
+    const Outcome o0 = ctx.ws.outcome(total, w.damage_count, w.damage_modifier, ctx.m.protection, hp);
+    double cost = ctx.m.turn_begun ? kInitCostActed : kInitCostWaiting;
+    if (ctx.m.aim_target >= 0 && ctx.m.aim_dm) {
+        const int t = ctx.m.aim_target;
+        if (!ctx.c(t).out) {
+            const int dm = attack_dm_now(ctx, ctx.me, t);
+            if (dm != kNoShot) {
+                cost += (attack_value(ctx, ctx.me, t, dm, kKillWeight) -
+                         attack_value(ctx, ctx.me, t, dm - ctx.m.aim_dm, kKillWeight));
+            }
+        }
+    }
+    int best = none;
+    double best_gain = 0.0;
+    for (const int choice : {kReactDodge, kReactParry}) {
+        const int index = ctx.index(Kind::react, choice);
+        if (!ctx.legal(index)) continue;
+        const Outcome o1 = ctx.ws.outcome(total + reaction_dm(ctx.m, choice), w.damage_count,
+                                          w.damage_modifier, ctx.m.protection, hp);
+        if (o0.p_hit - o1.p_hit < kMinDrop) continue;
+        const double gain = (o0.expected - o1.expected) + 5.0 * (o0.p_down - o1.p_down) - cost;
+        if (gain > best_gain) {
+            best = index;
+            best_gain = gain;
+        }
+    }
+    return best;
+}
+
+// ScriptedPolicy.free_action: impose a penalty on the most dangerous enemy, hand a bonus to the
+// ally whose attack it helps most; -1 for none.
+int free_action(const Ctx& ctx) {
+    int bonuses = 0, penalties = 0;
+    if (!ctx.b.pools().empty()) ctx.b.pools().held(ctx.me, ctx.m.side, bonuses, penalties);
+    if (penalties) {
+        int best = -1;
+        double best_t = 0.0;
+        for (int e : ctx.enemies()) {  // sorted(enemies, key=-threat): stable, first legal
+            const int index = ctx.index(Kind::hamper, e);
+            if (!ctx.legal(index)) continue;
+            const double t = threat(ctx, e);
+            if (best < 0 || t > best_t) {
+                best = index;
+                best_t = t;
+            }
+        }
+        if (best >= 0) return best;
+    }
+    if (bonuses) {
+        int best = -1, best_a = -1;
+        double best_v = 0.0;
+        for (int a : ctx.allies()) {  // max of (bonus_value, id)
+            const int index = ctx.index(Kind::direct, a);
+            if (!ctx.legal(index)) continue;
+            const double v = bonus_value(ctx, a);
+            if (best < 0 || v > best_v || (v == best_v && ctx.id_less(best_a, a))) {
+                best = index;
+                best_a = a;
+                best_v = v;
+            }
+        }
+        if (best >= 0) return best;
+    }
+    return -1;
+}
+
+// ScriptedPolicy.draw_or_reload.
+int draw_or_reload(const Ctx& ctx) {
+    const int draw = ctx.index(Kind::draw);
+    if (!ctx.m.drawn && ctx.legal(draw)) return draw;
+    const int reload = ctx.index(Kind::reload);
+    if (!ctx.m.weapon.melee && ctx.m.ammo <= 0 && ctx.legal(reload)) return reload;
+    return -1;
+}
+
+// ScriptedPolicy.melee_turn.
+Prefs melee_turn(const Ctx& ctx) {
+    const int end = ctx.index(Kind::end_turn);
+    const int ready = draw_or_reload(ctx);
+    if (ready >= 0) return {ready};
+    const int attack = best_attack(ctx);
+    if (ctx.sig && attack >= 0) return {attack, end};
+    const int target = nearest_enemy(ctx);
+    const int mv = target >= 0 ? move_toward(ctx, ctx.c(target).x, ctx.c(target).y) : -1;
+    return {mv, end};
+}
+
+// ============================================================================ rush
+bool rush_close_enough(const Ctx& ctx, int target) {
+    const Combatant& t = ctx.c(target);
+    if (ctx.m.weapon.melee) return chebyshev(ctx.m.x, ctx.m.y, t.x, t.y) <= 1;
+    return ctx.g.line_of_sight(ctx.m.x, ctx.m.y, t.x, t.y) &&
+           Grid::distance_m(ctx.m.x, ctx.m.y, t.x, t.y) <=
+               std::max(1.5, kStopFraction * ctx.m.weapon.range_m);
+}
+
+Prefs rush_turn(const Ctx& ctx) {
+    const int end = ctx.index(Kind::end_turn);
+    const int ready = draw_or_reload(ctx);
+    if (ready >= 0) return {ready};
+    const int target = nearest_enemy(ctx);
+    if (target < 0) return {end};
+    const Combatant& t = ctx.c(target);
+    if (ctx.spare_minor() && !rush_close_enough(ctx, target)) {
+        const int mv = move_toward(ctx, t.x, t.y);
+        if (mv >= 0) return {mv};  // [mv, *best_attacks, end_turn]: mv is legal
+    }
+    if (ctx.sig) {
+        const int attack = best_attack(ctx);
+        if (attack >= 0) return {attack, end};
+    }
+    if (ctx.minors > 0) return {move_toward(ctx, t.x, t.y), end};
+    return {end};
+}
+
+// ============================================================================ marksman
+struct Target {
+    int e = -1;
+    int base = 0;  // attack_dm with aim 0
+    int held = 0;  // the aim held on it
+};
+
+// MarksmanPolicy.best_target: the enemy with the best achievable rate of value per Minor.
+Target marksman_best_target(const Ctx& ctx) {
+    Target best;
+    double best_rate = -1.0;
+    for (int e : ctx.enemies()) {
+        const int base = attack_dm_now(ctx, ctx.me, e, 0);
+        if (base == kNoShot) continue;
+        const auto value_at = [&](int a) { return attack_value(ctx, ctx.me, e, base + a, kKillWeight); };
+        const int held = ctx.m.aim_target == e ? ctx.m.aim_dm : 0;
+        const int k = aim_plan(value_at, held, ctx.m.minors, kMaxAim);
+        const double rate = value_at(held + k) / static_cast<double>(k + 2);
+        if (rate > best_rate + 1e-12) {
+            best = Target{e, base, held};
+            best_rate = rate;
+        }
+    }
+    return best;
+}
+
+// MarksmanPolicy.fire_or_aim (n == 0: no shot).
+Prefs marksman_fire_or_aim(const Ctx& ctx) {
+    const Target best = marksman_best_target(ctx);
+    if (best.e < 0) return {};
+    const int attack = ctx.index(Kind::attack, best.e), aim = ctx.index(Kind::aim, best.e);
+    if (ctx.sig) {
+        const auto value_at = [&](int a) {
+            return attack_value(ctx, ctx.me, best.e, best.base + a, kKillWeight);
+        };
+        const int k = aim_plan(value_at, best.held, ctx.m.minors, kMaxAim);
+        if (k == 0) return {attack, aim};
+        return {aim, attack};
+    }
+    if (ctx.minors > 0 && best.held < kMaxAim) return {aim};
+    return {};
+}
+
+// MarksmanPolicy.too_close.
+bool marksman_too_close(const Ctx& ctx) {
+    for (int e : ctx.enemies()) {
+        const Combatant& en = ctx.c(e);
+        if (Grid::distance_m(ctx.m.x, ctx.m.y, en.x, en.y) < kKeepAwayM) return true;
+        if (en.weapon.melee) {
+            const int reach = 1 + 3 * squares_per_move(en.movement_m);
+            if (chebyshev(ctx.m.x, ctx.m.y, en.x, en.y) <= reach) return true;
+        }
+    }
+    return false;
+}
+
+// MarksmanPolicy.back_away: the legal Move that most increases the distance to the nearest
+// enemy, keeping a shot on some enemy when possible; -1 if none increases it.
+int marksman_back_away(const Ctx& ctx) {
+    if (ctx.enemies().empty()) return -1;
+    const auto score = [&](int x, int y, bool& shot, double& nearest) {
+        nearest = kInf;
+        shot = false;
+        for (int e : ctx.enemies()) {
+            const Combatant& en = ctx.c(e);
+            nearest = std::min(nearest, Grid::distance_m(x, y, en.x, en.y));
+        }
+        for (int e : ctx.enemies()) {
+            const Combatant& en = ctx.c(e);
+            if (in_attack_reach(ctx.m.weapon, ctx.g, x, y, en.x, en.y)) {
+                shot = true;
+                break;
+            }
+        }
+    };
+    bool best_shot;
+    double best_near;
+    score(ctx.m.x, ctx.m.y, best_shot, best_near);
+    best_near += 1e-9;
+    int best = -1;
+    for_each_move(ctx, [&](int index, int x, int y) {
+        bool shot;
+        double nearest;
+        score(x, y, shot, nearest);
+        if (shot != best_shot ? shot : nearest > best_near) {  // (shot, nearest) > best key
+            best = index;
+            best_shot = shot;
+            best_near = nearest;
+        }
+    });
+    return best;
+}
+
+Prefs marksman_turn(const Ctx& ctx) {
+    const int end = ctx.index(Kind::end_turn);
+    if (ctx.m.weapon.melee) return melee_turn(ctx);  // ranged_turn_prologue
+    const int ready = draw_or_reload(ctx);
+    if (ready >= 0) return {ready};
+    if (ctx.spare_minor() && marksman_too_close(ctx)) {
+        const int mv = marksman_back_away(ctx);
+        if (mv >= 0) return {mv};
+    }
+    Prefs shot = marksman_fire_or_aim(ctx);
+    if (shot.n) {
+        shot.add(end);
+        return shot;
+    }
+    if (ctx.minors > 0 && marksman_best_target(ctx).e < 0) {
+        const int target = nearest_enemy(ctx);
+        if (target >= 0) return {move_toward(ctx, ctx.c(target).x, ctx.c(target).y), end};
+    }
+    return {end};
+}
+
+// The k-th legal action (k < number of legal actions).
+int nth_legal(const std::uint8_t* mask, int n_actions, std::uint32_t k) {
+    for (int i = 0; i < n_actions; ++i) {
+        if (mask[i] && k-- == 0) return i;
+    }
+    return -1;
+}
+
+int count_legal(const std::uint8_t* mask, int n_actions) {
+    int n = 0;
+    for (int i = 0; i < n_actions; ++i) n += mask[i] != 0;
+    return n;
+}
+
+}  // namespace
+
+// ============================================================================ CorePolicy
+CorePolicy::CorePolicy(PolicyKind k) noexcept : kind_(k), rng_(rng::Pcg32::from_seed(0)) {}
+
+void CorePolicy::reset(std::uint64_t seed) noexcept { rng_ = rng::Pcg32::from_seed(seed); }
+
+int CorePolicy::act(const Battle& b, int seat, const std::uint8_t* mask) {
+    const int n_actions = b.num_actions();
+    const int n_legal = count_legal(mask, n_actions);
+    if (n_legal == 0) return -1;
+    if (kind_ == PolicyKind::random) {  // RandomPolicy.act
+        return nth_legal(mask, n_actions, rng_.boundedrand(static_cast<std::uint32_t>(n_legal)));
+    }
+    Ctx ctx(b, seat, mask, workspace());
+    const int end = ctx.index(Kind::end_turn);
+    const int haste_no = ctx.index(Kind::haste, 1);
+    const int react_none = ctx.index(Kind::react, kReactNone);
+    if (kind_ == PolicyKind::passive) {  // PassivePolicy.act
+        for (const int i : {end, haste_no, react_none}) {
+            if (mask[i]) return i;
+        }
+        return nth_legal(mask, n_actions, 0);
+    }
+    // ScriptedPolicy.decide
+    Prefs prefs;
+    const Phase phase = b.phase();
+    if (phase == Phase::haste) {
+        prefs = {haste_no};  // rush (haste=False) and marksman never hasten
+    } else if (phase == Phase::reaction) {
+        if (kind_ == PolicyKind::rush) {
+            const int parry = ctx.index(Kind::react, kReactParry);
+            prefs = {ctx.legal(parry) ? parry : react_none};
+        } else {
+            prefs = {best_reaction(ctx)};
+        }
+    } else {
+        const int free = free_action(ctx);
+        if (free >= 0) {
+            prefs = {free};
+        } else if (!ctx.sig && ctx.minors <= 0) {  // R2.3: only free actions and end_turn
+            prefs = {end};
+        } else {
+            prefs = kind_ == PolicyKind::rush ? rush_turn(ctx) : marksman_turn(ctx);
+        }
+    }
+    // ScriptedPolicy.choose: the first legal preference, else a legal fallback.
+    for (int k = 0; k < prefs.n; ++k) {
+        if (ctx.legal(prefs.v[k])) return prefs.v[k];
+    }
+    for (const int i : {end, react_none, haste_no}) {
+        if (mask[i]) return i;
+    }
+    return nth_legal(mask, n_actions, rng_.boundedrand(static_cast<std::uint32_t>(n_legal)));
+}
+
+}  // namespace traveller
