@@ -19,8 +19,8 @@ from .core import available as core_available
 from .env import TravellerEnv, env, raw_env
 from .scenario import ScenarioError, build_battle, builtin_scenarios, load_scenario
 
-__all__ = ["ENV_ID", "CoreMissingWarning", "ScenarioError", "TravellerEnv", "build_battle", "builtin_scenarios",
-           "core_available", "env", "load_scenario", "raw_env"]
+__all__ = ["ENV_ID", "CoreMissingWarning", "ScenarioError", "TravellerEnv", "build_battle",
+           "builtin_scenarios", "core_available", "env", "load_scenario", "raw_env"]
 __version__ = "0.1.0"
 
 ENV_ID = "traveller/combat-v0"
