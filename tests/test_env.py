@@ -42,8 +42,9 @@ def one_v_one(blue: dict | None = None, red: dict | None = None, **options) -> d
 
 
 def make(sc, rolls=None, seed: int = 0, **options):
-    """A raw environment reset with scripted dice (``rolls``) or a seed."""
-    e = raw_env(sc, **options)
+    """A raw environment reset with scripted dice (``rolls``) or a seed, on the Python engine
+    (scripted dice are a Python-engine feature; the core rolls only the shared generator)."""
+    e = raw_env(sc, backend="python", **options)
     e.reset(seed=seed, options=None if rolls is None else {"dice": ScriptedDice(rolls)})
     return e
 
@@ -374,7 +375,7 @@ def test_r3_2_ambush_prepared_side_takes_12_without_rolling():
     sc = one_v_one(fighter((2, 5), drawn=False), fighter((12, 5), drawn=False, chars={"DEX": 9}))
     sc["sides"][1]["prepared"] = True
     dice = ScriptedDice([(5, 6)])  # blue 11; red 12 + 1 = 13
-    e = raw_env(sc)
+    e = raw_env(sc, backend="python")
     e.reset(options={"dice": dice})
     assert dice.remaining == 0
     init = {ev["actor"]: ev for ev in events(e, "initiative")}
@@ -511,7 +512,7 @@ def test_r3_7_recoil_costs_initiative_next_round():
 @pytest.mark.parametrize("factory", [raw_env, env])
 def test_illegal_action_raises_naming_agent_label_and_reason(factory):
     """R4.1: attacking one's own side is illegal; the ValueError names agent, label, reason."""
-    e = factory(one_v_one())
+    e = factory(one_v_one(), backend="python")
     e.reset(options={"dice": ScriptedDice([(6, 6), (1, 1)])})
     with pytest.raises(ValueError, match="own side") as info:
         e.step(e.unwrapped.action_index("attack:blue_0"))

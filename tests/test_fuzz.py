@@ -561,12 +561,12 @@ def test_env_option_checks_every_step_and_costs_nothing_when_off(monkeypatch):
     real = env_module.check_invariants
     monkeypatch.setattr(env_module, "check_invariants",
                         lambda *a, **k: (calls.append(1), real(*a, **k)))
-    off = raw_env("duel")
+    off = raw_env("duel", backend="python")  # the test corrupts the Python battle below
     off.reset(seed=0)
     for _ in range(5):
         off.step(int(np.flatnonzero(off.action_mask())[0]))
     assert calls == []
-    on = raw_env("duel", check_invariants=True)
+    on = raw_env("duel", check_invariants=True, backend="python")
     on.reset(seed=0)
     for _ in range(5):
         on.step(int(np.flatnonzero(on.action_mask())[0]))

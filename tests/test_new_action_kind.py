@@ -56,7 +56,7 @@ WALLED = scenario([fighter((0, 0)), fighter((0, 4))], [fighter((6, 0)), fighter(
 
 
 def test_a_registered_kind_is_in_the_catalogue_mask_and_engine(taunt):
-    env = traveller_env.raw_env(WALLED, check_invariants=True)
+    env = traveller_env.raw_env(WALLED, check_invariants=True, backend="python")
     env.reset(seed=3)
     labels = env.action_labels
     assert labels[-4:] == ["taunt:blue_0", "taunt:blue_1", "taunt:red_0", "taunt:red_1"]
@@ -82,7 +82,7 @@ def test_a_registered_kind_is_in_the_catalogue_mask_and_engine(taunt):
 
 
 def test_random_battles_with_the_new_kind_keep_every_invariant(taunt):
-    env = traveller_env.raw_env("squad", check_invariants=True)
+    env = traveller_env.raw_env("squad", check_invariants=True, backend="python")
     rng = np.random.default_rng(0)
     for seed in range(3):
         env.reset(seed=seed)
@@ -99,7 +99,8 @@ def test_random_battles_with_the_new_kind_keep_every_invariant(taunt):
 def test_the_sb3_bridge_accepts_the_new_kind_as_a_focus(taunt):
     from traveller_env.policy import RandomPolicy
 
-    bridge = TravellerSB3Env("duel", learner="blue", assist=RandomPolicy(0), focus=["taunt"])
+    bridge = TravellerSB3Env("duel", learner="blue", assist=RandomPolicy(0), focus=["taunt"],
+                             backend="python")
     bridge.reset(seed=0)
     assert "taunt:red_0" in bridge.action_labels
 

@@ -531,10 +531,15 @@ class TravellerEnv(AECEnv):
 
 #: The engines an environment can run on: the Python reference and the compiled core.
 ENV_BACKENDS = ("python", "core")
+#: The engine ``raw_env``, ``env``, the SB3 bridge and ``vector.make`` use when none is named:
+#: the compiled core (it plays the Python engine's battles exactly; see README "The batched
+#: core"). Without a built core they raise ``CoreUnavailableError``; pass
+#: ``backend="python"`` to run the Python engine.
+DEFAULT_BACKEND = "core"
 
 
 def raw_env(scenario: ScenarioSource = "duel", render_mode: str | None = None,
-            backend: str = "python", **options: Any) -> TravellerEnv:
+            backend: str = DEFAULT_BACKEND, **options: Any) -> TravellerEnv:
     """The environment without wrappers (illegal actions raise ``ValueError`` by default).
 
     ``backend``: ``"python"`` (the Python engine) or ``"core"`` (the compiled core,
@@ -552,7 +557,7 @@ def raw_env(scenario: ScenarioSource = "duel", render_mode: str | None = None,
 
 
 def env(scenario: ScenarioSource = "duel", render_mode: str | None = None,
-        backend: str = "python", **options: Any) -> AECEnv:
+        backend: str = DEFAULT_BACKEND, **options: Any) -> AECEnv:
     """The environment with PettingZoo's order enforcement (``OrderEnforcingWrapper``).
 
     Out-of-bounds and illegal actions are checked by the environment itself with clear

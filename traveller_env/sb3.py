@@ -21,7 +21,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from .env import ScenarioSource, TravellerEnv, raw_env
+from .env import DEFAULT_BACKEND, ScenarioSource, TravellerEnv, raw_env
 from .policy import RandomPolicy, policy_action
 from .rules.kinds import KINDS
 
@@ -58,7 +58,7 @@ class TravellerSB3Env(gym.Env):
                  policies: Any = None, play_out: bool = True,
                  render_mode: str | None = None, assist: Any = None,
                  focus: Iterable[str] | None = None, relative_actions: bool = False,
-                 backend: str = "python", **options: Any) -> None:
+                 backend: str = DEFAULT_BACKEND, **options: Any) -> None:
         super().__init__()
         self.aec: TravellerEnv = raw_env(scenario, render_mode=render_mode, backend=backend,
                                          **options)

@@ -80,7 +80,7 @@ import numpy as np
 
 from .core import available as core_available
 from .encoding import ActionCatalogue, RelativeActions
-from .env import ScenarioSource, TravellerEnv
+from .env import DEFAULT_BACKEND, ScenarioSource, TravellerEnv
 from .observations import ObservationBuilder
 from .policy import Policy, make_policy
 from .rules.battle import Battle
@@ -99,7 +99,7 @@ BACKENDS = {"python": "available", "core": "available" if core_available() else 
 MAX_SKIPPED = 1000
 
 
-def make(scenario: ScenarioSource, num_envs: int = 1, seed: int = 0, backend: str = "python",
+def make(scenario: ScenarioSource, num_envs: int = 1, seed: int = 0, backend: str = DEFAULT_BACKEND,
          opponents: Mapping[str, str] | None = None, *, relative_actions: bool = False,
          threads: int = 1, **options: Any) -> VectorEnv:
     """``num_envs`` battles of ``scenario`` stepped together (see the module docstring).
@@ -198,7 +198,7 @@ class VectorEnv:
     """
 
     def __init__(self, scenario: ScenarioSource, num_envs: int = 1, seed: int = 0,
-                 backend: str = "python", opponents: Mapping[str, str] | None = None,
+                 backend: str = DEFAULT_BACKEND, opponents: Mapping[str, str] | None = None,
                  relative_actions: bool = False, threads: int = 1, **options: Any) -> None:
         if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer) \
                 or num_envs < 1:
