@@ -8,6 +8,9 @@
 // line-of-sight and cover tables are the only mutable part, filled on first use).
 #pragma once
 
+#include <atomic>
+#include <memory>
+
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -82,8 +85,8 @@ public:
         const long long n = static_cast<long long>(width_) * height_;
         if (n <= kMaxTableSquares) {
             const auto cells = static_cast<std::size_t>(n * n);
-            if (!walls_.empty()) los_table_.assign(cells, 0);
-            if (!cover_.empty()) cover_table_.assign(cells, 0);
+            if (!walls_.empty()) los_table_.allocate(cells);
+            if (!cover_.empty()) cover_table_.allocate(cells);
         }
     }
 
@@ -165,8 +168,12 @@ public:
         if (walls_.empty()) return true;
         if (!los_table_.empty()) {
             auto& cell = los_table_[pair_index(ax, ay, bx, by)];
-            if (cell == 0) cell = crossed_any(ax, ay, bx, by, walls_) ? 1 : 2;
-            return cell == 2;
+            std::uint8_t v = cell.load(std::memory_order_relaxed);
+            if (v == 0) {
+                v = crossed_any(ax, ay, bx, by, walls_) ? 1 : 2;
+                cell.store(v, std::memory_order_relaxed);
+            }
+            return v == 2;
         }
         return !crossed_any(ax, ay, bx, by, walls_);
     }
@@ -177,8 +184,12 @@ public:
         if (cover_.empty()) return false;
         if (!cover_table_.empty()) {
             auto& cell = cover_table_[pair_index(sx, sy, tx, ty)];
-            if (cell == 0) cell = cover_uncached(sx, sy, tx, ty) ? 2 : 1;
-            return cell == 2;
+            std::uint8_t v = cell.load(std::memory_order_relaxed);
+            if (v == 0) {
+                v = cover_uncached(sx, sy, tx, ty) ? 2 : 1;
+                cell.store(v, std::memory_order_relaxed);
+            }
+            return v == 2;
         }
         return cover_uncached(sx, sy, tx, ty);
     }
@@ -225,7 +236,18 @@ private:
     int width_, height_;
     std::vector<std::uint8_t> terrain_;
     std::vector<int> walls_, cover_;
-    mutable std::vector<std::uint8_t> los_table_, cover_table_;  // 0 unknown, 1 no, 2 yes
+    // A lazily filled table shared by every battle (and thread) of a scenario: relaxed atomic
+    // bytes, since two threads may fill the same cell (with the same value) at once.
+    class LazyTable {
+    public:
+        bool empty() const noexcept { return !cells_; }
+        void allocate(std::size_t n) { cells_.reset(new std::atomic<std::uint8_t>[n]()); }
+        std::atomic<std::uint8_t>& operator[](std::size_t i) const noexcept { return cells_[i]; }
+
+    private:
+        std::unique_ptr<std::atomic<std::uint8_t>[]> cells_;
+    };
+    LazyTable los_table_, cover_table_;  // 0 unknown, 1 no, 2 yes
 };
 
 }  // namespace traveller
