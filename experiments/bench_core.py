@@ -36,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scenarios", nargs="+", default=["duel", "squad", "squad_commander"])
     p.add_argument("--json", type=Path, default=Path("runs/bench_core.json"))
     p.add_argument("--observe-calls", type=int, default=1_000_000,
-                   help="core observe calls per scenario in the observation table")
+                   help="core observe calls per seat and state: this / (64 x seats) "
+                        "(default 1,000,000)")
     p.add_argument("--observe-only", action="store_true", help="only the observation table")
     return p
 
@@ -69,7 +70,7 @@ def _observe_ns(scenario: Any, calls: int, seed: int = 0) -> dict[str, Any]:
     while not py.done:
         if decisions % 8 == 0:
             states += 1
-            per_state = max(1, calls // (64 * n_seats))  # sized for about 64 states
+            per_state = max(1, calls // (64 * n_seats))
             for seat, agent in enumerate(cb.ids):
                 core_s += cb._b.bench_observe(seat, per_state)
                 core_calls += per_state
