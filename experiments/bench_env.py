@@ -7,8 +7,9 @@ for a fixed number of AEC steps in each environment, in one process, and prints 
 steps per second over several repeats:
 
 * PettingZoo's ``tictactoe_v3.env()`` and ``connect_four_v3.env()`` (references users know);
-* our ``env()`` and ``raw_env()`` on ``duel``, ``squad`` and a generated 16-vs-16 scenario, and
-  ``env(backend="core")`` (the compiled core) on the same;
+* our ``env()`` and ``raw_env()`` on the Python engine (``backend="python"``) on ``duel``,
+  ``squad`` and a generated 16-vs-16 scenario, and ``env(backend="core")`` (the compiled core,
+  the default) on the same;
 * a do-nothing AEC environment (fixed observation, two agents alternating) with and without
   PettingZoo's ``OrderEnforcingWrapper``, and with the order enforcement our ``env()`` uses
   (the same guarantees, without ``__getattr__`` on the hot path): the ceiling of any AEC
@@ -177,8 +178,10 @@ def main(argv: list[str] | None = None) -> int:
         "do-nothing raw": DoNothingEnv,
     }
     for name, sc in (("duel", "duel"), ("squad", "squad"), ("16v16", big)):
-        cases[f"traveller env() {name}"] = lambda sc=sc: traveller_env.env(scenario=sc)
-        cases[f"traveller raw_env() {name}"] = lambda sc=sc: traveller_env.raw_env(scenario=sc)
+        cases[f"traveller env() {name}"] = lambda sc=sc: traveller_env.env(
+            scenario=sc, backend="python")
+        cases[f"traveller raw_env() {name}"] = lambda sc=sc: traveller_env.raw_env(
+            scenario=sc, backend="python")
         if traveller_env.core_available():
             cases[f"traveller env() {name} core"] = lambda sc=sc: traveller_env.env(
                 scenario=sc, backend="core")
@@ -194,7 +197,8 @@ def main(argv: list[str] | None = None) -> int:
         results[f"engine alone {name}"] = {"actions_per_s": statistics.median(rates),
                                            "repeats": rates}
         print(f"{'engine alone ' + name:<38}{statistics.median(rates):>12,.0f} actions/s")
-    memory = {name: instance_memory_kib(lambda sc=sc: traveller_env.env(scenario=sc))
+    memory = {name: instance_memory_kib(lambda sc=sc: traveller_env.env(scenario=sc,
+                                                                     backend="python"))
               for name, sc in (("duel", "duel"), ("squad", "squad"), ("16v16", big))}
     for name, kib in memory.items():
         print(f"{'memory per env() ' + name:<38}{kib:>12,.0f} KiB")

@@ -23,11 +23,14 @@ HERE = Path(__file__).resolve().parents[1]
 
 # Runs inside a subprocess with PYTHONPATH set to one tree: steps/s of random legal AEC steps.
 _PROBE = """
-import sys, time
+import inspect, sys, time
 import numpy as np
 import traveller_env
 scenario, steps = sys.argv[1], int(sys.argv[2])
-env = traveller_env.env(scenario)
+# The Python engine in both trees (a tree that has the compiled core defaults to it).
+python = {"backend": "python"} if "backend" in inspect.signature(traveller_env.env).parameters \
+    else {}
+env = traveller_env.env(scenario, **python)
 rng = np.random.default_rng(0)
 env.reset(seed=0)
 done, t0 = 0, time.perf_counter()

@@ -131,7 +131,7 @@ def run_raw_env(scenario: Any, num_envs: int, decisions: int, seed: int = 0) -> 
     sampler not."""
     import traveller_env
 
-    env = traveller_env.raw_env(scenario=scenario)
+    env = traveller_env.raw_env(scenario=scenario, backend="python")
     steps = max(MIN_STEPS, decisions // num_envs)
     rng = np.random.default_rng(seed)
     draws = np.stack([rng.random(num_envs) for _ in range(WARMUP_STEPS + steps)])
