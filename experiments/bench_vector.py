@@ -88,19 +88,17 @@ def run_vector(scenario: Any, num_envs: int, decisions: int, seed: int = 0,
 
 
 def memory_per_battle_kib(scenario: Any, num_envs: int = 64, backend: str = "python") -> float:
-    """Memory ``make`` + ``reset`` allocate per row (the battles, their observation caches, the
-    buffers), in KiB: Python allocations (``tracemalloc``) for the Python backend, the growth
-    of the process's resident memory for the core (whose C++ allocations tracemalloc does not
-    see; 4096 rows, so that the page granularity does not matter)."""
+    """Memory per row after ``make`` + ``reset``, in KiB: for the Python backend what Python
+    allocated (``tracemalloc``: the battles, their observation caches, the buffers); for the
+    core what its rows hold by its own count (``VecBattles.memory_bytes``: battles, reward
+    bookkeeping, policies; tracemalloc does not see C++ allocations) plus the vector's buffers
+    (obs, mask, rewards and the per-row arrays)."""
     gc.collect()
     if backend == "core":
-        num_envs = 4096
-        before = _rss_kib()
         v = vector.make(scenario, num_envs=num_envs, seed=0, backend=backend)
         v.reset()
-        grown = _rss_kib() - before
-        del v
-        return grown / num_envs
+        buffers = sum(a.nbytes for a in vars(v._buf).values())
+        return (v._backend._vec.memory_bytes + buffers) / 1024 / num_envs
     tracemalloc.start()
     v = vector.make(scenario, num_envs=num_envs, seed=0, backend=backend)
     v.reset()
@@ -108,14 +106,6 @@ def memory_per_battle_kib(scenario: Any, num_envs: int = 64, backend: str = "pyt
     tracemalloc.stop()
     del v
     return current / 1024 / num_envs
-
-
-def _rss_kib() -> float:
-    """This process's resident memory (Linux ``/proc/self/statm``), in KiB."""
-    import os
-
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1024
 
 
 def run_raw_env(scenario: Any, num_envs: int, decisions: int, seed: int = 0) -> dict[str, float]:

@@ -76,6 +76,20 @@ void Battle::restart(const std::vector<Combatant>& initial, std::uint64_t seed) 
     start_round();
 }
 
+std::size_t Battle::memory_bytes() const noexcept {
+    auto strings = [](const std::vector<std::string>& v) {
+        std::size_t n = v.capacity() * sizeof(std::string);
+        for (const auto& x : v) n += x.capacity() > 15 ? x.capacity() + 1 : 0;  // beyond SSO
+        return n;
+    };
+    return sizeof(*this) + cs_.capacity() * sizeof(Combatant) + events_.capacity() * sizeof(Event) +
+           ints_.capacity() * sizeof(std::int32_t) + strings(strings_) +
+           (haste_queue_.capacity() + group_.capacity() + group_queue_.capacity()) * sizeof(int) +
+           pools_.capacity_bytes() +
+           (summary_.damage_dealt.capacity() + summary_.damage_taken.capacity()) * sizeof(int) +
+           strings(names_.ids) + strings(names_.weapons) + strings(names_.damage_dice);
+}
+
 // ------------------------------------------------------------------------ the catalogue
 Action Battle::decode(int index) const noexcept {
     Action a;

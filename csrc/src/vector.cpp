@@ -39,6 +39,18 @@ VecBattles::VecBattles(std::shared_ptr<const Grid> grid, std::vector<Combatant> 
     observer_ = std::make_unique<Observer>(*rows_[0].battle);
 }
 
+std::size_t VecBattles::memory_bytes() const noexcept {
+    std::size_t n = sizeof(*this) + rows_.capacity() * sizeof(Row) +
+                    initial_.capacity() * sizeof(Combatant);
+    for (const Row& row : rows_) {
+        n += row.battle->memory_bytes() + (row.acc.capacity() + row.g.capacity()) * sizeof(double) +
+             row.live.capacity() + row.scratch_mask.capacity() +
+             (row.last_dealt.capacity() + row.last_taken.capacity()) * sizeof(int) +
+             row.policies.capacity() * sizeof(CorePolicy);
+    }
+    return n;
+}
+
 // ------------------------------------------------------------------------ reset / step
 bool VecBattles::reset(std::uint64_t seed, bool restart, const VecOut& out, int* stuck) {
     vector_seed_ = seed;

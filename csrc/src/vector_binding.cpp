@@ -128,6 +128,8 @@ void bind_vector(nb::module_& m) {
         .def_prop_ro("num_actions", [](const PyVec& p) { return p.vec->num_actions(); })
         .def_prop_ro("obs_dim", [](const PyVec& p) { return p.vec->obs_dim(); })
         .def_prop_ro("battles_skipped", [](const PyVec& p) { return p.vec->battles_skipped(); })
+        .def_prop_ro("memory_bytes", [](const PyVec& p) { return p.vec->memory_bytes(); },
+                     "Bytes the rows hold (battles, bookkeeping, policies); buffers and map excluded.")
         .def("attach", &attach, "obs"_a.none(), "mask"_a.none(), "rewards"_a.none(),
              "terminated"_a.none(), "truncated"_a.none(), "agent"_a.none(), "episode"_a.none(),
              "battle_seed"_a.none(), "winner"_a.none(),

@@ -137,6 +137,9 @@ public:
     // before Initiative, as the constructor takes them), a new seed; every buffer is reused, so
     // a batched stepper's automatic reset allocates nothing. Plays exactly as a new Battle.
     void restart(const std::vector<Combatant>& initial, std::uint64_t seed);
+    // Bytes this battle holds (itself, its buffers' capacity, its names), the map excluded
+    // (shared by every battle of a scenario).
+    std::size_t memory_bytes() const noexcept;
 
 private:
     // ---- sequencing (sequencing.py)

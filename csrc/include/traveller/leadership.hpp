@@ -44,6 +44,7 @@ class Pools {
 public:
     void reserve(std::size_t n) { pools_.reserve(n + 1); }
     void clear() noexcept { pools_.clear(); }
+    std::size_t capacity_bytes() const noexcept { return pools_.capacity() * sizeof(Pool); }
     bool empty() const noexcept { return pools_.empty(); }
     const std::vector<Pool>& all() const noexcept { return pools_; }
 

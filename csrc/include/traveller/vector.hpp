@@ -60,6 +60,9 @@ public:
     std::int64_t battles_skipped() const noexcept { return skipped_; }
     const Battle& battle(int row) const { return *rows_[static_cast<std::size_t>(row)].battle; }
     const Observer& observer() const noexcept { return *observer_; }
+    // Bytes the rows hold (battles, bookkeeping, policies), the caller's buffers and the
+    // shared map excluded.
+    std::size_t memory_bytes() const noexcept;
 
     // Start every row's next battle (battle 0 again when `restart`), play opponents up to the
     // first learner decision, write obs, mask, agent, episode and battle_seed.
