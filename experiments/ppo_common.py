@@ -199,7 +199,8 @@ def plot_curve(history: Sequence[dict], png: Path, title: str) -> None:
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
     names = list(dict.fromkeys(k for h in history for k in h.get("eval", {})))
     for ax, key, xlabel in ((axes[0], "decisions", "learner decisions"),
-                            (axes[1], "seconds", "wall-clock seconds")):
+                            (axes[1], "seconds",
+                             "wall-clock seconds of training (evaluations excluded)")):
         for name in names:
             pts = [h for h in history if name in h.get("eval", {})]
             x = [h[key] for h in pts]

@@ -383,8 +383,10 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
     frozen: list[Any] = []
     row_side = np.full(n, -1, dtype=np.int64)  # the learner's side per row (-1: all sides)
     row_frozen = np.full(n, -1, dtype=np.int64)  # pool rows: the frozen checkpoint playing
-    for g in groups:
+    row_group = np.zeros(n, dtype=np.int64)  # the group (vector) of each row
+    for i, g in enumerate(groups):
         row_side[g.start:g.stop] = g.learner_side
+        row_group[g.start:g.stop] = i
 
     def freeze(update: int, decisions: int) -> None:
         copy = ActorCritic(obs_dim, n_actions, net.hidden)
@@ -425,6 +427,7 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
             writer.add_scalar(f"eval/win_rate_vs_{name}", w / total, decisions)
         timers["eval"] += time.perf_counter() - t
         record["seconds"] = round(time.perf_counter() - t_start - timers["eval"], 2)
+        record["wall_seconds"] = round(time.perf_counter() - t_start, 2)
         history.append(record)
         with (out / "progress.jsonl").open("a") as fh:
             fh.write(json.dumps(record) + "\n")
@@ -462,8 +465,15 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
         on = agent_sides == side
         side_weight[side, on] = 1.0 / on.sum()
     ep_ret = np.zeros(n, dtype=np.float64)
-    stats = {"battles": 0, "wins": 0, "decided": 0, "lengths": [], "returns": []}
 
+    def new_stats() -> dict[str, Any]:
+        """Training battles ended since the last update: count, and per group the battles with
+        a learner side and their wins; learner decisions per battle; the learner side's
+        return."""
+        return {"battles": 0, "decided": np.zeros(len(groups), dtype=np.int64),
+                "wins": np.zeros(len(groups), dtype=np.int64), "lengths": [], "returns": []}
+
+    stats = new_stats()
     decisions, update = 0, 0
     evaluate(0, 0, None)
     bar = None
@@ -521,8 +531,9 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
                 done_rows = np.flatnonzero(ended_all)
                 sided = done_rows[row_side[done_rows] >= 0]
                 stats["battles"] += len(done_rows)
-                stats["decided"] += len(sided)
-                stats["wins"] += int((winner_all[sided] == row_side[sided]).sum())
+                np.add.at(stats["decided"], row_group[sided], 1)
+                np.add.at(stats["wins"], row_group[sided],
+                          winner_all[sided] == row_side[sided])
                 stats["lengths"].extend(ep_len[done_rows].tolist())
                 stats["returns"].extend(ep_ret[sided].tolist())
                 ep_len[done_rows] = 0
@@ -580,7 +591,8 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
 
         # ---- logging, pool, evaluation, checkpoint
         elapsed = time.perf_counter() - t_start - timers["eval"]
-        train_win = stats["wins"] / stats["decided"] if stats["decided"] else None
+        decided = int(stats["decided"].sum())
+        train_win = int(stats["wins"].sum()) / decided if decided else None
         writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], decisions)
         writer.add_scalar("charts/decisions_per_second", decisions / elapsed, decisions)
         writer.add_scalar("charts/env_share", timers["env"] / elapsed, decisions)
@@ -594,22 +606,30 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
                               decisions)
         if train_win is not None:
             writer.add_scalar("charts/train_win_rate", train_win, decisions)
+        if len(groups) > 1:
+            for g, won, of in zip(groups, stats["wins"], stats["decided"], strict=True):
+                if of:
+                    writer.add_scalar(f"train_win_rate/{g.label.replace(' ', '_')}",
+                                      won / of, decisions)
+        writer.add_scalar("charts/battles", stats["battles"], decisions)
         writer.add_scalar("losses/policy", pg_loss.item(), decisions)
         writer.add_scalar("losses/value", v_loss.item(), decisions)
         writer.add_scalar("losses/entropy", entropy.item(), decisions)
         writer.add_scalar("losses/approx_kl", approx_kl.item(), decisions)
         writer.add_scalar("losses/clipfrac", float(np.mean(clipfracs)), decisions)
         if bar is not None:
+            bar.total = max(bar.total, decisions)  # the last rollout may overshoot
             bar.update(decisions - rollout_start)
             bar.set_postfix_str(f"upd {update} {decisions / elapsed:,.0f} dec/s"
                                 + (f" train win {train_win:.2f}" if train_win is not None
                                    else ""))
+        stats = new_stats()
         if pool_rows is not None and update % args.pool_every == 0:
             freeze(update, decisions)
         last = decisions >= args.total_timesteps
         if (args.eval_every and update % args.eval_every == 0) or last:
             rec = evaluate(update, decisions, train_win)
-            stats = {"battles": 0, "wins": 0, "decided": 0, "lengths": [], "returns": []}
+            t = time.perf_counter()
             save(out / "ppo.pt", update, decisions)
             if rec["eval"]:
                 log(f"update {update:>4}  {decisions:>9,} decisions  {rec['seconds']:>7.1f} s  "
@@ -617,6 +637,7 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
             plot_curve(history, out / "learning_curve.png",
                        f"PPO {scenario} ({groups[0].label if single else 'pool'}, "
                        f"seed {args.seed})")
+            timers["eval"] += time.perf_counter() - t  # checkpoint and curve: not training
     if bar is not None:
         bar.close()
     train_seconds = time.perf_counter() - t_start - timers["eval"]
