@@ -14,7 +14,9 @@ the same opponent (``--opponents red=random``: the learner plays every blue seat
 bridge's ``learner="blue"``), on each ``--ppo-backends`` backend, for ``--ppo-decisions``
 learner decisions, no evaluation. Its decisions per second are the trainer's own end-to-end
 figure (rollouts, inference, GAE, the PPO updates, TensorBoard logging; not the start-up), and
-its environment share is the time inside the vector's ``reset``/``step``. MaskablePPO runs on
+its environment share is the time inside the vector's ``reset``/``step``. A last row per
+scenario, ``free env``, trains on ``FreeVector`` (the scenario's shapes at almost no cost):
+the trainer's own ceiling on this machine, now. MaskablePPO runs on
 the same scenarios with the same ``--timesteps`` (reusing the figure above for
 ``--scenario``), so the ratio compares the two trainers on one machine at one moment.
 
@@ -150,23 +152,76 @@ def maskable_ppo(scenario: str, timesteps: int, n_envs: int) -> dict[str, float]
             "env_us_per_step": 1e6 * venv.elapsed / timesteps}
 
 
+class FreeVector:
+    """A stand-in for ``traveller_env.vector`` with ``scenario``'s shapes and learner seats
+    that costs (almost) nothing: fixed random observations and masks, the deciding seat cycling
+    over the learners, every battle ending after ``length`` steps with +1 / -1. Training on it
+    measures the trainer alone (the learner-only ceiling)."""
+
+    def __init__(self, scenario: str, num_envs: int, length: int = 40) -> None:
+        import numpy as np
+
+        from traveller_env import vector
+
+        real = vector.make(scenario, num_envs=1, relative_actions=True,
+                           opponents={"red": "random"})
+        for attr in ("possible_agents", "num_agents", "sides", "agent_sides", "obs_dim",
+                     "n_actions", "action_labels", "scenario", "learners", "opponents"):
+            setattr(self, attr, getattr(real, attr))
+        self.num_envs, self.length, self.battles_skipped = num_envs, length, 0
+        rng = np.random.default_rng(0)
+        self.obs = rng.random((num_envs, self.obs_dim), dtype=np.float32)
+        self.mask = rng.random((num_envs, self.n_actions)) < 0.3
+        self.mask[:, 0] = True
+        self.rewards = np.zeros((num_envs, self.num_agents), dtype=np.float32)
+        self.terminated = np.zeros(num_envs, dtype=bool)
+        self.truncated = np.zeros(num_envs, dtype=bool)
+        self.seats = np.array([self.possible_agents.index(a) for a in self.learners])
+        self.info = {"agent": np.full(num_envs, self.seats[0], dtype=np.int64),
+                     "winner": np.full(num_envs, -1, dtype=np.int8)}
+        self.t = 0
+        self.win = np.where(self.agent_sides == 0, 1.0, -1.0).astype(np.float32)
+
+    def reset(self, seed: int | None = None) -> tuple:
+        return self.obs, self.mask, self.info
+
+    def step(self, actions: Any) -> tuple:
+        import numpy as np
+
+        self.t += 1
+        self.info["agent"][:] = self.seats[self.t % len(self.seats)]
+        end = (np.arange(self.num_envs) + self.t) % self.length == 0
+        self.terminated[:] = end
+        self.info["winner"][:] = np.where(end, 0, -1)
+        self.rewards[:] = 0.0
+        self.rewards[end] = self.win
+        return (self.obs, self.mask, self.rewards, self.terminated, self.truncated,
+                self.info)
+
+
 def train_ppo_figures(scenario: str, backend: str, decisions: int, num_envs: int,
                       num_steps: int, threads: int) -> dict[str, Any]:
     """``experiments/train_ppo.py`` for ``decisions`` learner decisions against ``random``
-    (no evaluation, run folder in a temporary directory): its own timers."""
+    (no evaluation, run folder in a temporary directory): its own timers. Backend ``"free"``
+    trains on ``FreeVector`` instead (the learner-only ceiling)."""
     import contextlib
     import io
     import tempfile
 
-    from experiments.train_ppo import Args, train
+    from experiments.train_ppo import Args, Group, train
 
     with tempfile.TemporaryDirectory() as tmp:
         args = Args(scenario=scenario, opponents="red=random", total_timesteps=decisions,
-                    seed=0, out=tmp, backend=backend, num_envs=num_envs, num_steps=num_steps,
+                    seed=0, out=tmp, backend="python" if backend == "free" else backend,
+                    num_envs=num_envs, num_steps=num_steps,
                     threads=threads, eval_every=0, eval_battles=0, final_eval_battles=0,
                     progress=False)
+        prepared = None
+        if backend == "free":
+            prepared = ([Group(FreeVector(scenario, num_envs), 0, num_envs, "learn", 0,
+                               "free", "free")], {})
         with contextlib.redirect_stdout(io.StringIO()):
-            train(args)
+            train(args, prepared)
         result = json.loads((Path(tmp) / "evaluation.json").read_text())
     return {"scenario": scenario, "backend": backend, "num_envs": num_envs,
             "num_steps": num_steps, "threads": threads, "decisions": result["decisions"],
@@ -225,14 +280,15 @@ def main(argv: list[str] | None = None) -> int:
             scenario, args.timesteps, 1)
         print(f"{scenario:<10}{'MaskablePPO (1 env)':<22}{ref['fps']:>13,.0f}"
               f"{ref['env_share']:>11.1%}{'':>11}{'':>9}{'1.0x':>16}")
-        for backend in backends:
+        for backend in [*backends, "free"]:
             row = train_ppo_figures(scenario, backend, args.ppo_decisions, args.ppo_num_envs,
                                     args.ppo_num_steps, args.ppo_threads)
             row["maskable_ppo_fps"] = ref["fps"]
             row["maskable_ppo_env_share"] = ref["env_share"]
             row["ratio_to_maskable_ppo"] = row["decisions_per_second"] / ref["fps"]
             rows.append(row)
-            print(f"{'':<10}{'train_ppo (' + backend + ')':<22}"
+            label = "train_ppo (free env)" if backend == "free" else f"train_ppo ({backend})"
+            print(f"{'':<10}{label:<22}"
                   f"{row['decisions_per_second']:>13,.0f}{row['env_share']:>11.1%}"
                   f"{row['inference_share']:>11.1%}{row['update_share']:>9.1%}"
                   f"{row['ratio_to_maskable_ppo']:>15.1f}x")

@@ -515,8 +515,12 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
                         sel = others[row_frozen[others] == k]
                         fa, _ = sample_masked(frozen[k].actor(obs_t[sel]), mask_t[sel], gen)
                         actions[sel] = fa.numpy()
-            rollout.add(rows, agent_all[rows], obs_all[rows], mask_all[rows], a.numpy(),
-                        logp.numpy(), value.numpy())
+            if learner is None:  # every row: no gathering copy
+                rollout.add(rows, agent_all, obs_all, mask_all, a.numpy(), logp.numpy(),
+                            value.numpy())
+            else:
+                rollout.add(rows, agent_all[rows], obs_all[rows], mask_all[rows], a.numpy(),
+                            logp.numpy(), value.numpy())
             decisions += len(rows)
             ep_len[rows] += 1
             t2 = time.perf_counter()
@@ -561,7 +565,8 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
             perm = torch.from_numpy(rng.permutation(batch))
             for start in range(0, batch, mb_size):
                 mb = perm[start:start + mb_size]
-                logits = net.logits(b_obs[mb], b_mask[mb])
+                mb_obs = b_obs[mb]
+                logits = net.logits(mb_obs, b_mask[mb])
                 logp_all = torch.log_softmax(logits, -1)
                 new_logp = logp_all.gather(1, b_act[mb][:, None]).squeeze(1)
                 entropy = -(logp_all.exp() * logp_all).sum(-1).mean()
@@ -575,7 +580,7 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
                     mb_adv = (mb_adv - mb_adv.mean()) / (mb_adv.std() + 1e-8)
                 pg_loss = torch.max(-mb_adv * ratio, -mb_adv * torch.clamp(
                     ratio, 1 - args.clip_coef, 1 + args.clip_coef)).mean()
-                new_v = net.value(b_obs[mb])
+                new_v = net.value(mb_obs)
                 v_clipped = b_val[mb] + torch.clamp(new_v - b_val[mb], -args.clip_coef,
                                                     args.clip_coef)
                 v_loss = 0.5 * torch.max((new_v - b_ret[mb]) ** 2,
