@@ -30,8 +30,10 @@ def sample_masked(logits: torch.Tensor, mask: torch.Tensor,
     illegal action can never be drawn, whatever the logits (the rare ``u * total == total``
     rounding picks the last legal action).
     """
-    logp_all = torch.log_softmax(torch.where(mask, logits, torch.full_like(logits, -1e9)), -1)
-    probs = logp_all.exp() * mask
+    masked = torch.where(mask, logits, torch.full_like(logits, -1e9))
+    logp_all = torch.log_softmax(masked, -1)
+    # softmax rather than logp_all.exp(): the exp of huge negative values is slow on CPU.
+    probs = torch.softmax(masked, -1) * mask
     cdf = probs.cumsum(-1)
     u = torch.rand((logits.shape[0], 1), generator=generator, dtype=cdf.dtype) * cdf[:, -1:]
     actions = (cdf <= u).sum(-1)

@@ -569,7 +569,9 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
                 logits = net.logits(mb_obs, b_mask[mb])
                 logp_all = torch.log_softmax(logits, -1)
                 new_logp = logp_all.gather(1, b_act[mb][:, None]).squeeze(1)
-                entropy = -(logp_all.exp() * logp_all).sum(-1).mean()
+                # softmax, not logp_all.exp(): exp() of the masked logits' huge negative
+                # log-probabilities takes a slow path (10x here); softmax gives the same 0s.
+                entropy = -(torch.softmax(logits, -1) * logp_all).sum(-1).mean()
                 log_ratio = new_logp - b_logp[mb]
                 ratio = log_ratio.exp()
                 with torch.no_grad():

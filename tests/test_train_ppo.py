@@ -260,3 +260,20 @@ def test_the_checkpoint_class_is_a_policy():
     assert p.choose(np.zeros(2), np.array([1, 0])) == 0
     with pytest.raises(ValueError, match="allows no action"):
         p.choose(np.zeros(2), np.array([0, 0]))
+
+
+@pytest.mark.skipif(vector.BACKENDS.get("core") != "available",
+                    reason="the compiled core is not built here")
+def test_the_core_and_python_backends_give_the_same_checkpoint(tmp_path):
+    """The backends play the same battles (same seeds, same in-core rush), so the same flags
+    train the same network, byte for byte."""
+    from experiments.train_ppo import build_parser, run
+
+    common = ["--scenario", "duel", "--opponents", "red=rush", "--total-timesteps", "1024",
+              "--seed", "4", "--num-envs", "16", "--num-steps", "16", "--eval-every", "0",
+              "--eval-battles", "0", "--final-eval-battles", "0", "--no-progress"]
+    for backend in ("python", "core"):
+        assert run(build_parser().parse_args(
+            [*common, "--backend", backend, "--out", str(tmp_path / backend)])) == 0
+    assert (tmp_path / "core" / "ppo.pt").read_bytes() == \
+        (tmp_path / "python" / "ppo.pt").read_bytes()
