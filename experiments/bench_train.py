@@ -12,13 +12,15 @@ environment's own cost, not a scripted NPC's thinking time.
 shared policy for every learner seat, GAE per seat) on each ``--ppo-scenarios`` scenario with
 the same opponent (``--opponents red=random``: the learner plays every blue seat, as the
 bridge's ``learner="blue"``), on each ``--ppo-backends`` backend, for ``--ppo-decisions``
-learner decisions, no evaluation. Its decisions per second are the trainer's own end-to-end
+learner decisions, no evaluation (python: ``--ppo-num-envs`` x ``--ppo-num-steps``, 64 x 64;
+core and the free environment: ``--ppo-fast-num-envs`` x ``--ppo-fast-num-steps``, 1024 x 32,
+as a run on the core would use). Its decisions per second are the trainer's own end-to-end
 figure (rollouts, inference, GAE, the PPO updates, TensorBoard logging; not the start-up), and
 its environment share is the time inside the vector's ``reset``/``step``. A last row per
 scenario, ``free env``, trains on ``FreeVector`` (the scenario's shapes at almost no cost):
-the trainer's own ceiling on this machine, now. MaskablePPO runs on
-the same scenarios with the same ``--timesteps`` (reusing the figure above for
-``--scenario``), so the ratio compares the two trainers on one machine at one moment.
+the trainer's own ceiling on this machine, now. MaskablePPO runs on the same scenarios with
+the same ``--timesteps`` (reusing the figure above for ``--scenario``), so the ratio compares
+the two trainers on one machine at one moment.
 
     python -m experiments.bench_train --timesteps 20000 --json runs/bench_train.json
 """
@@ -121,9 +123,17 @@ def build_parser() -> argparse.ArgumentParser:
                         help="learner decisions per train_ppo measurement (default: "
                         "%(default)s)")
     parser.add_argument("--ppo-num-envs", type=int, default=64,
-                        help="train_ppo --num-envs (default: %(default)s)")
+                        help="train_ppo --num-envs on the python backend (default: "
+                        "%(default)s)")
     parser.add_argument("--ppo-num-steps", type=int, default=64,
-                        help="train_ppo --num-steps (default: %(default)s)")
+                        help="train_ppo --num-steps on the python backend (default: "
+                        "%(default)s)")
+    parser.add_argument("--ppo-fast-num-envs", type=int, default=1024,
+                        help="train_ppo --num-envs on the core backend and the free "
+                        "environment (default: %(default)s)")
+    parser.add_argument("--ppo-fast-num-steps", type=int, default=32,
+                        help="train_ppo --num-steps on the core backend and the free "
+                        "environment (default: %(default)s)")
     parser.add_argument("--ppo-threads", type=int, default=1,
                         help="train_ppo --threads, torch threads (default: %(default)s)")
     return parser
@@ -270,25 +280,27 @@ def main(argv: list[str] | None = None) -> int:
     scenarios = [s.strip() for s in args.ppo_scenarios.split(",") if s.strip()]
     if scenarios:
         print(f"\ntrain_ppo end to end ({args.ppo_decisions} learner decisions, --opponents "
-              f"red=random, --num-envs {args.ppo_num_envs} --num-steps {args.ppo_num_steps}, "
-              f"torch threads {args.ppo_threads}) beside MaskablePPO ({args.timesteps} steps, "
-              "learner blue vs random), same run:")
-        print(f"{'scenario':<10}{'trainer':<22}{'decisions/s':>13}{'env share':>11}"
-              f"{'inference':>11}{'updates':>9}{'vs MaskablePPO':>16}")
+              f"red=random, torch threads {args.ppo_threads}, N x T = --num-envs x "
+              f"--num-steps) beside MaskablePPO ({args.timesteps} steps, learner blue vs "
+              "random), same run:")
+        print(f"{'scenario':<10}{'trainer':<22}{'N x T':>10}{'decisions/s':>13}"
+              f"{'env share':>11}{'inference':>11}{'updates':>9}{'vs MaskablePPO':>16}")
     for scenario in scenarios:
         ref = sb3 if scenario == args.scenario and args.n_envs == 1 else maskable_ppo(
             scenario, args.timesteps, 1)
-        print(f"{scenario:<10}{'MaskablePPO (1 env)':<22}{ref['fps']:>13,.0f}"
+        print(f"{scenario:<10}{'MaskablePPO (1 env)':<22}{'':>10}{ref['fps']:>13,.0f}"
               f"{ref['env_share']:>11.1%}{'':>11}{'':>9}{'1.0x':>16}")
         for backend in [*backends, "free"]:
-            row = train_ppo_figures(scenario, backend, args.ppo_decisions, args.ppo_num_envs,
-                                    args.ppo_num_steps, args.ppo_threads)
+            n, t = ((args.ppo_num_envs, args.ppo_num_steps) if backend == "python"
+                    else (args.ppo_fast_num_envs, args.ppo_fast_num_steps))
+            row = train_ppo_figures(scenario, backend, args.ppo_decisions, n, t,
+                                    args.ppo_threads)
             row["maskable_ppo_fps"] = ref["fps"]
             row["maskable_ppo_env_share"] = ref["env_share"]
             row["ratio_to_maskable_ppo"] = row["decisions_per_second"] / ref["fps"]
             rows.append(row)
             label = "train_ppo (free env)" if backend == "free" else f"train_ppo ({backend})"
-            print(f"{'':<10}{label:<22}"
+            print(f"{'':<10}{label:<22}{f'{n} x {t}':>10}"
                   f"{row['decisions_per_second']:>13,.0f}{row['env_share']:>11.1%}"
                   f"{row['inference_share']:>11.1%}{row['update_share']:>9.1%}"
                   f"{row['ratio_to_maskable_ppo']:>15.1f}x")
