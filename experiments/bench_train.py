@@ -12,9 +12,10 @@ environment's own cost, not a scripted NPC's thinking time.
 shared policy for every learner seat, GAE per seat) on each ``--ppo-scenarios`` scenario with
 the same opponent (``--opponents red=random``: the learner plays every blue seat, as the
 bridge's ``learner="blue"``), on each ``--ppo-backends`` backend, for ``--ppo-decisions``
-learner decisions, no evaluation (python: ``--ppo-num-envs`` x ``--ppo-num-steps``, 64 x 64;
-core and the free environment: ``--ppo-fast-num-envs`` x ``--ppo-fast-num-steps``, 1024 x 32,
-as a run on the core would use). Its decisions per second are the trainer's own end-to-end
+learner decisions (``--ppo-fast-decisions`` on the core and the free environment), no
+evaluation (python: ``--ppo-num-envs`` x ``--ppo-num-steps``, 64 x 64; core and the free
+environment: ``--ppo-fast-num-envs`` x ``--ppo-fast-num-steps``, 1024 x 32, as a run on the
+core would use). Its decisions per second are the trainer's own end-to-end
 figure (rollouts, inference, GAE, the PPO updates, TensorBoard logging; not the start-up), and
 its environment share is the time inside the vector's ``reset``/``step``. A last row per
 scenario, ``free env``, trains on ``FreeVector`` (the scenario's shapes at almost no cost):
@@ -119,9 +120,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--ppo-backends", default="auto",
                         help="vector backends of the train_ppo section, comma-separated "
                         "('auto': python, and core when it is built; default: %(default)s)")
-    parser.add_argument("--ppo-decisions", type=int, default=20_000,
-                        help="learner decisions per train_ppo measurement (default: "
-                        "%(default)s)")
+    parser.add_argument("--ppo-decisions", type=int, default=32_768,
+                        help="learner decisions per train_ppo measurement on the python "
+                        "backend (default: %(default)s)")
+    parser.add_argument("--ppo-fast-decisions", type=int, default=196_608,
+                        help="learner decisions per train_ppo measurement on the core backend "
+                        "and the free environment (default: %(default)s)")
     parser.add_argument("--ppo-num-envs", type=int, default=64,
                         help="train_ppo --num-envs on the python backend (default: "
                         "%(default)s)")
@@ -279,10 +283,10 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict[str, Any]] = []
     scenarios = [s.strip() for s in args.ppo_scenarios.split(",") if s.strip()]
     if scenarios:
-        print(f"\ntrain_ppo end to end ({args.ppo_decisions} learner decisions, --opponents "
-              f"red=random, torch threads {args.ppo_threads}, N x T = --num-envs x "
-              f"--num-steps) beside MaskablePPO ({args.timesteps} steps, learner blue vs "
-              "random), same run:")
+        print(f"\ntrain_ppo end to end ({args.ppo_decisions:,} learner decisions on python, "
+              f"{args.ppo_fast_decisions:,} on the others; --opponents red=random, torch "
+              f"threads {args.ppo_threads}, N x T = --num-envs x --num-steps) beside "
+              f"MaskablePPO ({args.timesteps} steps, learner blue vs random), same run:")
         print(f"{'scenario':<10}{'trainer':<22}{'N x T':>10}{'decisions/s':>13}"
               f"{'env share':>11}{'inference':>11}{'updates':>9}{'vs MaskablePPO':>16}")
     for scenario in scenarios:
@@ -291,10 +295,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{scenario:<10}{'MaskablePPO (1 env)':<22}{'':>10}{ref['fps']:>13,.0f}"
               f"{ref['env_share']:>11.1%}{'':>11}{'':>9}{'1.0x':>16}")
         for backend in [*backends, "free"]:
-            n, t = ((args.ppo_num_envs, args.ppo_num_steps) if backend == "python"
-                    else (args.ppo_fast_num_envs, args.ppo_fast_num_steps))
-            row = train_ppo_figures(scenario, backend, args.ppo_decisions, n, t,
-                                    args.ppo_threads)
+            n, t, d = ((args.ppo_num_envs, args.ppo_num_steps, args.ppo_decisions)
+                       if backend == "python" else
+                       (args.ppo_fast_num_envs, args.ppo_fast_num_steps,
+                        args.ppo_fast_decisions))
+            row = train_ppo_figures(scenario, backend, d, n, t, args.ppo_threads)
             row["maskable_ppo_fps"] = ref["fps"]
             row["maskable_ppo_env_share"] = ref["env_share"]
             row["ratio_to_maskable_ppo"] = row["decisions_per_second"] / ref["fps"]
