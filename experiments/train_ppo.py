@@ -65,6 +65,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import shutil
 import sys
 import time
 from dataclasses import dataclass, field
@@ -77,6 +78,8 @@ from experiments.train_common import add_dataclass_args, atomic_write_bytes, ver
 
 __all__ = ["Args", "build_parser", "main", "prepare", "run", "train"]
 
+#: The files a run writes in its folder (besides the folders tb/ and pool/).
+OUTPUTS = ("config.json", "ppo.pt", "progress.jsonl", "evaluation.json", "learning_curve.png")
 #: Seed of the held-out evaluation battles (vector seed ``derive_seed(EVAL_SEED, side)``).
 EVAL_SEED = 20_000
 
@@ -112,6 +115,8 @@ class Args:
     """seed of everything: battles, network initialisation, sampling"""
     out: str = ""
     """run folder (default: runs/ppo__<scenario>__<seed>__<unix time>)"""
+    overwrite: bool = False
+    """replace the run already in --out (its config, checkpoints, logs) instead of refusing"""
     backend: str = field(default_factory=default_backend)
     """vector backend, 'core' or 'python' (default: core when it is built)"""
     num_envs: int = 64
@@ -196,6 +201,9 @@ class Args:
                              "opponents are the pool's (add scripted ones with --pool-scripted)")
         if self.pool_scripted and not self.pool:
             raise ValueError("--pool-scripted needs --pool")
+        if self.out and (Path(self.out) / "config.json").exists() and not self.overwrite:
+            raise ValueError(f"--out {self.out}: holds a run already (config.json); choose "
+                             "another folder, or pass --overwrite to replace it")
         hidden_sizes(self.hidden)
 
 
@@ -347,6 +355,11 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
     scenario = first.scenario.name
     out = Path(args.out) if args.out else (
         Path("runs") / f"ppo__{Path(args.scenario).stem}__{args.seed}__{int(time.time())}")
+    if args.overwrite:  # only what a run writes; anything else in the folder stays
+        for name in ("tb", "pool"):
+            shutil.rmtree(out / name, ignore_errors=True)
+        for name in OUTPUTS:
+            (out / name).unlink(missing_ok=True)
     out.mkdir(parents=True, exist_ok=True)
     n, s_count = args.num_envs, first.num_agents
     obs_dim, n_actions = first.obs_dim, first.n_actions

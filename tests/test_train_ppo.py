@@ -215,7 +215,11 @@ def test_self_play_and_pool_runs_train_every_learner_seat(mode, tmp_path):
         load_ppo_policy(out / "pool" / pool[0], "duel")
     else:
         assert config["groups"][0]["learners"] == ["blue_0", "red_0"]
-    assert (out / "ppo.pt").is_file()
+    first = (out / "ppo.pt").read_bytes()
+    # --overwrite replaces the run (one TensorBoard file, not two); the same seed, same bytes.
+    assert run(build_parser().parse_args([*args, "--overwrite"])) == 0
+    assert len(list((out / "tb").glob("events.out.tfevents.*"))) == 1
+    assert (out / "ppo.pt").read_bytes() == first
 
 
 # ============================================================================ bad flags
@@ -232,10 +236,14 @@ def test_self_play_and_pool_runs_train_every_learner_seat(mode, tmp_path):
     (["--pool", "--pool-scripted", "nobody"], "--pool-scripted: "),
     (["--gamma", "1.5"], "--gamma must lie in [0, 1]"),
     (["--scenario", "nowhere"], "nowhere"),
+    (["--out", "EXISTING"], "holds a run already (config.json)"),
 ])
 def test_bad_flags_give_clear_errors(flags, message, capsys, tmp_path):
-    status = cli_main(["train", "ppo", "--backend", "python", *flags,
-                       "--out", str(tmp_path / "never")])
+    if flags == ["--out", "EXISTING"]:
+        flags = ["--out", str(tmp_path)]
+        (tmp_path / "config.json").write_text("{}")
+    status = cli_main(["train", "ppo", "--backend", "python", "--out", str(tmp_path / "never"),
+                       *flags])
     assert status == 2
     err = capsys.readouterr().err
     assert message in err
