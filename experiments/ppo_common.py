@@ -58,7 +58,9 @@ class SeatRollout:
     step (``rewards[N, num_agents]``), and ``credit`` adds each column to the seat's *pending*
     transition. The next decision of the same seat links to it (``next``), which gives GAE its
     successor; the battle's end closes it (``done``). Rewards a seat receives before its first
-    decision of a battle belong to no decision of it and are not used.
+    decision of a battle belong to no decision of it and are not used (the vector returns the
+    rewards opponents earn before a battle's first learner decision with that battle's first
+    step, so they go to the first decision's seat if it is theirs).
 
     At the end of a rollout, the transitions still pending (their seat has not decided again
     and their battle has not ended) have no successor yet: their predecessors bootstrap from
