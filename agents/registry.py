@@ -2,11 +2,12 @@
 
 ``POLICIES`` maps each scripted behaviour's name to its class (the table lives in
 ``agents.scripted``); a name ending in ``.zip`` is a trained ``MaskablePPO`` checkpoint
-(``agents.trained.load_policy``) and a folder holding an RLlib checkpoint is a module trained
-by ``experiments/train_rllib.py`` (``agents.rllib_policy.load_rllib_policy``); both need the
-scenario they will play. To add a policy, write a class implementing the ``Policy`` protocol
-(usually a ``common.ScriptedPolicy`` subclass) and add it to ``POLICIES`` in
-``agents/scripted.py``.
+(``agents.trained.load_policy``), one ending in ``.pt`` a checkpoint of
+``experiments/train_ppo.py`` (``agents.ppo_policy``), and a folder holding an RLlib checkpoint
+is a module trained by ``experiments/train_rllib.py``
+(``agents.rllib_policy.load_rllib_policy``); all need the scenario they will play. To add a
+policy, write a class implementing the ``Policy`` protocol (usually a
+``common.ScriptedPolicy`` subclass) and add it to ``POLICIES`` in ``agents/scripted.py``.
 
 Imports run one way: ``registry`` -> ``trained`` -> ``scripted``.
 """
@@ -32,8 +33,8 @@ def make_policy(name: str, seed: int | None = None, scenario: Any = None,
             raise ValueError(f"{name}: a trained policy needs the scenario it will play")
         return load_policy(name, scenario, seed=seed, **params)
     if name not in POLICIES:
-        raise ValueError(f"unknown policy {name!r}; known: {', '.join(POLICIES)}, "
-                         "a path to a MaskablePPO .zip or an RLlib checkpoint folder")
+        raise ValueError(f"unknown policy {name!r}; known: {', '.join(POLICIES)}, a path to "
+                         "a MaskablePPO .zip, a train_ppo .pt or an RLlib checkpoint folder")
     return make_scripted(name, seed=seed, **params)
 
 
@@ -48,11 +49,12 @@ def load_trained(name: str, scenario: Any, seed: int | None = None) -> Policy | 
 
 
 def is_trained(name: str) -> bool:
-    """Whether ``name`` names a trained policy: a ``.zip`` path or an RLlib checkpoint
-    folder (``agents.rllib_policy.is_rllib_checkpoint``)."""
+    """Whether ``name`` names a trained policy: a ``.zip`` path (MaskablePPO), a ``.pt`` path
+    (``experiments/train_ppo.py``, ``agents.ppo_policy``) or an RLlib checkpoint folder
+    (``agents.rllib_policy.is_rllib_checkpoint``)."""
     from .rllib_policy import is_rllib_checkpoint
 
-    return name.endswith(".zip") or is_rllib_checkpoint(name)
+    return name.endswith((".zip", ".pt")) or is_rllib_checkpoint(name)
 
 
 def parse_policy_list(text: str) -> list[str]:
@@ -63,8 +65,8 @@ def parse_policy_list(text: str) -> list[str]:
         raise ValueError("no policy given")
     for n in names:
         if not is_trained(n) and n not in POLICIES:
-            raise ValueError(f"unknown policy {n!r}; known: {', '.join(POLICIES)}, "
-                             "a path to a MaskablePPO .zip or an RLlib checkpoint folder")
+            raise ValueError(f"unknown policy {n!r}; known: {', '.join(POLICIES)}, a path to "
+                             "a MaskablePPO .zip, a train_ppo .pt or an RLlib checkpoint folder")
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise ValueError(f"policy listed twice: {', '.join(dupes)}")

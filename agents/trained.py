@@ -1,4 +1,6 @@
-"""Trained policies: a sb3-contrib ``MaskablePPO`` checkpoint as a ``Policy``."""
+"""Trained policies: a sb3-contrib ``MaskablePPO`` checkpoint as a ``Policy`` (``load_policy``
+also dispatches ``.pt`` checkpoints of ``experiments/train_ppo.py`` to ``agents.ppo_policy``
+and RLlib folders to ``agents.rllib_policy``)."""
 
 from __future__ import annotations
 
@@ -148,7 +150,8 @@ def load_policy(path: str | Path, scenario: ScenarioSource, deterministic: bool 
                 seed: int | None = None, name: str | None = None,
                 assist: Any = None) -> TrainedPolicy | AssistedPolicy:
     """Load a ``MaskablePPO`` ``.zip`` for ``scenario`` (built-in name, path or dict); a
-    folder is read as an RLlib checkpoint (``agents.rllib_policy.load_rllib_policy``).
+    folder is read as an RLlib checkpoint (``agents.rllib_policy.load_rllib_policy``), a
+    ``.pt`` file as a ``train_ppo`` checkpoint (``agents.ppo_policy.load_ppo_policy``).
 
     The model's ``.meta.json`` (written by the training scripts) tells whether it names targets
     by slot (``action_targets: relative``), which the policy then translates for the seat it
@@ -159,6 +162,14 @@ def load_policy(path: str | Path, scenario: ScenarioSource, deterministic: bool 
     space does not fit the scenario's (``Discrete(N)`` actions, ``Box((D,))`` observations).
     """
     path = Path(path)
+    if path.suffix == ".pt":  # a checkpoint of experiments/train_ppo.py (agents.ppo_policy)
+        from .ppo_policy import load_ppo_policy
+
+        if assist is not None:
+            raise ValueError(f"{path}: a train_ppo checkpoint decides every action itself; "
+                             "assist= applies only to MaskablePPO models trained with focus")
+        return load_ppo_policy(path, scenario, deterministic=deterministic, seed=seed,
+                               name=name)
     if path.is_dir():  # an RLlib checkpoint folder (agents.rllib_policy)
         from .rllib_policy import load_rllib_policy
 

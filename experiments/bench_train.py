@@ -1,11 +1,27 @@
 """Training speed: MaskablePPO frames per second on ``duel`` through the SB3 bridge, and the
-share of wall time spent inside the environment.
+share of wall time spent inside the environment; then ``experiments/train_ppo.py`` end to end
+on ``duel`` and ``squad`` beside MaskablePPO on the same scenarios, in the same run.
 
 The environment's share is measured by a thin ``VecEnvWrapper`` timing every call into the
 vectorised environment (``step``, ``reset``, and the ``action_masks`` calls MaskablePPO makes)
 with ``time.perf_counter``, over one training run: low overhead, unlike a profiler, which
 inflates pure-Python code. The opponent is the uniform random policy, so the figure is the
 environment's own cost, not a scripted NPC's thinking time.
+
+**train_ppo** (the section after): the batched trainer (``traveller_env.vector``, one
+shared policy for every learner seat, GAE per seat) on each ``--ppo-scenarios`` scenario with
+the same opponent (``--opponents red=random``: the learner plays every blue seat, as the
+bridge's ``learner="blue"``), on each ``--ppo-backends`` backend, for ``--ppo-decisions``
+learner decisions (``--ppo-fast-decisions`` on the core and the free environment), no
+evaluation (python: ``--ppo-num-envs`` x ``--ppo-num-steps``, 64 x 64; core and the free
+environment: ``--ppo-fast-num-envs`` x ``--ppo-fast-num-steps``, 1024 x 32, as a run on the
+core would use). Its decisions per second are the trainer's own end-to-end
+figure (rollouts, inference, GAE, the PPO updates, TensorBoard logging; not the start-up), and
+its environment share is the time inside the vector's ``reset``/``step``. A last row per
+scenario, ``free env``, trains on ``FreeVector`` (the scenario's shapes at almost no cost):
+the trainer's own ceiling on this machine, now. MaskablePPO runs on the same scenarios with
+the same ``--timesteps`` (reusing the figure above for ``--scenario``), so the ratio compares
+the two trainers on one machine at one moment.
 
     python -m experiments.bench_train --timesteps 20000 --json runs/bench_train.json
 """
@@ -98,13 +114,38 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--n-envs", type=int, default=1,
                         help="environments in the DummyVecEnv (default: %(default)s)")
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
+    parser.add_argument("--ppo-scenarios", default="duel,squad",
+                        help="scenarios of the train_ppo section, comma-separated ('' to skip "
+                        "it; default: %(default)s)")
+    parser.add_argument("--ppo-backends", default="auto",
+                        help="vector backends of the train_ppo section, comma-separated "
+                        "('auto': python, and core when it is built; default: %(default)s)")
+    parser.add_argument("--ppo-decisions", type=int, default=32_768,
+                        help="learner decisions per train_ppo measurement on the python "
+                        "backend (default: %(default)s)")
+    parser.add_argument("--ppo-fast-decisions", type=int, default=196_608,
+                        help="learner decisions per train_ppo measurement on the core backend "
+                        "and the free environment (default: %(default)s)")
+    parser.add_argument("--ppo-num-envs", type=int, default=64,
+                        help="train_ppo --num-envs on the python backend (default: "
+                        "%(default)s)")
+    parser.add_argument("--ppo-num-steps", type=int, default=64,
+                        help="train_ppo --num-steps on the python backend (default: "
+                        "%(default)s)")
+    parser.add_argument("--ppo-fast-num-envs", type=int, default=1024,
+                        help="train_ppo --num-envs on the core backend and the free "
+                        "environment (default: %(default)s)")
+    parser.add_argument("--ppo-fast-num-steps", type=int, default=32,
+                        help="train_ppo --num-steps on the core backend and the free "
+                        "environment (default: %(default)s)")
+    parser.add_argument("--ppo-threads", type=int, default=1,
+                        help="train_ppo --threads, torch threads (default: %(default)s)")
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Train briefly, print frames per second and the environment's share of wall time."""
-    args = build_parser().parse_args(argv)
-
+def maskable_ppo(scenario: str, timesteps: int, n_envs: int) -> dict[str, float]:
+    """MaskablePPO's steps per second on ``scenario`` (one learner side against ``random``)
+    and the share of wall time inside the environment, after a 1,024-step warm-up."""
     import torch
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.vec_env import DummyVecEnv
@@ -114,31 +155,168 @@ def main(argv: list[str] | None = None) -> int:
     TimedVecEnv = _timed_vec_env_class()
 
     torch.set_num_threads(1)
-    venv = TimedVecEnv(DummyVecEnv([make_sb3_env(args.scenario, learner="blue")] * args.n_envs))
+    venv = TimedVecEnv(DummyVecEnv([make_sb3_env(scenario, learner="blue")] * n_envs))
     model = MaskablePPO("MlpPolicy", venv, n_steps=512, batch_size=256, seed=0, verbose=0)
     model.learn(1024)  # warm-up
     venv.elapsed = 0.0
     start = time.perf_counter()
-    model.learn(args.timesteps, reset_num_timesteps=True)
+    model.learn(timesteps, reset_num_timesteps=True)
     wall = time.perf_counter() - start
-    share = venv.elapsed / wall
-    fps = args.timesteps / wall
+    return {"fps": timesteps / wall, "env_share": venv.elapsed / wall, "wall": wall,
+            "env_us_per_step": 1e6 * venv.elapsed / timesteps}
+
+
+class FreeVector:
+    """A stand-in for ``traveller_env.vector`` with ``scenario``'s shapes and learner seats
+    that costs (almost) nothing: fixed random observations and masks, the deciding seat cycling
+    over the learners, every battle ending after ``length`` steps with +1 / -1. Training on it
+    measures the trainer alone (the learner-only ceiling)."""
+
+    def __init__(self, scenario: str, num_envs: int, length: int = 40) -> None:
+        import numpy as np
+
+        from traveller_env import vector
+
+        real = vector.make(scenario, num_envs=1, relative_actions=True,
+                           opponents={"red": "random"})
+        for attr in ("possible_agents", "num_agents", "sides", "agent_sides", "obs_dim",
+                     "n_actions", "action_labels", "scenario", "learners", "opponents"):
+            setattr(self, attr, getattr(real, attr))
+        self.num_envs, self.length, self.battles_skipped = num_envs, length, 0
+        rng = np.random.default_rng(0)
+        self.obs = rng.random((num_envs, self.obs_dim), dtype=np.float32)
+        self.mask = rng.random((num_envs, self.n_actions)) < 0.3
+        self.mask[:, 0] = True
+        self.rewards = np.zeros((num_envs, self.num_agents), dtype=np.float32)
+        self.terminated = np.zeros(num_envs, dtype=bool)
+        self.truncated = np.zeros(num_envs, dtype=bool)
+        self.seats = np.array([self.possible_agents.index(a) for a in self.learners])
+        self.info = {"agent": np.full(num_envs, self.seats[0], dtype=np.int64),
+                     "winner": np.full(num_envs, -1, dtype=np.int8)}
+        self.t = 0
+        self.win = np.where(self.agent_sides == 0, 1.0, -1.0).astype(np.float32)
+
+    def reset(self, seed: int | None = None) -> tuple:
+        return self.obs, self.mask, self.info
+
+    def step(self, actions: Any) -> tuple:
+        import numpy as np
+
+        self.t += 1
+        self.info["agent"][:] = self.seats[self.t % len(self.seats)]
+        end = (np.arange(self.num_envs) + self.t) % self.length == 0
+        self.terminated[:] = end
+        self.info["winner"][:] = np.where(end, 0, -1)
+        self.rewards[:] = 0.0
+        self.rewards[end] = self.win
+        return (self.obs, self.mask, self.rewards, self.terminated, self.truncated,
+                self.info)
+
+
+def train_ppo_figures(scenario: str, backend: str, decisions: int, num_envs: int,
+                      num_steps: int, threads: int) -> dict[str, Any]:
+    """``experiments/train_ppo.py`` for ``decisions`` learner decisions against ``random``
+    (no evaluation, run folder in a temporary directory): its own timers. Backend ``"free"``
+    trains on ``FreeVector`` instead (the learner-only ceiling)."""
+    import contextlib
+    import io
+    import tempfile
+
+    from experiments.train_ppo import Args, Group, train
+
+    with tempfile.TemporaryDirectory() as tmp:
+        args = Args(scenario=scenario, opponents="red=random", total_timesteps=decisions,
+                    seed=0, out=tmp, backend="python" if backend == "free" else backend,
+                    num_envs=num_envs, num_steps=num_steps,
+                    threads=threads, eval_every=0, eval_battles=0, final_eval_battles=0,
+                    progress=False)
+        prepared = None
+        if backend == "free":
+            prepared = ([Group(FreeVector(scenario, num_envs), 0, num_envs, "learn", 0,
+                               "free", "free")], {})
+        with contextlib.redirect_stdout(io.StringIO()):
+            train(args, prepared)
+        result = json.loads((Path(tmp) / "evaluation.json").read_text())
+    return {"scenario": scenario, "backend": backend, "num_envs": num_envs,
+            "num_steps": num_steps, "threads": threads, "decisions": result["decisions"],
+            "seconds": result["train_seconds"],
+            "decisions_per_second": result["decisions_per_second"],
+            "env_share": result["time_shares"]["env"],
+            "inference_share": result["time_shares"]["inference"],
+            "update_share": result["time_shares"]["update"]}
+
+
+def ppo_backends(text: str) -> list[str]:
+    """The ``--ppo-backends`` list (``auto``: python, and core when it is built)."""
+    from traveller_env import vector
+
+    if text == "auto":
+        return ["python"] + (["core"] if vector.BACKENDS.get("core") == "available" else [])
+    names = [b.strip() for b in text.split(",") if b.strip()]
+    for b in names:
+        if vector.BACKENDS.get(b) != "available":
+            raise SystemExit(f"bench_train: error: --ppo-backends: backend {b!r} is "
+                             f"{vector.BACKENDS.get(b, 'unknown')} (backends: "
+                             f"{', '.join(vector.BACKENDS)})")
+    return names
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Train briefly, print frames per second and the environment's share of wall time; then
+    the train_ppo section."""
+    args = build_parser().parse_args(argv)
+    backends = ppo_backends(args.ppo_backends)
+
+    import torch
+
+    sb3 = maskable_ppo(args.scenario, args.timesteps, args.n_envs)
+    fps, share = sb3["fps"], sb3["env_share"]
     print(f"MaskablePPO on {args.scenario} ({args.n_envs} env, torch threads 1): "
-          f"{fps:,.0f} steps/s over {args.timesteps} steps ({wall:.1f} s)")
+          f"{fps:,.0f} steps/s over {args.timesteps} steps ({sb3['wall']:.1f} s)")
     print(f"time inside the environment: {share:.1%} of wall time "
-          f"({1e6 * venv.elapsed / args.timesteps:.0f} us per step)")
+          f"({sb3['env_us_per_step']:.0f} us per step)")
     alone = isolated_step_us(args.scenario)
     print(f"the same steps outside training (random legal learner): bridge "
           f"{alone['bridge_us']:.0f} us, through DummyVecEnv {alone['dummy_vec_env_us']:.0f} us "
           "per step")
+
+    rows: list[dict[str, Any]] = []
+    scenarios = [s.strip() for s in args.ppo_scenarios.split(",") if s.strip()]
+    if scenarios:
+        print(f"\ntrain_ppo end to end ({args.ppo_decisions:,} learner decisions on python, "
+              f"{args.ppo_fast_decisions:,} on the others; --opponents red=random, torch "
+              f"threads {args.ppo_threads}, N x T = --num-envs x --num-steps) beside "
+              f"MaskablePPO ({args.timesteps} steps, learner blue vs random), same run:")
+        print(f"{'scenario':<10}{'trainer':<22}{'N x T':>10}{'decisions/s':>13}"
+              f"{'env share':>11}{'inference':>11}{'updates':>9}{'vs MaskablePPO':>16}")
+    for scenario in scenarios:
+        ref = sb3 if scenario == args.scenario and args.n_envs == 1 else maskable_ppo(
+            scenario, args.timesteps, 1)
+        print(f"{scenario:<10}{'MaskablePPO (1 env)':<22}{'':>10}{ref['fps']:>13,.0f}"
+              f"{ref['env_share']:>11.1%}{'':>11}{'':>9}{'1.0x':>16}")
+        for backend in [*backends, "free"]:
+            n, t, d = ((args.ppo_num_envs, args.ppo_num_steps, args.ppo_decisions)
+                       if backend == "python" else
+                       (args.ppo_fast_num_envs, args.ppo_fast_num_steps,
+                        args.ppo_fast_decisions))
+            row = train_ppo_figures(scenario, backend, d, n, t, args.ppo_threads)
+            row["maskable_ppo_fps"] = ref["fps"]
+            row["maskable_ppo_env_share"] = ref["env_share"]
+            row["ratio_to_maskable_ppo"] = row["decisions_per_second"] / ref["fps"]
+            rows.append(row)
+            label = "train_ppo (free env)" if backend == "free" else f"train_ppo ({backend})"
+            print(f"{'':<10}{label:<22}{f'{n} x {t}':>10}"
+                  f"{row['decisions_per_second']:>13,.0f}{row['env_share']:>11.1%}"
+                  f"{row['inference_share']:>11.1%}{row['update_share']:>9.1%}"
+                  f"{row['ratio_to_maskable_ppo']:>15.1f}x")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({
             "scenario": args.scenario, "timesteps": args.timesteps, "n_envs": args.n_envs,
             "fps": fps, "env_share": share,
-            "env_us_per_step_in_training": 1e6 * venv.elapsed / args.timesteps,
+            "env_us_per_step_in_training": sb3["env_us_per_step"],
             "isolated_us_per_step": alone, "python": platform.python_version(),
-            "torch": torch.__version__}, indent=2) + "\n")
+            "torch": torch.__version__, "train_ppo": rows}, indent=2) + "\n")
         print(f"wrote {args.json}")
     return 0
 

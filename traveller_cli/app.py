@@ -52,6 +52,9 @@ EXPERIMENTS: dict[str, Experiment] = {
     "train leadership": Experiment("learn when to lead and whom to direct, with MaskablePPO "
                                    "(experiments/train_leadership.py)",
                                    "experiments.train_leadership"),
+    "train ppo": Experiment("masked PPO on batched battles: scripted opponents, self-play "
+                            "or a pool of past selves (experiments/train_ppo.py)",
+                            "experiments.train_ppo"),
     "train rllib": Experiment("PPO on Ray RLlib, locally or across a Ray cluster "
                               "(experiments/train_rllib.py)", "experiments.train_rllib"),
     "tournament": Experiment("rank policies in a round-robin tournament "

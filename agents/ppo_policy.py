@@ -1,0 +1,243 @@
+"""Trained policies: a checkpoint of ``experiments/train_ppo.py`` (a ``.pt`` file) as a ``Policy``.
+
+The network (``ActorCritic``) and the checkpoint format live here, so that a checkpoint plays as
+an NPC anywhere a policy name is accepted (``agents.registry.make_policy``, the tournament's
+``--policies``, ``traveller eval``, ``traveller_env.policy.resolve_policy``) without importing
+the trainer; ``experiments/train_ppo.py`` builds, trains and saves the same class.
+
+A checkpoint is one ``torch.save`` file (loaded back with ``weights_only=True``: plain data and
+tensors, no pickled code) holding a dict:
+
+* ``format``: ``"traveller-ppo"``, ``format_version``: 1;
+* ``scenario`` (the name it was trained on), ``obs_dim``, ``action_labels`` (the slot-relative
+  labels, ``TravellerEnv.relative_actions.labels``: one policy plays any seat), ``hidden``
+  (layer sizes), ``activation`` (``"tanh"``);
+* ``actor`` and ``critic``: the two networks' ``state_dict``s;
+* ``decisions``, ``update``, ``seed``: how far training had got.
+
+Nothing in it depends on the wall clock or the run folder, so the same seed on one thread
+gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from traveller_env.env import ScenarioSource, TravellerEnv
+
+from .base import legal_indices
+
+__all__ = ["FORMAT", "FORMAT_VERSION", "ActorCritic", "PPOPolicy", "checkpoint_bytes",
+           "is_ppo_checkpoint", "load_ppo_policy", "masked_logits", "network_from_checkpoint",
+           "read_checkpoint"]
+
+FORMAT = "traveller-ppo"
+FORMAT_VERSION = 1
+#: The logit given to illegal actions: finite (``0 * logit`` stays 0 in the entropy), and so low
+#: that its probability is exactly 0 in float32.
+MASKED_LOGIT = -1e9
+
+
+def masked_logits(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """``logits`` with every illegal action (``mask`` False) set to ``MASKED_LOGIT``."""
+    return torch.where(mask, logits, torch.full_like(logits, MASKED_LOGIT))
+
+
+def _mlp(sizes: list[int], out: int, out_std: float) -> nn.Sequential:
+    """A tanh MLP with CleanRL's orthogonal initialisation (gain sqrt(2), ``out_std`` last)."""
+    layers: list[nn.Module] = []
+    for a, b in itertools.pairwise(sizes):
+        lin = nn.Linear(a, b)
+        nn.init.orthogonal_(lin.weight, np.sqrt(2))
+        nn.init.constant_(lin.bias, 0.0)
+        layers += [lin, nn.Tanh()]
+    head = nn.Linear(sizes[-1], out)
+    nn.init.orthogonal_(head.weight, out_std)
+    nn.init.constant_(head.bias, 0.0)
+    layers.append(head)
+    return nn.Sequential(*layers)
+
+
+class ActorCritic(nn.Module):
+    """Separate actor and critic tanh MLPs over one seat's observation (CleanRL's PPO): the
+    actor gives one logit per slot-relative action, the critic the seat's value."""
+
+    def __init__(self, obs_dim: int, n_actions: int, hidden: list[int]) -> None:
+        super().__init__()
+        self.obs_dim, self.n_actions, self.hidden = int(obs_dim), int(n_actions), list(hidden)
+        self.actor = _mlp([self.obs_dim, *self.hidden], self.n_actions, 0.01)
+        self.critic = _mlp([self.obs_dim, *self.hidden], 1, 1.0)
+
+    def value(self, obs: torch.Tensor) -> torch.Tensor:
+        """``V(obs)``: float ``[B]``."""
+        return self.critic(obs).squeeze(-1)
+
+    def logits(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Masked action logits ``[B, n_actions]`` (illegal actions at ``MASKED_LOGIT``)."""
+        return masked_logits(self.actor(obs), mask)
+
+
+def checkpoint_bytes(net: ActorCritic, scenario: str, action_labels: list[str],
+                     **extra: Any) -> bytes:
+    """The checkpoint of ``net`` (an ``ActorCritic``) as bytes (the module docstring's format);
+    ``extra``: ``decisions``, ``update``, ``seed``... (plain data only)."""
+    import torch
+
+    payload = {
+        "format": FORMAT, "format_version": FORMAT_VERSION, "scenario": scenario,
+        "obs_dim": int(net.obs_dim), "action_labels": list(action_labels),
+        "hidden": [int(h) for h in net.hidden], "activation": "tanh",
+        "actor": {k: v.detach().clone().contiguous() for k, v in net.actor.state_dict().items()},
+        "critic": {k: v.detach().clone().contiguous()
+                   for k, v in net.critic.state_dict().items()},
+        **extra}
+    buf = io.BytesIO()
+    torch.save(payload, buf)
+    return buf.getvalue()
+
+
+def is_ppo_checkpoint(name: str | Path) -> bool:
+    """Whether ``name`` names a ``train_ppo`` checkpoint (a path ending in ``.pt``)."""
+    return str(name).endswith(".pt")
+
+
+def read_checkpoint(path: str | Path) -> dict:
+    """The checkpoint's dict. ``FileNotFoundError`` when missing; ``ValueError`` naming the file
+    when it is not a ``train_ppo`` checkpoint (corrupt, truncated, another format)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such trained-policy file")
+    try:
+        data = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # truncated zip, pickle of code, not a torch file at all
+        raise ValueError(f"{path}: cannot be read as a train_ppo checkpoint (an empty, "
+                         f"truncated or corrupt file, or not a torch.save file): {exc}") from exc
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise ValueError(f"{path}: not a train_ppo checkpoint (no format={FORMAT!r} entry)")
+    if data.get("format_version") != FORMAT_VERSION:
+        raise ValueError(f"{path}: checkpoint format version {data.get('format_version')!r}; "
+                         f"this code reads version {FORMAT_VERSION}")
+    missing = [k for k in ("obs_dim", "action_labels", "hidden", "actor", "critic")
+               if k not in data]
+    if missing:
+        raise ValueError(f"{path}: checkpoint lacks {', '.join(missing)}")
+    return data
+
+
+def network_from_checkpoint(data: dict) -> ActorCritic:
+    """The ``ActorCritic`` a checkpoint dict holds (weights loaded, in eval mode)."""
+    net = ActorCritic(int(data["obs_dim"]), len(data["action_labels"]), list(data["hidden"]))
+    net.actor.load_state_dict(data["actor"])
+    net.critic.load_state_dict(data["critic"])
+    net.eval()
+    return net
+
+
+class PPOPolicy:
+    """A ``train_ppo`` actor playing through the ``Policy`` protocol.
+
+    ``act`` translates the seat's absolute mask to the slot-relative one
+    (``env.relative_actions``), runs the actor (a NumPy forward pass: no torch call per
+    decision) and returns the absolute index. Deterministic by default (the most probable
+    legal action); with ``deterministic=False`` it samples the masked distribution with its
+    own generator, seeded by ``reset``. Build one with ``load_ppo_policy``.
+    """
+
+    needs_observation = True
+
+    def __init__(self, layers: list[tuple[np.ndarray, np.ndarray]], action_labels: list[str],
+                 name: str, deterministic: bool = True, seed: int | None = None) -> None:
+        self.layers = layers
+        self.action_labels = list(action_labels)
+        self.name = name
+        self.deterministic = deterministic
+        self.rng = np.random.default_rng(seed)
+
+    def reset(self, seed: int | None = None) -> None:
+        """Re-seed the sampling generator (``None`` keeps the current stream)."""
+        if seed is not None:
+            self.rng = np.random.default_rng(seed)
+
+    def logits(self, observation: np.ndarray) -> np.ndarray:
+        """The actor's raw logits for one observation (float64 ``[n_actions]``)."""
+        x = np.asarray(observation, dtype=np.float64)
+        last = len(self.layers) - 1
+        for i, (w, b) in enumerate(self.layers):
+            x = w @ x + b
+            if i < last:
+                x = np.tanh(x)
+        return x
+
+    def probabilities(self, observation: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """The masked action probabilities over the policy's (relative) actions."""
+        legal = np.asarray(mask).astype(bool)
+        legal_indices(legal)  # ValueError if nothing is legal
+        z = np.where(legal, self.logits(observation), -np.inf)
+        p = np.exp(z - z[legal].max())
+        return p / p.sum()
+
+    def choose(self, observation: np.ndarray, mask: np.ndarray) -> int:
+        """The policy's (relative) action index for an observation and a relative mask."""
+        mask = np.asarray(mask).astype(bool)
+        if mask.shape != (len(self.action_labels),):
+            raise ValueError(f"{self.name}: action mask of shape {mask.shape}, but the policy "
+                             f"has {len(self.action_labels)} (slot-relative) actions")
+        if self.deterministic:
+            legal = legal_indices(mask)
+            z = self.logits(observation)
+            return int(legal[np.argmax(z[legal])])
+        p = self.probabilities(observation, mask)
+        return int(self.rng.choice(len(p), p=p))
+
+    def act(self, observation: np.ndarray, action_mask: np.ndarray, agent: str,
+            env: Any) -> int:
+        """The policy's action for ``agent`` as an index of the environment's (absolute)
+        actions."""
+        env = getattr(env, "unwrapped", env)
+        rel = getattr(env, "relative_actions", None)
+        if rel is None:
+            raise ValueError(f"{self.name}: the environment {type(env).__name__} has no "
+                             "relative_actions translation; play this policy in a TravellerEnv")
+        obs_dim = self.layers[0][0].shape[1]
+        if np.shape(observation) != (obs_dim,):
+            raise ValueError(f"{self.name}: observation of shape {np.shape(observation)}, but "
+                             f"the policy expects ({obs_dim},)")
+        index = self.choose(observation, rel.mask(agent, np.asarray(action_mask)))
+        return rel.to_absolute(agent, index)
+
+
+def load_ppo_policy(path: str | Path, scenario: ScenarioSource, deterministic: bool = True,
+                    seed: int | None = None, name: str | None = None) -> PPOPolicy:
+    """Load a ``train_ppo`` checkpoint for ``scenario`` (built-in name, path or dict).
+
+    Raises ``FileNotFoundError`` when the file is missing and ``ValueError`` naming the file
+    and the mismatch when it is not a checkpoint, or when its observation size or slot-relative
+    action labels differ from the scenario's.
+    """
+    path = Path(path)
+    data = read_checkpoint(path)
+    env = TravellerEnv(scenario)
+    label = env.scenario.name
+    trained_on = f" (trained on {data['scenario']!r})" if data.get("scenario") else ""
+    want_labels = list(env.relative_actions.labels)
+    if list(data["action_labels"]) != want_labels:
+        raise ValueError(f"{path}: its {len(data['action_labels'])} slot-relative actions"
+                         f"{trained_on} do not fit scenario {label!r}, which has "
+                         f"{len(want_labels)} ({', '.join(want_labels[:4])}, ...)")
+    want_obs = len(env.observation_labels)
+    if int(data["obs_dim"]) != want_obs:
+        raise ValueError(f"{path}: observation size {data['obs_dim']}{trained_on} does not fit "
+                         f"scenario {label!r}, whose observation vectors have {want_obs} entries")
+    actor = data["actor"]
+    keys = sorted({k.rsplit(".", 1)[0] for k in actor}, key=lambda k: int(k))
+    layers = [(actor[f"{k}.weight"].numpy().astype(np.float64),
+               actor[f"{k}.bias"].numpy().astype(np.float64)) for k in keys]
+    return PPOPolicy(layers, data["action_labels"], name or path.stem,
+                     deterministic=deterministic, seed=seed)

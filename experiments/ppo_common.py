@@ -1,0 +1,231 @@
+"""Helpers of ``experiments/train_ppo.py``: masked sampling, the per-seat rollout with its GAE,
+greedy evaluation on batched vectors, and the learning curve.
+
+Kept out of the trainer so that it reads top to bottom as the algorithm (CleanRL style) and so
+that the tests can check each piece on hand-made data.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+__all__ = ["SeatRollout", "greedy_actions", "plot_curve", "sample_masked", "vector_winrate"]
+
+
+# ============================================================================ masked sampling
+def sample_masked(logits: torch.Tensor, mask: torch.Tensor,
+                  generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """One action per row from the masked softmax of ``logits`` ``[B, A]`` (``mask`` bool
+    ``[B, A]``, at least one True per row), drawn with ``generator``; returns ``(actions int64
+    [B], log-probabilities [B])``.
+
+    Inverse-CDF sampling over probabilities that are exactly 0 off the mask: the first index
+    whose cumulative probability exceeds ``u * total`` always has a positive probability, so an
+    illegal action can never be drawn, whatever the logits (the rare ``u * total == total``
+    rounding picks the last legal action).
+    """
+    masked = torch.where(mask, logits, torch.full_like(logits, -1e9))
+    logp_all = torch.log_softmax(masked, -1)
+    # softmax rather than logp_all.exp(): the exp of huge negative values is slow on CPU.
+    probs = torch.softmax(masked, -1) * mask
+    cdf = probs.cumsum(-1)
+    u = torch.rand((logits.shape[0], 1), generator=generator, dtype=cdf.dtype) * cdf[:, -1:]
+    actions = (cdf <= u).sum(-1)
+    n = mask.shape[1]
+    last_legal = n - 1 - torch.argmax(mask.flip(-1).to(torch.int8), dim=-1)
+    actions = torch.minimum(actions, last_legal)
+    return actions, logp_all.gather(1, actions[:, None]).squeeze(1)
+
+
+def greedy_actions(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """The most probable legal action of each row (``PPOPolicy``'s deterministic choice)."""
+    return torch.where(mask, logits, torch.full_like(logits, -torch.inf)).argmax(-1)
+
+
+# ============================================================================ per-seat rollout
+class SeatRollout:
+    """A rollout of turn-based, many-seat battles, kept per (row, seat).
+
+    Each learner decision is one transition of the seat that made it. Its reward is what that
+    seat gains from the step that applies the decision up to (not including) the seat's next
+    decision in the same battle, or to the battle's end: the vector credits every seat at every
+    step (``rewards[N, num_agents]``), and ``credit`` adds each column to the seat's *pending*
+    transition. The next decision of the same seat links to it (``next``), which gives GAE its
+    successor; the battle's end closes it (``done``). Rewards a seat receives before its first
+    decision of a battle belong to no decision of it and are not used (the vector returns the
+    rewards opponents earn before a battle's first learner decision with that battle's first
+    step, so they go to the first decision's seat if it is theirs).
+
+    At the end of a rollout, the transitions still pending (their seat has not decided again
+    and their battle has not ended) have no successor yet: their predecessors bootstrap from
+    their value (as CleanRL bootstraps from the next observation's value at the rollout's end),
+    and ``carry`` moves them to the front of the next rollout, where they complete and are
+    trained on (their log-probability is that of the policy that chose them, one update older:
+    PPO's ratio corrects for it, and clipping bounds it).
+
+    Arrays are allocated once: ``rows * (steps + seats)`` transitions.
+    """
+
+    def __init__(self, num_rows: int, num_seats: int, obs_dim: int, n_actions: int,
+                 steps: int) -> None:
+        cap = num_rows * (steps + num_seats)
+        self.obs = np.zeros((cap, obs_dim), dtype=np.float32)
+        self.mask = np.zeros((cap, n_actions), dtype=bool)
+        self.action = np.zeros(cap, dtype=np.int64)
+        self.logp = np.zeros(cap, dtype=np.float32)
+        self.value = np.zeros(cap, dtype=np.float32)
+        self.reward = np.zeros(cap, dtype=np.float32)
+        self.done = np.zeros(cap, dtype=bool)
+        self.next = np.full(cap, -1, dtype=np.int64)
+        self.pending = np.full((num_rows, num_seats), -1, dtype=np.int64)
+        self.size = 0
+        self.blocks: list[tuple[int, int]] = []  # [start, end) of each add(), in time order
+
+    def add(self, rows: np.ndarray, seats: np.ndarray, obs: np.ndarray, mask: np.ndarray,
+            actions: np.ndarray, logp: np.ndarray, values: np.ndarray) -> np.ndarray:
+        """Record one step's learner decisions (one per row in ``rows``, at most one per row):
+        returns their transition indices."""
+        n = len(rows)
+        start = self.size
+        if start + n > len(self.action):
+            raise RuntimeError(f"SeatRollout full ({len(self.action)} transitions): more steps "
+                               "than it was sized for")
+        idx = np.arange(start, start + n)
+        self.obs[start:start + n] = obs
+        self.mask[start:start + n] = mask
+        self.action[start:start + n] = actions
+        self.logp[start:start + n] = logp
+        self.value[start:start + n] = values
+        self.reward[start:start + n] = 0.0
+        self.done[start:start + n] = False
+        self.next[start:start + n] = -1
+        prev = self.pending[rows, seats]
+        has = prev >= 0
+        self.next[prev[has]] = idx[has]
+        self.pending[rows, seats] = idx
+        self.blocks.append((start, start + n))
+        self.size = start + n
+        return idx
+
+    def credit(self, rewards: np.ndarray, ended: np.ndarray) -> None:
+        """After a step: add ``rewards`` ``[rows, seats]`` to each seat's pending transition,
+        and close every pending transition of the rows whose battle ended (``ended`` ``[rows]``)."""
+        live = self.pending >= 0
+        # (row, seat) pairs are distinct, so are their pending transitions: a plain += is exact.
+        self.reward[self.pending[live]] += rewards[live]
+        if ended.any():
+            closing = self.pending[ended]
+            self.done[closing[closing >= 0]] = True
+            self.pending[ended] = -1
+
+    def advantages(self, gamma: float, lam: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """GAE per seat over the complete transitions: ``(indices, advantages, returns)``.
+
+        ``delta = r + gamma * V(next) * (1 - done) - V``; ``A = delta + gamma * lam * A(next) *
+        (1 - done)``, with ``A(next) = 0`` when the successor is still pending (bootstrap).
+        Computed block by block backwards (a successor is always in a later block).
+        """
+        adv = np.zeros(self.size, dtype=np.float32)
+        complete = np.zeros(self.size, dtype=bool)
+        g, gl = np.float32(gamma), np.float32(gamma * lam)
+        for start, end in reversed(self.blocks):
+            nxt = self.next[start:end]
+            has = nxt >= 0
+            safe = np.where(has, nxt, 0)
+            alive = ~self.done[start:end]
+            next_value = np.where(has, self.value[safe], np.float32(0.0))
+            next_adv = np.where(has & complete[safe], adv[safe], np.float32(0.0))
+            adv[start:end] = (self.reward[start:end] + g * next_value * alive
+                              - self.value[start:end] + gl * next_adv * alive)
+            complete[start:end] = self.done[start:end] | has
+        idx = np.flatnonzero(complete)
+        return idx, adv[idx], adv[idx] + self.value[idx]
+
+    def carry(self) -> int:
+        """Start the next rollout: keep only the pending transitions, moved to the front (in
+        their order); returns how many."""
+        live = self.pending >= 0
+        src = np.sort(self.pending[live])
+        m = len(src)
+        for arr in (self.obs, self.mask, self.action, self.logp, self.value, self.reward):
+            arr[:m] = arr[src]
+        self.done[:m] = False
+        self.next[:m] = -1
+        self.pending[live] = np.searchsorted(src, self.pending[live])
+        self.size = m
+        self.blocks = [(0, m)] if m else []
+        return m
+
+
+# ============================================================================ evaluation
+def vector_winrate(net: Any, venv: Any, learner_side: int, battles: int,
+                   seed: int) -> tuple[int, int, int]:
+    """``(wins, draws, losses)`` of ``net`` playing greedily (``greedy_actions``) every
+    learner seat of ``venv`` (a ``traveller_env.vector`` vector whose opponents play the other
+    sides) in its first ``battles`` battles from ``reset(seed=seed)``: row ``r`` counts its
+    first ``battles // N`` battles (one more for the first ``battles % N`` rows), so the same
+    battles are played at every call."""
+    n = venv.num_envs
+    quota = np.full(n, battles // n, dtype=np.int64)
+    quota[: battles % n] += 1
+    done = np.zeros(n, dtype=np.int64)
+    wins = draws = losses = 0
+    obs, mask, _ = venv.reset(seed=seed)
+    with torch.no_grad():
+        while (done < quota).any():
+            a = greedy_actions(net.actor(torch.from_numpy(obs)), torch.from_numpy(mask))
+            obs, mask, _, term, trunc, info = venv.step(a.numpy())
+            ended = (term | trunc) & (done < quota)
+            if ended.any():
+                w = info["winner"][ended]
+                wins += int((w == learner_side).sum())
+                draws += int((w < 0).sum())
+                losses += int(((w >= 0) & (w != learner_side)).sum())
+                done += ended
+    return wins, draws, losses
+
+
+# ============================================================================ the curve
+def plot_curve(history: Sequence[dict], png: Path, title: str) -> None:
+    """Win rate (with its 95% interval) against each evaluation opponent, over learner
+    decisions (left) and wall-clock seconds (right); written atomically."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    names = list(dict.fromkeys(k for h in history for k in h.get("eval", {})))
+    for ax, key, xlabel in ((axes[0], "decisions", "learner decisions"),
+                            (axes[1], "seconds",
+                             "wall-clock seconds of training (evaluations excluded)")):
+        for name in names:
+            pts = [h for h in history if name in h.get("eval", {})]
+            x = [h[key] for h in pts]
+            y = [h["eval"][name]["win_rate"] for h in pts]
+            lo = [h["eval"][name]["win_ci95"][0] for h in pts]
+            hi = [h["eval"][name]["win_ci95"][1] for h in pts]
+            line, = ax.plot(x, y, marker="o", ms=3, label=f"vs {name}")
+            ax.fill_between(x, lo, hi, alpha=0.2, color=line.get_color())
+        train = [h for h in history if h.get("train_win_rate") is not None]
+        if train:
+            ax.plot([h[key] for h in train], [h["train_win_rate"] for h in train], ":",
+                    color="grey", label="training battles")
+        ax.set_xlabel(xlabel)
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("win rate (greedy, 95% CI)")
+    axes[1].legend(loc="lower right", fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    png = Path(png)
+    tmp = png.with_name(f".{png.stem}.tmp.png")
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    os.replace(tmp, png)

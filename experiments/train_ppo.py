@@ -1,0 +1,725 @@
+"""Masked PPO on batched battles (``traveller_env.vector``): one shared policy for every seat it
+plays, GAE per seat, scripted opponents, self-play or a pool of its own past checkpoints.
+
+    traveller train ppo --scenario duel --opponents red=rush --total-timesteps 300000 \\
+        --seed 1 --out DIR
+    python -m experiments.train_ppo --scenario squad --pool --pool-scripted rush,marksman
+
+**The loop** (CleanRL's PPO, adapted to many seats). Every call steps ``--num-envs`` battles
+(rows) of ``vector.make(..., relative_actions=True)``: targets are named by observation slot,
+so the same network plays any seat. Each step, the rows' observations and masks go through the
+network in one batch; the action is drawn from the masked softmax (an illegal action has
+probability exactly 0: ``ppo_common.sample_masked``). After ``--num-steps`` steps, GAE is
+computed per seat and the policy is updated for ``--epochs`` epochs of ``--minibatches``
+minibatches (clipped surrogate, clipped value loss, entropy bonus, gradient-norm clipping,
+learning rate annealed to 0 over ``--total-timesteps``).
+
+**GAE per seat** (``ppo_common.SeatRollout``). A decision is a transition of the seat that made
+it; its reward is everything the vector credits to that seat (``rewards[row, seat]``, at every
+step, whoever acted) until the same seat's next decision in that battle, or the battle's end;
+its successor is that next decision. Each row keeps one pending transition per seat. A
+transition whose successor has not come by the end of a rollout bootstraps its predecessor and
+is carried into the next rollout. ``--total-timesteps`` counts learner decisions (the seats
+being trained; frozen and scripted seats are not counted). A battle cut at ``max_rounds``
+(``truncated``) ends like a decided one: the draw is part of the game.
+
+**Opponent modes.**
+
+* ``--opponents red=rush`` (``SEAT=POLICY``, comma-separated; a side or an agent id): those
+  seats are played inside the vector (in the compiled core with ``--backend core``, which runs
+  ``random``, ``passive``, ``rush`` and ``marksman``), so every decision the trainer sees is a
+  learner's.
+* self-play (no ``--opponents``, no ``--pool``): every seat learns, one policy for all.
+* ``--pool``: the policy plays against frozen copies of itself, saved every ``--pool-every``
+  updates (the first before any update) into ``DIR/pool/`` (each a checkpoint that loads as an
+  NPC like the final one), optionally mixed with scripted policies (``--pool-scripted
+  rush,marksman``). Design: the rows are split. ``--pool-scripted-share`` of them are scripted
+  battles: one vector per (scripted policy, learner side) with that policy inside the vector
+  (``opponents={other sides: name}``), rows shared out evenly, so the scripted mix is exact
+  rather than sampled and the scripted seats run at the vector's own speed. The other rows form
+  one vector with no opponents; at the start of each battle, each of these rows draws the side
+  the learner plays and one of the ``--pool-size`` latest frozen checkpoints for the other
+  sides. The trainer runs the frozen seats itself (one batched forward pass per checkpoint in
+  use, sampling from its masked distribution, not trained on).
+
+**Evaluation.** Every ``--eval-every`` updates (and before the first), the greedy policy (the
+checkpoint's default NPC behaviour) plays ``--eval-battles`` battles against each
+``--eval-vs`` policy, half from each side, on fixed held-out battle seeds (the same battles
+every time), through vectors with the opponent inside; win rates with Wilson 95% intervals go
+to TensorBoard, ``progress.jsonl`` and the learning curve. At the end, the saved checkpoint is
+loaded back as an NPC policy (``agents.trained.load_policy``) and played through the AEC env
+(``agents.evaluation.evaluate_matchup``, seeds from 20,000, sides alternating) against each
+``--eval-vs`` policy for ``--final-eval-battles`` battles.
+
+**Outputs** (``--out DIR``, default ``runs/ppo__<scenario>__<seed>__<unix time>``):
+``ppo.pt`` (the checkpoint, ``agents.ppo_policy``'s format, written atomically every
+evaluation and at the end: ``traveller eval DIR/ppo.pt``, ``--policies DIR/ppo.pt`` in the
+tournament), ``config.json`` (every argument, the resolved layout, package versions), ``tb/``
+(TensorBoard), ``progress.jsonl`` (one line per evaluation), ``learning_curve.png`` and
+``evaluation.json``. The same seed and flags on one thread (``--threads 1``) give the same
+``ppo.pt``, byte for byte, on either backend (the backends play the same battles).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from experiments.train_common import add_dataclass_args, atomic_write_bytes, versions, write_json
+
+__all__ = ["Args", "build_parser", "main", "prepare", "run", "train"]
+
+#: The files a run writes in its folder (besides the folders tb/ and pool/).
+OUTPUTS = ("config.json", "ppo.pt", "progress.jsonl", "evaluation.json", "learning_curve.png")
+#: Seed of the held-out evaluation battles (vector seed ``derive_seed(EVAL_SEED, side)``).
+EVAL_SEED = 20_000
+
+
+def default_backend() -> str:
+    """``"core"`` when the compiled core can run battles here, else ``"python"``."""
+    from traveller_env import vector
+
+    return "core" if vector.BACKENDS.get("core") == "available" else "python"
+
+
+@dataclass
+class Args:
+    """Arguments of the PPO trainer (each is also a ``--flag``)."""
+
+    scenario: str = "duel"
+    """built-in scenario name or path to a scenario YAML"""
+    opponents: str = ""
+    """scripted seats played inside the vector, e.g. 'red=rush' ('' and no --pool: self-play)"""
+    pool: bool = False
+    """play against a pool of the policy's own past checkpoints (and --pool-scripted)"""
+    pool_every: int = 10
+    """pool: save a frozen checkpoint into the pool every this many updates"""
+    pool_size: int = 20
+    """pool: opponents are drawn from the latest this many checkpoints (0: all)"""
+    pool_scripted: str = ""
+    """pool: scripted policies mixed in, comma-separated (e.g. 'rush,marksman')"""
+    pool_scripted_share: float = 0.25
+    """pool: share of the rows that play --pool-scripted opponents"""
+    total_timesteps: int = 300_000
+    """learner decisions to train for (rounded up to whole rollouts)"""
+    seed: int = 1
+    """seed of everything: battles, network initialisation, sampling"""
+    out: str = ""
+    """run folder (default: runs/ppo__<scenario>__<seed>__<unix time>)"""
+    overwrite: bool = False
+    """replace the run already in --out (its config, checkpoints, logs) instead of refusing"""
+    backend: str = field(default_factory=default_backend)
+    """vector backend, 'core' or 'python' (default: core when it is built)"""
+    num_envs: int = 64
+    """battles stepped per call (rows of the vector)"""
+    num_steps: int = 64
+    """steps per rollout (a rollout holds about num_envs * num_steps decisions)"""
+    lr: float = 2.5e-4
+    """Adam learning rate (annealed linearly to 0 unless --no-anneal-lr)"""
+    anneal_lr: bool = True
+    """anneal the learning rate linearly to 0 over --total-timesteps"""
+    epochs: int = 4
+    """PPO epochs per rollout"""
+    minibatches: int = 4
+    """minibatches per epoch"""
+    gamma: float = 1.0
+    """discount per decision of a seat"""
+    gae_lambda: float = 0.95
+    """GAE lambda"""
+    clip_coef: float = 0.2
+    """PPO clip range (policy ratio and value)"""
+    ent_coef: float = 0.01
+    """entropy bonus"""
+    vf_coef: float = 0.5
+    """value loss weight"""
+    max_grad_norm: float = 0.5
+    """gradient norm clip"""
+    hidden: str = "64,64"
+    """hidden layer sizes of the actor and of the critic"""
+    threads: int = 1
+    """torch CPU threads (1: reproducible to the byte, and fastest for small networks)"""
+    eval_every: int = 10
+    """evaluate every this many updates (0: only before training and at the end)"""
+    eval_vs: str = "rush,marksman"
+    """scripted opponents of the evaluations, comma-separated ('' for none)"""
+    eval_battles: int = 100
+    """battles per opponent in each periodic evaluation (half from each side)"""
+    eval_envs: int = 50
+    """rows of each periodic evaluation vector"""
+    final_eval_battles: int = 200
+    """battles per opponent of the final AEC evaluation of the saved checkpoint (0: none)"""
+    progress: bool = True
+    """show a progress bar"""
+
+    def check(self) -> None:
+        """``ValueError`` naming the flag for any value out of range."""
+        from traveller_env import vector
+
+        for flag, value, low in (("--total-timesteps", self.total_timesteps, 1),
+                                 ("--num-envs", self.num_envs, 1),
+                                 ("--num-steps", self.num_steps, 1),
+                                 ("--epochs", self.epochs, 1),
+                                 ("--minibatches", self.minibatches, 1),
+                                 ("--threads", self.threads, 1),
+                                 ("--pool-every", self.pool_every, 1),
+                                 ("--pool-size", self.pool_size, 0),
+                                 ("--eval-every", self.eval_every, 0),
+                                 ("--eval-battles", self.eval_battles, 0),
+                                 ("--eval-envs", self.eval_envs, 1),
+                                 ("--final-eval-battles", self.final_eval_battles, 0),
+                                 ("--seed", self.seed, 0)):
+            if value < low:
+                raise ValueError(f"{flag} must be at least {low}, got {value}")
+        for flag, value in (("--lr", self.lr), ("--clip-coef", self.clip_coef)):
+            if not value > 0:
+                raise ValueError(f"{flag} must be positive, got {value}")
+        for flag, value in (("--gamma", self.gamma), ("--gae-lambda", self.gae_lambda),
+                            ("--pool-scripted-share", self.pool_scripted_share)):
+            if not 0 <= value <= 1:
+                raise ValueError(f"{flag} must lie in [0, 1], got {value}")
+        for flag, value in (("--ent-coef", self.ent_coef), ("--vf-coef", self.vf_coef),
+                            ("--max-grad-norm", self.max_grad_norm)):
+            if not value >= 0:
+                raise ValueError(f"{flag} must be at least 0, got {value}")
+        if self.backend not in vector.BACKENDS:
+            raise ValueError(f"--backend must be one of {', '.join(vector.BACKENDS)}, got "
+                             f"{self.backend!r}")
+        if vector.BACKENDS[self.backend] != "available":
+            raise ValueError(f"--backend {self.backend}: {vector.BACKENDS[self.backend]} here; "
+                             "use --backend python")
+        if self.pool and self.opponents:
+            raise ValueError("--pool and --opponents exclude each other: with --pool the "
+                             "opponents are the pool's (add scripted ones with --pool-scripted)")
+        if self.pool_scripted and not self.pool:
+            raise ValueError("--pool-scripted needs --pool")
+        if self.out and (Path(self.out) / "config.json").exists() and not self.overwrite:
+            raise ValueError(f"--out {self.out}: holds a run already (config.json); choose "
+                             "another folder, or pass --overwrite to replace it")
+        hidden_sizes(self.hidden)
+
+
+def hidden_sizes(text: str) -> list[int]:
+    """``"64,64"`` -> ``[64, 64]`` (``ValueError`` naming ``--hidden`` otherwise)."""
+    try:
+        sizes = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        sizes = []
+    if not sizes or min(sizes) < 1:
+        raise ValueError(f"--hidden must be positive layer sizes separated by commas, got "
+                         f"{text!r}")
+    return sizes
+
+
+def parse_opponents(text: str) -> dict[str, str]:
+    """``"red=rush,blue_1=marksman"`` -> ``{"red": "rush", "blue_1": "marksman"}``
+    (``ValueError`` naming ``--opponents`` for a malformed item)."""
+    out: dict[str, str] = {}
+    for item in (s.strip() for s in text.split(",")):
+        if not item:
+            continue
+        seat, sep, name = item.partition("=")
+        if not sep or not seat.strip() or not name.strip():
+            raise ValueError(f"--opponents: {item!r} is not SEAT=POLICY (e.g. red=rush)")
+        if seat.strip() in out:
+            raise ValueError(f"--opponents: seat {seat.strip()!r} given twice")
+        out[seat.strip()] = name.strip()
+    return out
+
+
+def names_list(text: str) -> list[str]:
+    """``"rush,marksman"`` -> ``["rush", "marksman"]``."""
+    return [n.strip() for n in text.split(",") if n.strip()]
+
+
+# ============================================================================ the battles
+@dataclass
+class Group:
+    """One vector and the rows it fills in the trainer's batch (``start:stop``)."""
+
+    venv: Any
+    start: int
+    stop: int
+    kind: str  # "learn" (every returned decision is a learner's), "pool", "scripted"
+    learner_side: int  # the side the learner plays, -1: every side (self-play) or per row
+    label: str
+    backend: str
+
+
+def make_vector(args: Args, seed: int, num_envs: int, opponents: dict[str, str] | None,
+                flag: str, fallback: bool = False) -> tuple[Any, str]:
+    """``vector.make`` with the trainer's scenario and backend; a bad opponent is reported
+    under ``flag``. With ``fallback``, an opponent the core cannot run is played on the
+    python backend instead, and said so on stderr (returns the backend used)."""
+    from traveller_env import vector
+
+    try:
+        return vector.make(args.scenario, num_envs=num_envs, seed=seed, backend=args.backend,
+                           opponents=opponents, relative_actions=True), args.backend
+    except (ValueError, TypeError) as exc:
+        if not (fallback and args.backend != "python"):
+            raise ValueError(f"{flag}: {exc}") from None
+        try:
+            venv = vector.make(args.scenario, num_envs=num_envs, seed=seed, backend="python",
+                               opponents=opponents, relative_actions=True)
+        except (ValueError, TypeError):
+            raise ValueError(f"{flag}: {exc}") from None
+        print(f"train_ppo: note: {flag} {opponents}: not on backend {args.backend!r} ({exc}); "
+              "these battles run on the python backend", file=sys.stderr)
+        return venv, "python"
+
+
+def build_groups(args: Args) -> list[Group]:
+    """The training vectors, by opponent mode (see the module docstring)."""
+    from traveller_env.rules.rng import derive_seed
+
+    n = args.num_envs
+    probe = make_vector(args, 0, 1, None, "--scenario")[0]
+    if not args.pool:
+        opponents = parse_opponents(args.opponents)
+        venv, backend = make_vector(args, derive_seed(args.seed, 0), n, opponents or None,
+                                    "--opponents")
+        sides = {int(venv.agent_sides[venv.possible_agents.index(a)]) for a in venv.learners}
+        side = sides.pop() if len(sides) == 1 else -1
+        label = f"vs {args.opponents}" if opponents else "self-play"
+        return [Group(venv, 0, n, "learn", side, label, backend)]
+    scripted = names_list(args.pool_scripted)
+    sides = probe.sides
+    cells = [(name, s) for name in scripted for s in range(len(sides))]
+    n_scripted = round(args.pool_scripted_share * n) if scripted else 0
+    if cells and n_scripted < len(cells):
+        raise ValueError(f"--pool-scripted: {len(scripted)} policies x {len(sides)} sides need "
+                         f"at least {len(cells)} rows, but --num-envs {n} x "
+                         f"--pool-scripted-share {args.pool_scripted_share} gives {n_scripted}")
+    if n - n_scripted < 1:
+        raise ValueError(f"--pool-scripted-share {args.pool_scripted_share} leaves no row for "
+                         "the pool of past checkpoints: lower it")
+    groups = []
+    venv, backend = make_vector(args, derive_seed(args.seed, 0), n - n_scripted, None,
+                                "--scenario")
+    groups.append(Group(venv, 0, n - n_scripted, "pool", -1, "vs pool", backend))
+    start = n - n_scripted
+    for i, (name, side) in enumerate(cells):
+        rows = n_scripted // len(cells) + (i < n_scripted % len(cells))
+        opponents = {other: name for j, other in enumerate(sides) if j != side}
+        venv, backend = make_vector(args, derive_seed(args.seed, 1 + i), rows, opponents,
+                                    "--pool-scripted", fallback=True)
+        groups.append(Group(venv, start, start + rows, "scripted", side,
+                            f"vs {name} as {sides[side]}", backend))
+        start += rows
+    return groups
+
+
+def make_eval_vectors(args: Args, sides: list[str]) -> dict[str, list[tuple[Any, int]]]:
+    """Per ``--eval-vs`` policy, one vector per side the learner plays (held-out seeds)."""
+    out: dict[str, list[tuple[Any, int]]] = {}
+    for name in names_list(args.eval_vs):
+        out[name] = []
+        for side in range(len(sides)):
+            opponents = {other: name for j, other in enumerate(sides) if j != side}
+            venv, _ = make_vector(args, 0, args.eval_envs, opponents, "--eval-vs",
+                                  fallback=True)
+            out[name].append((venv, side))
+    return out
+
+
+def prepare(args: Args) -> tuple[list[Group], dict[str, list[tuple[Any, int]]]]:
+    """Check the arguments and build the training and evaluation vectors (``ValueError``
+    naming the flag on bad input)."""
+    args.check()
+    groups = build_groups(args)
+    eval_vectors = make_eval_vectors(args, groups[0].venv.sides) if args.eval_battles else {}
+    return groups, eval_vectors
+
+
+# ============================================================================ training
+def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
+    """Train, checkpoint, evaluate; return the run folder."""
+    import torch
+
+    from agents.evaluation import wilson_interval
+    from agents.ppo_policy import ActorCritic, checkpoint_bytes
+    from experiments.ppo_common import SeatRollout, plot_curve, sample_masked, vector_winrate
+    from traveller_env.rules.rng import derive_seed
+
+    groups, eval_vectors = prepared or prepare(args)
+    first = groups[0].venv
+    scenario = first.scenario.name
+    out = Path(args.out) if args.out else (
+        Path("runs") / f"ppo__{Path(args.scenario).stem}__{args.seed}__{int(time.time())}")
+    if args.overwrite:  # only what a run writes; anything else in the folder stays
+        for name in ("tb", "pool"):
+            shutil.rmtree(out / name, ignore_errors=True)
+        for name in OUTPUTS:
+            (out / name).unlink(missing_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
+    n, s_count = args.num_envs, first.num_agents
+    obs_dim, n_actions = first.obs_dim, first.n_actions
+    agent_sides = first.agent_sides
+    write_json(out / "config.json", {
+        "args": dataclasses.asdict(args), "scenario": scenario,
+        "possible_agents": first.possible_agents, "sides": first.sides,
+        "obs_dim": obs_dim, "n_actions": n_actions, "action_labels": first.action_labels,
+        "groups": [{"label": g.label, "rows": g.stop - g.start, "kind": g.kind,
+                    "backend": g.backend, "learners": g.venv.learners,
+                    "opponents": g.venv.opponents} for g in groups],
+        "versions": {**versions(), "backend": args.backend}})
+
+    # ---- seeding: one block (torch's initialisation, the sampler, NumPy's shuffles)
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    gen = torch.Generator().manual_seed(derive_seed(args.seed, 1) & (2**63 - 1))
+    rng = np.random.default_rng(derive_seed(args.seed, 2))
+    net = ActorCritic(obs_dim, n_actions, hidden_sizes(args.hidden))
+    optimizer = torch.optim.Adam(net.parameters(), lr=args.lr, eps=1e-5)
+
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(str(out / "tb"))
+    writer.add_text("config", "```\n" + json.dumps(dataclasses.asdict(args), indent=1) + "\n```")
+
+    def save(path: Path, update: int, decisions: int) -> None:
+        atomic_write_bytes(path, checkpoint_bytes(net, scenario, first.action_labels,
+                                                  decisions=int(decisions), update=int(update),
+                                                  seed=int(args.seed)))
+
+    # ---- the pool of frozen past selves (pool mode)
+    pool_rows = next((g for g in groups if g.kind == "pool"), None)
+    frozen: list[Any] = []
+    row_side = np.full(n, -1, dtype=np.int64)  # the learner's side per row (-1: all sides)
+    row_frozen = np.full(n, -1, dtype=np.int64)  # pool rows: the frozen checkpoint playing
+    row_group = np.zeros(n, dtype=np.int64)  # the group (vector) of each row
+    for i, g in enumerate(groups):
+        row_side[g.start:g.stop] = g.learner_side
+        row_group[g.start:g.stop] = i
+
+    def freeze(update: int, decisions: int) -> None:
+        copy = ActorCritic(obs_dim, n_actions, net.hidden)
+        copy.load_state_dict(net.state_dict())
+        copy.eval()
+        frozen.append(copy)
+        save(out / "pool" / f"ppo_u{update:06d}.pt", update, decisions)
+
+    def draw_pool(rows: np.ndarray) -> None:
+        """New battles in pool rows: the learner's side and its frozen opponent."""
+        low = max(0, len(frozen) - args.pool_size) if args.pool_size else 0
+        row_side[rows] = rng.integers(len(first.sides), size=len(rows))
+        row_frozen[rows] = rng.integers(low, len(frozen), size=len(rows))
+
+    if pool_rows is not None:
+        freeze(0, 0)
+        draw_pool(np.arange(pool_rows.start, pool_rows.stop))
+
+    # ---- evaluation
+    history: list[dict] = []
+    t_start = time.perf_counter()
+    timers = {"env": 0.0, "inference": 0.0, "update": 0.0, "eval": 0.0}
+
+    def evaluate(update: int, decisions: int, train_win: float | None) -> dict:
+        t = time.perf_counter()
+        record: dict[str, Any] = {"update": update, "decisions": decisions,
+                                  "train_win_rate": train_win, "eval": {}}
+        for name, vecs in eval_vectors.items():
+            w = d = lo_ = 0
+            for i, (venv, side) in enumerate(vecs):
+                share = args.eval_battles // len(vecs) + (i < args.eval_battles % len(vecs))
+                a, b, c = vector_winrate(net, venv, side, share, derive_seed(EVAL_SEED, side))
+                w, d, lo_ = w + a, d + b, lo_ + c
+            total = w + d + lo_
+            lo, hi = wilson_interval(w, total)
+            record["eval"][name] = {"battles": total, "wins": w, "draws": d, "losses": lo_,
+                                    "win_rate": w / total, "win_ci95": [lo, hi]}
+            writer.add_scalar(f"eval/win_rate_vs_{name}", w / total, decisions)
+        timers["eval"] += time.perf_counter() - t
+        record["seconds"] = round(time.perf_counter() - t_start - timers["eval"], 2)
+        record["wall_seconds"] = round(time.perf_counter() - t_start, 2)
+        history.append(record)
+        with (out / "progress.jsonl").open("a") as fh:
+            fh.write(json.dumps(record) + "\n")
+        return record
+
+    (out / "progress.jsonl").unlink(missing_ok=True)
+
+    # ---- the batch: every group's rows side by side
+    single = len(groups) == 1
+    obs_all = np.zeros((n, obs_dim), dtype=np.float32)
+    mask_all = np.zeros((n, n_actions), dtype=bool)
+    agent_all = np.zeros(n, dtype=np.int64)
+    rewards_all = np.zeros((n, s_count), dtype=np.float32)
+    ended_all = np.zeros(n, dtype=bool)
+    winner_all = np.full(n, -1, dtype=np.int64)
+
+    def gather(results: list[tuple]) -> None:
+        for g, res in zip(groups, results, strict=True):
+            sl = slice(g.start, g.stop)
+            obs_all[sl], mask_all[sl] = res[0], res[1]
+            agent_all[sl] = res[-1]["agent"]
+            if len(res) == 6:
+                rewards_all[sl] = res[2]
+                ended_all[sl] = res[3] | res[4]
+                winner_all[sl] = res[5]["winner"]
+
+    t = time.perf_counter()
+    gather([g.venv.reset() for g in groups])
+    timers["env"] += time.perf_counter() - t
+
+    rollout = SeatRollout(n, s_count, obs_dim, n_actions, args.num_steps)
+    ep_len = np.zeros(n, dtype=np.int64)
+    side_weight = np.zeros((len(first.sides), s_count), dtype=np.float32)
+    for side in range(len(first.sides)):
+        on = agent_sides == side
+        side_weight[side, on] = 1.0 / on.sum()
+    ep_ret = np.zeros(n, dtype=np.float64)
+
+    def new_stats() -> dict[str, Any]:
+        """Training battles ended since the last update: count, and per group the battles with
+        a learner side and their wins; learner decisions per battle; the learner side's
+        return."""
+        return {"battles": 0, "decided": np.zeros(len(groups), dtype=np.int64),
+                "wins": np.zeros(len(groups), dtype=np.int64), "lengths": [], "returns": []}
+
+    stats = new_stats()
+    decisions, update = 0, 0
+    evaluate(0, 0, None)
+    bar = None
+    if args.progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=args.total_timesteps, unit="dec", smoothing=0.1, dynamic_ncols=True)
+    log = bar.write if bar is not None else print
+    base = history[-1]["eval"]
+    if base:
+        log("before training: " + ", ".join(f"vs {k} {v['win_rate']:.3f}"
+                                            for k, v in base.items()))
+
+    all_learn = all(g.kind != "pool" for g in groups)
+    while decisions < args.total_timesteps:
+        if args.anneal_lr:
+            optimizer.param_groups[0]["lr"] = args.lr * max(
+                0.0, 1.0 - decisions / args.total_timesteps)
+        rollout_start = decisions
+        for _ in range(args.num_steps):
+            t = time.perf_counter()
+            obs_t = torch.from_numpy(obs_all)
+            mask_t = torch.from_numpy(mask_all)
+            if all_learn:
+                learner = None
+                rows = np.arange(n)
+            else:
+                learner = (row_frozen < 0) | (agent_sides[agent_all] == row_side)
+                rows = np.flatnonzero(learner)
+            actions = np.zeros(n, dtype=np.int64)
+            with torch.no_grad():
+                o, m = (obs_t, mask_t) if learner is None else (obs_t[rows], mask_t[rows])
+                a, logp = sample_masked(net.actor(o), m, gen)
+                value = net.value(o)
+                actions[rows] = a.numpy()
+                if learner is not None and not learner.all():
+                    others = np.flatnonzero(~learner)
+                    for k in np.unique(row_frozen[others]):
+                        sel = others[row_frozen[others] == k]
+                        fa, _ = sample_masked(frozen[k].actor(obs_t[sel]), mask_t[sel], gen)
+                        actions[sel] = fa.numpy()
+            if learner is None:  # every row: no gathering copy
+                rollout.add(rows, agent_all, obs_all, mask_all, a.numpy(), logp.numpy(),
+                            value.numpy())
+            else:
+                rollout.add(rows, agent_all[rows], obs_all[rows], mask_all[rows], a.numpy(),
+                            logp.numpy(), value.numpy())
+            decisions += len(rows)
+            ep_len[rows] += 1
+            t2 = time.perf_counter()
+            timers["inference"] += t2 - t
+            gather([g.venv.step(actions[g.start:g.stop]) for g in groups])
+            timers["env"] += time.perf_counter() - t2
+            rollout.credit(rewards_all, ended_all)
+            has_side = row_side >= 0
+            ep_ret[has_side] += (rewards_all[has_side]
+                                 * side_weight[row_side[has_side]]).sum(axis=1)
+            if ended_all.any():
+                done_rows = np.flatnonzero(ended_all)
+                sided = done_rows[row_side[done_rows] >= 0]
+                stats["battles"] += len(done_rows)
+                np.add.at(stats["decided"], row_group[sided], 1)
+                np.add.at(stats["wins"], row_group[sided],
+                          winner_all[sided] == row_side[sided])
+                stats["lengths"].extend(ep_len[done_rows].tolist())
+                stats["returns"].extend(ep_ret[sided].tolist())
+                ep_len[done_rows] = 0
+                ep_ret[done_rows] = 0.0
+                if pool_rows is not None:
+                    pool_done = done_rows[(done_rows >= pool_rows.start)
+                                          & (done_rows < pool_rows.stop)]
+                    if len(pool_done):
+                        draw_pool(pool_done)
+
+        # ---- GAE per seat, then the PPO update (CleanRL's)
+        t = time.perf_counter()
+        idx, adv, ret = rollout.advantages(args.gamma, args.gae_lambda)
+        b_obs = torch.from_numpy(rollout.obs[idx])
+        b_mask = torch.from_numpy(rollout.mask[idx])
+        b_act = torch.from_numpy(rollout.action[idx])
+        b_logp = torch.from_numpy(rollout.logp[idx])
+        b_val = torch.from_numpy(rollout.value[idx])
+        b_adv, b_ret = torch.from_numpy(adv), torch.from_numpy(ret)
+        batch = len(idx)
+        mb_size = max(1, -(-batch // args.minibatches))
+        clipfracs, approx_kl = [], torch.zeros(())
+        pg_loss = v_loss = entropy = torch.zeros(())
+        for _ in range(args.epochs):
+            perm = torch.from_numpy(rng.permutation(batch))
+            for start in range(0, batch, mb_size):
+                mb = perm[start:start + mb_size]
+                mb_obs = b_obs[mb]
+                logits = net.logits(mb_obs, b_mask[mb])
+                logp_all = torch.log_softmax(logits, -1)
+                new_logp = logp_all.gather(1, b_act[mb][:, None]).squeeze(1)
+                # softmax, not logp_all.exp(): exp() of the masked logits' huge negative
+                # log-probabilities takes a slow path (10x here); softmax gives the same 0s.
+                entropy = -(torch.softmax(logits, -1) * logp_all).sum(-1).mean()
+                log_ratio = new_logp - b_logp[mb]
+                ratio = log_ratio.exp()
+                with torch.no_grad():
+                    approx_kl = ((ratio - 1) - log_ratio).mean()
+                    clipfracs.append(((ratio - 1).abs() > args.clip_coef).float().mean().item())
+                mb_adv = b_adv[mb]
+                if len(mb) > 1:
+                    mb_adv = (mb_adv - mb_adv.mean()) / (mb_adv.std() + 1e-8)
+                pg_loss = torch.max(-mb_adv * ratio, -mb_adv * torch.clamp(
+                    ratio, 1 - args.clip_coef, 1 + args.clip_coef)).mean()
+                new_v = net.value(mb_obs)
+                v_clipped = b_val[mb] + torch.clamp(new_v - b_val[mb], -args.clip_coef,
+                                                    args.clip_coef)
+                v_loss = 0.5 * torch.max((new_v - b_ret[mb]) ** 2,
+                                         (v_clipped - b_ret[mb]) ** 2).mean()
+                loss = pg_loss - args.ent_coef * entropy + args.vf_coef * v_loss
+                optimizer.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(net.parameters(), args.max_grad_norm)
+                optimizer.step()
+        carried = rollout.carry()
+        update += 1
+        timers["update"] += time.perf_counter() - t
+
+        # ---- logging, pool, evaluation, checkpoint
+        elapsed = time.perf_counter() - t_start - timers["eval"]
+        decided = int(stats["decided"].sum())
+        train_win = int(stats["wins"].sum()) / decided if decided else None
+        writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], decisions)
+        writer.add_scalar("charts/decisions_per_second", decisions / elapsed, decisions)
+        writer.add_scalar("charts/env_share", timers["env"] / elapsed, decisions)
+        writer.add_scalar("charts/batch", batch, decisions)
+        writer.add_scalar("charts/carried", carried, decisions)
+        if stats["lengths"]:
+            writer.add_scalar("charts/battle_decisions", float(np.mean(stats["lengths"])),
+                              decisions)
+        if stats["returns"]:
+            writer.add_scalar("charts/side_return", float(np.mean(stats["returns"])),
+                              decisions)
+        if train_win is not None:
+            writer.add_scalar("charts/train_win_rate", train_win, decisions)
+        if len(groups) > 1:
+            for g, won, of in zip(groups, stats["wins"], stats["decided"], strict=True):
+                if of:
+                    writer.add_scalar(f"train_win_rate/{g.label.replace(' ', '_')}",
+                                      won / of, decisions)
+        writer.add_scalar("charts/battles", stats["battles"], decisions)
+        writer.add_scalar("losses/policy", pg_loss.item(), decisions)
+        writer.add_scalar("losses/value", v_loss.item(), decisions)
+        writer.add_scalar("losses/entropy", entropy.item(), decisions)
+        writer.add_scalar("losses/approx_kl", approx_kl.item(), decisions)
+        writer.add_scalar("losses/clipfrac", float(np.mean(clipfracs)), decisions)
+        if bar is not None:
+            bar.total = max(bar.total, decisions)  # the last rollout may overshoot
+            bar.update(decisions - rollout_start)
+            bar.set_postfix_str(f"upd {update} {decisions / elapsed:,.0f} dec/s"
+                                + (f" train win {train_win:.2f}" if train_win is not None
+                                   else ""))
+        stats = new_stats()
+        if pool_rows is not None and update % args.pool_every == 0:
+            freeze(update, decisions)
+        last = decisions >= args.total_timesteps
+        if (args.eval_every and update % args.eval_every == 0) or last:
+            rec = evaluate(update, decisions, train_win)
+            t = time.perf_counter()
+            save(out / "ppo.pt", update, decisions)
+            if rec["eval"]:
+                log(f"update {update:>4}  {decisions:>9,} decisions  {rec['seconds']:>7.1f} s  "
+                    + "  ".join(f"vs {k} {v['win_rate']:.3f}" for k, v in rec["eval"].items()))
+            plot_curve(history, out / "learning_curve.png",
+                       f"PPO {scenario} ({groups[0].label if single else 'pool'}, "
+                       f"seed {args.seed})")
+            timers["eval"] += time.perf_counter() - t  # checkpoint and curve: not training
+    if bar is not None:
+        bar.close()
+    train_seconds = time.perf_counter() - t_start - timers["eval"]
+    writer.close()
+    results: dict[str, Any] = {
+        "scenario": scenario, "decisions": decisions, "updates": update,
+        "train_seconds": train_seconds, "decisions_per_second": decisions / train_seconds,
+        "time_shares": {k: timers[k] / train_seconds for k in ("env", "inference", "update")},
+        "eval_seconds": timers["eval"], "backend": args.backend,
+        "battles_skipped": sum(g.venv.battles_skipped for g in groups),
+        "eval_before": history[0]["eval"], "eval_after": history[-1]["eval"]}
+    print(f"\ntrained {decisions:,} decisions in {train_seconds:.0f} s "
+          f"({results['decisions_per_second']:,.0f} decisions/s, {args.backend} backend; "
+          f"environment {results['time_shares']['env']:.0%}, inference "
+          f"{results['time_shares']['inference']:.0%}, updates "
+          f"{results['time_shares']['update']:.0%}); checkpoint: {out / 'ppo.pt'}")
+    if args.final_eval_battles and names_list(args.eval_vs):
+        results["final_evaluation"] = final_evaluation(out / "ppo.pt", args)
+    write_json(out / "evaluation.json", results)
+    return out
+
+
+def final_evaluation(checkpoint: Path, args: Args) -> list[dict]:
+    """The checkpoint loaded back as an NPC policy and played through the AEC env against each
+    ``--eval-vs`` policy (``agents.evaluation.evaluate_matchup``: sides alternate)."""
+    from agents.evaluation import evaluate_matchup, format_matchups
+    from agents.registry import make_policy
+    from agents.trained import load_policy
+
+    learned = load_policy(checkpoint, args.scenario)
+    rows = [evaluate_matchup(learned, make_policy(name, scenario=args.scenario),
+                             args.scenario, battles=args.final_eval_battles)
+            for name in names_list(args.eval_vs)]
+    print(format_matchups(rows))
+    return rows
+
+
+def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    """The trainer's arguments, one ``--flag`` per field of ``Args`` (added to ``parser`` when
+    given, e.g. the ``traveller train ppo`` subcommand's)."""
+    if parser is None:
+        parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_dataclass_args(parser, Args)
+    return parser
+
+
+def run(parsed: argparse.Namespace) -> int:
+    """Train with the parsed arguments (exit status 2 on a bad argument)."""
+    args = Args(**vars(parsed))
+    try:
+        prepared = prepare(args)
+    except (ValueError, TypeError, FileNotFoundError, NotImplementedError) as exc:
+        print(f"train_ppo: error: {exc}", file=sys.stderr)
+        return 2
+    train(args, prepared)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse ``Args`` from the command line and train."""
+    return run(build_parser().parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,287 @@
+"""The batched PPO trainer (experiments/train_ppo.py), its helpers (experiments/ppo_common.py)
+and its checkpoints as NPC policies (agents/ppo_policy.py)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from agents.evaluation import evaluate_matchup
+from agents.ppo_policy import PPOPolicy, load_ppo_policy, network_from_checkpoint, read_checkpoint
+from agents.registry import make_policy
+from experiments.ppo_common import SeatRollout, greedy_actions, sample_masked
+from traveller_cli import main as cli_main
+from traveller_env import vector
+
+# A tiny run: 16 battles x 32 steps = 512 learner decisions per update, 4 updates.
+TINY = ["--scenario", "duel", "--opponents", "red=rush", "--total-timesteps", "2048",
+        "--seed", "3", "--num-envs", "16", "--num-steps", "32", "--eval-every", "2",
+        "--eval-vs", "rush", "--eval-battles", "4", "--eval-envs", "4",
+        "--final-eval-battles", "2", "--backend", "python", "--threads", "1",
+        "--no-progress"]
+
+
+# ============================================================================ masked sampling
+def test_masked_sampling_never_picks_an_illegal_action_even_with_huge_logits():
+    g = torch.Generator().manual_seed(0)
+    rng = np.random.default_rng(0)
+    n, a = 20_000, 12
+    mask = rng.random((n, a)) < 0.3
+    mask[np.arange(n), rng.integers(a, size=n)] = True  # at least one legal action per row
+    logits = torch.from_numpy(rng.normal(size=(n, a)).astype(np.float32) * 5)
+    logits[torch.from_numpy(~mask)] = 1e6  # illegal actions are the most attractive
+    actions, logp = sample_masked(logits, torch.from_numpy(mask), g)
+    assert mask[np.arange(n), actions.numpy()].all()
+    assert torch.isfinite(logp).all() and (logp <= 0).all()
+    one = torch.zeros((5, a))
+    only = torch.zeros((5, a), dtype=torch.bool)
+    only[:, 7] = True
+    assert (sample_masked(one, only, g)[0] == 7).all()
+
+
+def test_masked_sampling_follows_the_masked_softmax():
+    g = torch.Generator().manual_seed(1)
+    logits = torch.tensor([[0.0, 1.0, 2.0, 3.0]]).repeat(40_000, 1)
+    mask = torch.tensor([[True, False, True, True]]).repeat(40_000, 1)
+    actions, logp = sample_masked(logits, mask, g)
+    freq = np.bincount(actions.numpy(), minlength=4) / len(actions)
+    p = np.exp([0.0, -np.inf, 2.0, 3.0])
+    p /= p.sum()
+    assert freq[1] == 0
+    assert np.allclose(freq, p, atol=0.01)
+    assert np.allclose(logp.exp().numpy(), p[actions.numpy()], rtol=1e-5)
+    assert (greedy_actions(logits[:1], mask[:1]) == 3).all()
+
+
+# ============================================================================ GAE per seat
+def test_gae_per_seat_matches_a_hand_computation():
+    """One row, two seats, two battles; rewards credited to every seat at every step."""
+    gamma, lam = 0.9, 0.8
+    r = SeatRollout(num_rows=1, num_seats=2, obs_dim=1, n_actions=2, steps=6)
+    plan = [  # (deciding seat, its value, rewards of the step [seat0, seat1], battle ended)
+        (0, 0.5, [0.0, 0.2], False),   # T0; seat 1 has no decision yet: its 0.2 is unused
+        (1, 0.3, [0.1, 0.0], False),   # T1
+        (0, 0.4, [0.0, 0.5], False),   # T2
+        (0, 0.6, [1.0, -1.0], True),   # T3; the battle ends: T1 and T3 are done
+        (1, 0.2, [0.0, 0.7], False),   # T4 (next battle)
+        (1, 0.25, [0.3, 0.05], False),  # T5: still pending at the rollout's end
+    ]
+    for seat, value, rewards, ended in plan:
+        r.add(np.array([0]), np.array([seat]), np.zeros((1, 1)), np.ones((1, 2), bool),
+              np.array([0]), np.array([0.0]), np.array([value]))
+        r.credit(np.array([rewards], dtype=np.float32), np.array([ended]))
+    idx, adv, ret = r.advantages(gamma, lam)
+    a3 = 1.0 - 0.6
+    a2 = 0.0 + gamma * 0.6 - 0.4 + gamma * lam * a3
+    a1 = (0.0 + 0.5 - 1.0) - 0.3
+    a0 = (0.0 + 0.1) + gamma * 0.4 - 0.5 + gamma * lam * a2
+    a4 = 0.7 + gamma * 0.25 - 0.2  # its successor T5 is pending: bootstrap, no lambda term
+    assert idx.tolist() == [0, 1, 2, 3, 4]
+    assert np.allclose(adv, [a0, a1, a2, a3, a4], atol=1e-6)
+    values = np.array([0.5, 0.3, 0.4, 0.6, 0.2])
+    assert np.allclose(ret, np.array([a0, a1, a2, a3, a4]) + values, atol=1e-6)
+    # The next rollout: T5 is carried to the front with its reward so far, then completes.
+    assert r.carry() == 1
+    assert r.size == 1 and r.value[0] == np.float32(0.25) and r.reward[0] == np.float32(0.05)
+    r.add(np.array([0]), np.array([1]), np.zeros((1, 1)), np.ones((1, 2), bool),
+          np.array([0]), np.array([0.0]), np.array([0.1]))
+    r.credit(np.array([[0.0, 0.5]], dtype=np.float32), np.array([True]))
+    idx, adv, _ = r.advantages(gamma, lam)
+    a6 = 0.5 - 0.1
+    a5 = 0.05 + gamma * 0.1 - 0.25 + gamma * lam * a6
+    assert idx.tolist() == [0, 1]
+    assert np.allclose(adv, [a5, a6], atol=1e-6)
+    assert r.carry() == 0
+
+
+# ============================================================================ a tiny run
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ppo") / "run"
+    assert cli_main(["train", "ppo", *TINY, "--out", str(out)]) == 0
+    return out
+
+
+def test_a_tiny_run_writes_config_checkpoint_curve_and_tensorboard(tiny_run):
+    config = json.loads((tiny_run / "config.json").read_text())
+    assert config["args"]["opponents"] == "red=rush" and config["args"]["seed"] == 3
+    assert config["groups"][0]["learners"] == ["blue_0"]
+    assert config["groups"][0]["opponents"] == {"red_0": "rush"}
+    assert (tiny_run / "learning_curve.png").stat().st_size > 10_000
+    assert list((tiny_run / "tb").glob("events.out.tfevents.*"))
+    progress = [json.loads(x) for x in (tiny_run / "progress.jsonl").read_text().splitlines()]
+    assert [p["update"] for p in progress] == [0, 2, 4]
+    assert all(p["eval"]["rush"]["battles"] == 4 for p in progress)
+    ev = json.loads((tiny_run / "evaluation.json").read_text())
+    assert ev["decisions"] == 2048 and ev["updates"] == 4
+    assert ev["final_evaluation"][0]["battles"] == 2
+    data = read_checkpoint(tiny_run / "ppo.pt")
+    assert data["scenario"] == "duel" and data["decisions"] == 2048 and data["update"] == 4
+    assert data["action_labels"] == vector.make("duel", relative_actions=True).action_labels
+    assert not list(tiny_run.glob(".*tmp"))  # atomic writes leave no temporary file
+
+
+def test_the_same_seed_gives_the_same_checkpoint_bytes(tiny_run, tmp_path):
+    from experiments.train_ppo import build_parser, run
+
+    again = tmp_path / "again"
+    assert run(build_parser().parse_args([*TINY, "--out", str(again)])) == 0
+    assert (again / "ppo.pt").read_bytes() == (tiny_run / "ppo.pt").read_bytes()
+    # ... and training moved the weights away from the seeded initialisation.
+    from agents.ppo_policy import ActorCritic
+
+    torch.manual_seed(3)
+    init = ActorCritic(59, 48, [64, 64])
+    trained = network_from_checkpoint(read_checkpoint(tiny_run / "ppo.pt"))
+    for a, b in zip(init.state_dict().values(), trained.state_dict().values(), strict=True):
+        assert a.shape == b.shape and not torch.equal(a, b)
+
+
+def test_the_checkpoint_loads_as_an_npc_policy_and_plays(tiny_run, capsys):
+    path = str(tiny_run / "ppo.pt")
+    policy = make_policy(path, scenario="duel")  # as the tournament and `traveller eval` do
+    assert isinstance(policy, PPOPolicy)
+    from traveller_env.policy import resolve_policy
+
+    assert isinstance(resolve_policy(path, scenario="duel"), PPOPolicy)
+    row = evaluate_matchup(policy, make_policy("random"), "duel", battles=2, seed=5)
+    assert row["wins"] + row["draws"] + row["losses"] == 2
+    assert cli_main(["eval", path, "--scenario", "duel", "--vs", "random", "--battles",
+                     "2"]) == 0
+    assert "random" in capsys.readouterr().out
+    from experiments.tournament import run_tournament
+
+    results = run_tournament([path, "random"], ["duel"], battles=1, seed=3, workers=1,
+                             progress=False)
+    assert len(results) == 2
+
+
+def test_the_npc_policy_chooses_what_the_trainer_would(tiny_run):
+    """The loaded policy's NumPy forward pass and greedy choice equal the trainer's torch
+    ones on observations and masks from the vector."""
+    data = read_checkpoint(tiny_run / "ppo.pt")
+    net = network_from_checkpoint(data)
+    policy = load_ppo_policy(tiny_run / "ppo.pt", "duel")
+    venv = vector.make("duel", num_envs=32, seed=9, relative_actions=True)
+    obs, mask, _ = venv.reset()
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        with torch.no_grad():
+            want = greedy_actions(net.actor(torch.from_numpy(obs)), torch.from_numpy(mask))
+            logits = net.actor(torch.from_numpy(obs)).numpy()
+        for i in range(len(obs)):
+            assert np.allclose(policy.logits(obs[i]), logits[i], atol=1e-5)
+            assert policy.choose(obs[i], mask[i]) == int(want[i])
+        obs, mask, *_ = venv.step(vector.random_legal_actions(mask, rng))
+
+
+def test_a_checkpoint_refuses_a_scenario_it_does_not_fit(tiny_run, tmp_path):
+    with pytest.raises(ValueError, match=r"ppo\.pt.*do not fit scenario 'squad'"):
+        load_ppo_policy(tiny_run / "ppo.pt", "squad")
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(b"not a checkpoint")
+    with pytest.raises(ValueError, match=r"bad\.pt: cannot be read as a train_ppo checkpoint"):
+        make_policy(str(bad), scenario="duel")
+    with pytest.raises(FileNotFoundError, match=r"missing\.pt"):
+        make_policy(str(tmp_path / "missing.pt"), scenario="duel")
+
+
+# ============================================================================ other modes
+@pytest.mark.parametrize("mode", [
+    pytest.param([], id="self-play"),
+    pytest.param(["--pool", "--pool-every", "1", "--pool-scripted", "random",
+                  "--pool-scripted-share", "0.5"], id="pool"),
+])
+def test_self_play_and_pool_runs_train_every_learner_seat(mode, tmp_path):
+    from experiments.train_ppo import build_parser, run
+
+    out = tmp_path / "run"
+    args = ["--scenario", "duel", "--total-timesteps", "256", "--num-envs", "8",
+            "--num-steps", "16", "--eval-every", "0", "--eval-vs", "random", "--eval-battles",
+            "2", "--eval-envs", "2", "--final-eval-battles", "0", "--backend", "python",
+            "--no-progress", *mode, "--out", str(out)]
+    assert run(build_parser().parse_args(args)) == 0
+    config = json.loads((out / "config.json").read_text())
+    ev = json.loads((out / "evaluation.json").read_text())
+    assert ev["decisions"] >= 256
+    if mode:
+        groups = {g["label"]: g["rows"] for g in config["groups"]}
+        assert groups == {"vs pool": 4, "vs random as blue": 2, "vs random as red": 2}
+        pool = sorted(p.name for p in (out / "pool").glob("*.pt"))
+        assert pool[0] == "ppo_u000000.pt" and len(pool) == ev["updates"] + 1
+        load_ppo_policy(out / "pool" / pool[0], "duel")
+    else:
+        assert config["groups"][0]["learners"] == ["blue_0", "red_0"]
+    first = (out / "ppo.pt").read_bytes()
+    # --overwrite replaces the run (one TensorBoard file, not two); the same seed, same bytes.
+    assert run(build_parser().parse_args([*args, "--overwrite"])) == 0
+    assert len(list((out / "tb").glob("events.out.tfevents.*"))) == 1
+    assert (out / "ppo.pt").read_bytes() == first
+
+
+# ============================================================================ bad flags
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--opponents", "red=nobody"], "--opponents: opponents['red']: unknown policy 'nobody'"),
+    (["--opponents", "green=rush"], "--opponents: opponents: 'green' is neither a side"),
+    (["--opponents", "red"], "--opponents: 'red' is not SEAT=POLICY"),
+    (["--total-timesteps", "-5"], "--total-timesteps must be at least 1, got -5"),
+    (["--num-envs", "0"], "--num-envs must be at least 1"),
+    (["--hidden", "64,x"], "--hidden must be positive layer sizes"),
+    (["--backend", "gpu"], "--backend must be one of"),
+    (["--pool", "--opponents", "red=rush"], "--pool and --opponents exclude each other"),
+    (["--pool-scripted", "rush"], "--pool-scripted needs --pool"),
+    (["--pool", "--pool-scripted", "nobody"], "--pool-scripted: "),
+    (["--gamma", "1.5"], "--gamma must lie in [0, 1]"),
+    (["--scenario", "nowhere"], "nowhere"),
+    (["--out", "EXISTING"], "holds a run already (config.json)"),
+])
+def test_bad_flags_give_clear_errors(flags, message, capsys, tmp_path):
+    if flags == ["--out", "EXISTING"]:
+        flags = ["--out", str(tmp_path)]
+        (tmp_path / "config.json").write_text("{}")
+    status = cli_main(["train", "ppo", "--backend", "python", "--out", str(tmp_path / "never"),
+                       *flags])
+    assert status == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "never").exists()
+
+
+def test_unknown_flags_are_refused_by_the_parser(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli_main(["train", "ppo", "--no-such-flag"])
+    assert exc.value.code == 2
+    assert "--no-such-flag" in capsys.readouterr().err
+
+
+def test_the_checkpoint_class_is_a_policy():
+    from traveller_env.policy import Policy
+
+    layers = [(np.zeros((3, 2)), np.zeros(3)), (np.zeros((2, 3)), np.array([0.0, 1.0]))]
+    p = PPOPolicy(layers, ["a", "b"], "x")
+    assert isinstance(p, Policy)
+    assert p.choose(np.zeros(2), np.array([1, 1])) == 1
+    assert p.choose(np.zeros(2), np.array([1, 0])) == 0
+    with pytest.raises(ValueError, match="allows no action"):
+        p.choose(np.zeros(2), np.array([0, 0]))
+
+
+@pytest.mark.skipif(vector.BACKENDS.get("core") != "available",
+                    reason="the compiled core is not built here")
+def test_the_core_and_python_backends_give_the_same_checkpoint(tmp_path):
+    """The backends play the same battles (same seeds, same in-core rush), so the same flags
+    train the same network, byte for byte."""
+    from experiments.train_ppo import build_parser, run
+
+    common = ["--scenario", "duel", "--opponents", "red=rush", "--total-timesteps", "1024",
+              "--seed", "4", "--num-envs", "16", "--num-steps", "16", "--eval-every", "0",
+              "--eval-battles", "0", "--final-eval-battles", "0", "--no-progress"]
+    for backend in ("python", "core"):
+        assert run(build_parser().parse_args(
+            [*common, "--backend", backend, "--out", str(tmp_path / backend)])) == 0
+    assert (tmp_path / "core" / "ppo.pt").read_bytes() == \
+        (tmp_path / "python" / "ppo.pt").read_bytes()
