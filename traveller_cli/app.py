@@ -52,6 +52,9 @@ EXPERIMENTS: dict[str, Experiment] = {
     "train leadership": Experiment("learn when to lead and whom to direct, with MaskablePPO "
                                    "(experiments/train_leadership.py)",
                                    "experiments.train_leadership"),
+    "train aiming-ppo": Experiment("learn to aim in each range band with the batched PPO, "
+                                   "against the exact optimum (experiments/aiming_ppo.py)",
+                                   "experiments.aiming_ppo"),
     "train ppo": Experiment("masked PPO on batched battles: scripted opponents, self-play "
                             "or a pool of past selves (experiments/train_ppo.py)",
                             "experiments.train_ppo"),
