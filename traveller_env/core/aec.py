@@ -201,8 +201,10 @@ class CoreTravellerEnv(TravellerEnv):
 
     def __init__(self, scenario: ScenarioSource = "duel", render_mode: str | None = None,
                  **options: Any) -> None:
+        from . import require
         from .engine import check_kinds
 
+        require()  # CoreUnavailableError now, saying how to build it, not at the first reset
         check_kinds()
         super().__init__(scenario, render_mode=render_mode, **options)
         self._seat = {a: i for i, a in enumerate(self.possible_agents)}
