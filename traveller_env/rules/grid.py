@@ -72,11 +72,14 @@ class GridMap:
         self._los_cache: dict[tuple[Square, Square], bool] = {}
         self._cover_cache: dict[tuple[Square, Square], bool] = {}
         self._walk_cache: dict[tuple, tuple] = {}
+        self._walked_cache: dict[tuple, tuple] = {}
         self._reach_cache: dict[tuple, tuple] = {}
         self._cover_near: dict[Square, list[Square]] = {}  # low cover next to a square
         # (line of sight rows, cover rows) per square index, built on first use when the map
         # is small enough; () when it is not (then the per-pair caches above serve).
         self._tables: tuple[list[bytes], list[bytes]] | tuple[()] | None = None
+        self._los_rows: list[bytes] | None = None
+        self._cover_rows: list[bytes] | None = None
 
     def terrain(self, sq: Square) -> str:
         """The terrain character of a square."""
@@ -142,6 +145,18 @@ class GridMap:
         self._walk_cache[key] = result
         return result
 
+    def walked(self, pos: Square, direction: str, budget_m: float, squares: int,
+               limit: int) -> tuple[tuple[Square, ...], float]:
+        """The squares a legal Move of ``squares`` enters and the metres they cost (R8.1: each
+        square's ``step_cost_m``), cached. A legal move is a prefix of the walk of ``limit``
+        squares that ``reach`` took, which is read from the walk cache."""
+        key = (pos, direction, budget_m, squares)
+        hit = self._walked_cache.get(key)
+        if hit is None:
+            path = self.walk(pos, direction, budget_m, limit)[0][:squares]
+            hit = self._walked_cache[key] = (path, sum(self.step_cost_m(sq) for sq in path))
+        return hit
+
     def reach(self, pos: Square, budget_m: float,
               limit: int) -> tuple[tuple[int, ...], dict[Square, tuple[int, int]]]:
         """The static part of a Move's reach from ``pos`` (cached; the map never changes).
@@ -175,16 +190,18 @@ class GridMap:
         """True when the centre-to-centre segment crosses no wall square (R8.1)."""
         if not self.walls:
             return True
-        rows = self._table(0)
-        if rows is not None:
-            w = self.width
-            return rows[a[1] * w + a[0]][b[1] * w + b[0]] == 1
-        key = (a, b) if a <= b else (b, a)
-        cached = self._los_cache.get(key)
-        if cached is None:
-            cached = not any(self._crossed(key[0], key[1], self.walls))
-            self._los_cache[key] = cached
-        return cached
+        rows = self._los_rows
+        if rows is None:
+            rows = self._table(0)
+            if rows is None:
+                key = (a, b) if a <= b else (b, a)
+                cached = self._los_cache.get(key)
+                if cached is None:
+                    cached = not any(self._crossed(key[0], key[1], self.walls))
+                    self._los_cache[key] = cached
+                return cached
+        w = self.width
+        return rows[a[1] * w + a[0]][b[1] * w + b[0]] == 1
 
     def cover_between(self, shooter: Square, target: Square) -> bool:
         """True when the segment passes through a low-cover square adjacent to the target.
@@ -194,23 +211,29 @@ class GridMap:
         """
         if not self.cover_squares:
             return False
-        rows = self._table(1)
-        if rows is not None:
-            w = self.width
-            return rows[shooter[1] * w + shooter[0]][target[1] * w + target[0]] == 1
-        key = (shooter, target)
-        cached = self._cover_cache.get(key)
-        if cached is None:
-            cached = any(self._crossed(shooter, target, self.cover_near(target)))
-            self._cover_cache[key] = cached
-        return cached
+        rows = self._cover_rows
+        if rows is None:
+            rows = self._table(1)
+            if rows is None:
+                key = (shooter, target)
+                cached = self._cover_cache.get(key)
+                if cached is None:
+                    cached = any(self._crossed(shooter, target, self.cover_near(target)))
+                    self._cover_cache[key] = cached
+                return cached
+        w = self.width
+        return rows[shooter[1] * w + shooter[0]][target[1] * w + target[0]] == 1
 
     def _table(self, which: int) -> list[bytes] | None:
         """Row ``which`` (0: line of sight, 1: cover) of the visibility tables, built on first
-        use; ``None`` when the map is too large for them."""
+        use; ``None`` when the map is too large for them. Once built, ``_los_rows`` and
+        ``_cover_rows`` hold them for the hot paths."""
         if self._tables is None:
             self._tables = _visibility_tables(self)
-        return self._tables[which] if self._tables else None
+        if not self._tables:
+            return None
+        self._los_rows, self._cover_rows = self._tables
+        return self._tables[which]
 
     def cover_near(self, target: Square) -> list[Square]:
         """The low-cover squares next to ``target`` (8 neighbours)."""
