@@ -177,7 +177,7 @@ class ObservationBuilder:
             sig_avail, minors_avail = float(sig), minors / 3.0
         else:
             sig_avail = minors_avail = 0.0
-        bonuses, penalties = battle.held_pools(agent)
+        bonuses, penalties = battle.held_pools(agent) if battle.pools.entries else (0, 0)
         ready = 0.0
         if me.ready_kind:
             needed = w.draw_actions if me.ready_kind == "draw" else w.reload_actions

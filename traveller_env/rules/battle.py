@@ -299,7 +299,7 @@ class Battle(TurnSequencing):
         state = BUDGET_STATES[actor.minors, actor.significant]
         # R2.1 asked once per budget, not once per kind (``_budget_refusal`` gives the reason);
         # kinds whose legal arguments are ``always`` the same come in the template.
-        template, calls = phase_dispatch(self.phase, state)
+        template, calls = phase_dispatch(self.phase, state, bool(self.pools.entries))
         opts = TurnOptions(template)
         opts.significant, opts.minors = state.significant_left, state.minors_left
         if calls:
@@ -347,7 +347,8 @@ class Battle(TurnSequencing):
         return list(path), reason
 
     def _free_action_possible(self, actor: Combatant) -> bool:
-        """R2.3: some free action (a ``free`` kind) is legal for ``actor`` now."""
+        """R2.3: some free action (a ``free`` kind) is legal for ``actor`` now (none without a
+        leadership pool, R7.5)."""
         if not self.pools.entries:
             return False
         ctx = KindContext(self, actor, BUDGET_STATES[actor.minors, actor.significant].budget)

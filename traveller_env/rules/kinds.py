@@ -501,14 +501,16 @@ KINDS: dict[str, ActionKind] = {
 _DISPATCH: dict[tuple, tuple[dict[str, tuple], tuple[tuple[str, Any], ...]]] = {}
 
 
-def phase_dispatch(phase: str, state: BudgetState) -> tuple[dict[str, tuple],
-                                                           tuple[tuple[str, Any], ...]]:
+def phase_dispatch(phase: str, state: BudgetState,
+                   pools: bool) -> tuple[dict[str, tuple], tuple[tuple[str, Any], ...]]:
     """What ``Battle.legal_options`` walks for a decision of ``phase`` with budget ``state``
-    (cached per phase and budget): a template of every kind of the phase in table order,
-    mapping to ``()`` when R2.1 rules it out, to its legal arguments when they are
+    (cached per phase, budget and ``pools``): a template of every kind of the phase in table
+    order, mapping to ``()`` when R2.1 rules it out, to its legal arguments when they are
     ``always`` the same, else to ``()`` as a placeholder; and ``(name, bound legal)`` of each
-    kind whose ``legal`` must be asked, in table order."""
-    key = (phase, state.budget)
+    kind whose ``legal`` must be asked, in table order. Free actions hand out what a
+    Leadership check left (R7.5), so ``free`` kinds are ruled out too when ``pools`` is
+    false (no leadership pool exists)."""
+    key = (phase, state.budget, pools)
     hit = _DISPATCH.get(key)
     if hit is None:
         allows = state.allows
@@ -517,7 +519,7 @@ def phase_dispatch(phase: str, state: BudgetState) -> tuple[dict[str, tuple],
         for k in KINDS.values():
             if k.phase != phase:
                 continue
-            if not allows.get(k.cost, True):
+            if not allows.get(k.cost, True) or (k.cost == "free" and not pools):
                 template[k.name] = ()
             elif k.always is not None:
                 template[k.name] = k.always
