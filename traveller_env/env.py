@@ -439,15 +439,17 @@ class TravellerEnv(AECEnv):
         gained = dones = False
         if r.damage_dealt or r.damage_taken:
             dealt, taken = summary.damage_dealt, summary.damage_taken
-            for cid in self.possible_agents:
-                d = dealt[cid] - last.damage_dealt[cid]
-                if d:
-                    gained = True
-                    self._give(cid, r.damage_dealt * d, r.shared)
-                t = taken[cid] - last.damage_taken[cid]
-                if t:
-                    gained = True
-                    self._give(cid, r.damage_taken * t, r.shared)
+            # The totals change only on a hit: compared whole before walking the agents.
+            if dealt != last.damage_dealt or taken != last.damage_taken:
+                for cid in self.possible_agents:
+                    d = dealt[cid] - last.damage_dealt[cid]
+                    if d:
+                        gained = True
+                        self._give(cid, r.damage_dealt * d, r.shared)
+                    t = taken[cid] - last.damage_taken[cid]
+                    if t:
+                        gained = True
+                        self._give(cid, r.damage_taken * t, r.shared)
         if r.per_round and b.round > self._last_round:
             gained = True
             for a in live:

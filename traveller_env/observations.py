@@ -177,7 +177,7 @@ class ObservationBuilder:
             sig_avail, minors_avail = float(sig), minors / 3.0
         else:
             sig_avail = minors_avail = 0.0
-        bonuses, penalties = battle.held_pools(agent)
+        bonuses, penalties = battle.held_pools(agent) if battle.pools.entries else (0, 0)
         ready = 0.0
         if me.ready_kind:
             needed = w.draw_actions if me.ready_kind == "draw" else w.reload_actions
@@ -196,7 +196,8 @@ class ObservationBuilder:
             me.aim_dm / 6.0, me.minors / 3.0, me.significant,
             sig_avail, minors_avail,
             me.hasty, me.bonus, me.penalty,
-            _unit(bonuses / POOL_SCALE), _unit(penalties / POOL_SCALE),
+            _unit(bonuses / POOL_SCALE) if bonuses else 0.0,
+            _unit(penalties / POOL_SCALE) if penalties else 0.0,
             _unit(me.current_initiative / INIT_SCALE), ready,
             battle.round / battle.options.max_rounds,
             *_PHASE_FLAGS.get(phase, _NO_PHASE),
@@ -205,7 +206,7 @@ class ObservationBuilder:
         ]
         empty = self._empty_slot
         geometry = self._geometry
-        public = self._public_blocks(battle)
+        public = self._public if battle is self._public_battle else self._public_blocks(battle)
         line_of_sight, cover_between = grid.line_of_sight, grid.cover_between
         by_id = battle.by_id
         aim_target = me.aim_target

@@ -9,6 +9,7 @@ aims. ``attacker`` and ``target`` are anything with a combatant's attributes (th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .checks import skill_dm
@@ -20,6 +21,7 @@ __all__ = [
     "HASTE_DM",
     "PRONE_DM",
     "attack_dms",
+    "attack_reach",
     "chebyshev",
     "damage_on_hit",
     "held_dms",
@@ -57,13 +59,21 @@ def range_dm(distance_m: float, weapon_range_m: float) -> int | None:
     return None
 
 
-def in_attack_reach(weapon: Any, grid: Any, apos: Square, tpos: Square) -> bool:
-    """R4.1: a melee target must be adjacent (diagonals included); a ranged one in line of
-    sight and within 4x the weapon's Range. (Drawn and loaded are not checked here.)"""
+def attack_reach(weapon: Any, grid: Any, apos: Square) -> Callable[[Square], bool]:
+    """R4.1, for an attacker at ``apos``: a test of whether a target square is in reach. A
+    melee target must be adjacent (diagonals included); a ranged one in line of sight and
+    within 4x the weapon's Range. (Drawn and loaded are not checked here.) The per-attacker
+    part is settled once, for testing many targets."""
     if weapon.is_melee:
-        return chebyshev(apos, tpos) <= 1
-    return (grid.line_of_sight(apos, tpos)
-            and grid.distance_m(apos, tpos) <= 4 * weapon.range_m)
+        return lambda tpos: chebyshev(apos, tpos) <= 1
+    los, dist, limit = grid.line_of_sight, grid.distance_m, 4 * weapon.range_m
+    return lambda tpos: los(apos, tpos) and dist(apos, tpos) <= limit
+
+
+def in_attack_reach(weapon: Any, grid: Any, apos: Square, tpos: Square) -> bool:
+    """R4.1: whether a target at ``tpos`` is in reach of an attacker at ``apos`` (see
+    ``attack_reach``)."""
+    return attack_reach(weapon, grid, apos)(tpos)
 
 
 def attack_dms(attacker: Any, target: Any, grid: Any, *, apos: Square | None = None,

@@ -27,7 +27,7 @@ from typing import NamedTuple
 from . import attack as attack_rules
 from .actions import Action, parse_action
 from .attack import range_dm
-from .budget import Budget
+from .budget import BUDGET_STATES, Budget
 from .checks import roll_check
 from .combatant import Combatant
 from .damage import apply_damage, is_dead, is_incapacitated
@@ -225,12 +225,13 @@ class Battle(TurnSequencing):
     def budget(self, cid: str) -> Budget:
         """What the combatant has spent of its turn's budget (R2.1)."""
         c = self.by_id[cid]
-        return Budget(c.minors, c.significant)
+        return BUDGET_STATES[c.minors, c.significant].budget
 
     def budget_left(self, cid: str) -> tuple[bool, int]:
         """``(significant_available, minors_available)`` for the combatant's turn (R2.1)."""
-        b = self.budget(cid)
-        return b.significant_left, b.minors_left
+        c = self.by_id[cid]
+        state = BUDGET_STATES[c.minors, c.significant]
+        return state.significant_left, state.minors_left
 
     def held_pools(self, cid: str) -> tuple[int, int]:
         """``(bonuses it may hand out, penalties it may impose)`` right now (R7.5)."""
@@ -265,7 +266,7 @@ class Battle(TurnSequencing):
     # ------------------------------------------------------------------ legality
     def _context(self) -> KindContext:
         actor = self.by_id[self._decider]
-        return KindContext(self, actor, Budget(actor.minors, actor.significant))
+        return KindContext(self, actor, BUDGET_STATES[actor.minors, actor.significant].budget)
 
     def why_illegal(self, action: Action | str) -> str | None:
         """Why ``action`` cannot be taken now by the deciding combatant, or ``None`` if it can:
@@ -294,14 +295,17 @@ class Battle(TurnSequencing):
         """
         if self.done:
             raise RuntimeError("legal_options() needs a decision: the battle is over")
-        ctx = self._context()
-        budget = ctx.budget
-        opts = TurnOptions()
-        opts.significant, opts.minors = budget.significant_left, budget.minors_left
-        # R2.1 asked once per cost, not once per kind (``_budget_refusal`` gives the reason).
-        allowed = {cost: budget.allows(cost) for cost in ("minor", "significant")}
-        for name, cost, legal in phase_dispatch(self.phase):
-            opts[name] = legal(ctx) if allowed.get(cost, True) else ()
+        actor = self.by_id[self._decider]
+        state = BUDGET_STATES[actor.minors, actor.significant]
+        # R2.1 asked once per budget, not once per kind (``_budget_refusal`` gives the reason);
+        # kinds whose legal arguments are ``always`` the same come in the template.
+        template, calls = phase_dispatch(self.phase, state, bool(self.pools.entries))
+        opts = TurnOptions(template)
+        opts.significant, opts.minors = state.significant_left, state.minors_left
+        if calls:
+            ctx = KindContext(self, actor, state.budget)
+            for name, legal in calls:
+                opts[name] = legal(ctx)
         return opts
 
     def turn_options(self) -> TurnOptions:
@@ -343,10 +347,11 @@ class Battle(TurnSequencing):
         return list(path), reason
 
     def _free_action_possible(self, actor: Combatant) -> bool:
-        """R2.3: some free action (a ``free`` kind) is legal for ``actor`` now."""
+        """R2.3: some free action (a ``free`` kind) is legal for ``actor`` now (none without a
+        leadership pool, R7.5)."""
         if not self.pools.entries:
             return False
-        ctx = KindContext(self, actor, Budget(actor.minors, actor.significant))
+        ctx = KindContext(self, actor, BUDGET_STATES[actor.minors, actor.significant].budget)
         return any(kind.legal(ctx) for kind in KINDS.values() if kind.cost == "free")
 
     # ------------------------------------------------------------------ applying actions
@@ -419,7 +424,7 @@ class Battle(TurnSequencing):
         actions remain possible."""
         if self.done or self.phase != "turn" or self._decider != actor.id:
             return  # not (or no longer) this combatant's turn: never end another's turn
-        if not Budget(actor.minors, actor.significant).spent:
+        if not BUDGET_STATES[actor.minors, actor.significant].spent:
             return
         if self._free_action_possible(actor):
             return

@@ -2,13 +2,16 @@
 
 ``Budget`` is the one statement of that arithmetic; the engine keeps one per combatant turn
 and every caller (legality, the mask, agents planning several turns ahead) asks it.
+``BUDGET_STATES`` holds its answers for each budget, computed once from ``Budget`` itself (a
+turn has only a handful of budgets), for the engine's hot paths.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["MINORS_WITHOUT_SIGNIFICANT", "MINORS_WITH_SIGNIFICANT", "Budget"]
+__all__ = ["BUDGET_STATES", "MINORS_WITHOUT_SIGNIFICANT", "MINORS_WITH_SIGNIFICANT", "Budget",
+           "BudgetState"]
 
 MINORS_WITH_SIGNIFICANT = 1
 MINORS_WITHOUT_SIGNIFICANT = 3
@@ -62,3 +65,29 @@ class Budget(NamedTuple):
         """Can a Significant action follow ``more`` further Minor actions, when each turn
         starts afresh after three Minors (the planning view of R2.1 over several turns)?"""
         return Budget((minors_used + more) % MINORS_WITHOUT_SIGNIFICANT).significant_left
+
+
+class BudgetState(NamedTuple):
+    """``Budget``'s answers about one budget, computed once: the budget itself, its
+    ``significant_left``, ``minors_left`` and ``spent``, and ``allows`` as a mapping from
+    the costs ``minor`` and ``significant`` (other costs are always allowed)."""
+
+    budget: Budget
+    significant_left: bool
+    minors_left: int
+    spent: bool
+    allows: dict[str, bool]
+
+
+class _BudgetStates(dict):
+    """``BUDGET_STATES[minors_used, significant_used]``: the ``BudgetState`` of that budget,
+    made from ``Budget`` on first use."""
+
+    def __missing__(self, key: tuple[int, bool]) -> BudgetState:
+        b = Budget(key[0], bool(key[1]))
+        state = self[key] = BudgetState(b, b.significant_left, b.minors_left, b.spent,
+                                        {c: b.allows(c) for c in ("minor", "significant")})
+        return state
+
+
+BUDGET_STATES: dict[tuple[int, bool], BudgetState] = _BudgetStates()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .dice import DiceExpr
 
@@ -31,15 +31,15 @@ class Weapon:
     draw_actions: int = 1
     reload_actions: int = 1
 
-    @property
-    def is_melee(self) -> bool:
-        """True for melee weapons (unarmed included)."""
-        return self.range_m is None
+    #: True for melee weapons (unarmed included): no Range (set from ``range_m``).
+    is_melee: bool = field(init=False, repr=False, compare=False)
+    #: Unarmed combat needs no draw (R4.5) (set from ``skill``).
+    needs_draw: bool = field(init=False, repr=False, compare=False)
 
-    @property
-    def needs_draw(self) -> bool:
-        """Unarmed combat needs no draw (R4.5)."""
-        return self.skill != "melee.unarmed"
+    def __post_init__(self) -> None:
+        # Derived once (a weapon is immutable): read on every legality and observation.
+        object.__setattr__(self, "is_melee", self.range_m is None)
+        object.__setattr__(self, "needs_draw", self.skill != "melee.unarmed")
 
     @property
     def is_thrown(self) -> bool:

@@ -72,11 +72,16 @@ class GridMap:
         self._los_cache: dict[tuple[Square, Square], bool] = {}
         self._cover_cache: dict[tuple[Square, Square], bool] = {}
         self._walk_cache: dict[tuple, tuple] = {}
+        self._steps_cache: dict[tuple, tuple] = {}
+        self._walked_cache: dict[tuple, tuple] = {}
+        self._step_table: dict[tuple[Square, str], tuple] = {}  # ``_step``, on first use
         self._reach_cache: dict[tuple, tuple] = {}
         self._cover_near: dict[Square, list[Square]] = {}  # low cover next to a square
         # (line of sight rows, cover rows) per square index, built on first use when the map
         # is small enough; () when it is not (then the per-pair caches above serve).
         self._tables: tuple[list[bytes], list[bytes]] | tuple[()] | None = None
+        self._los_rows: list[bytes] | None = None
+        self._cover_rows: list[bytes] | None = None
 
     def terrain(self, sq: Square) -> str:
         """The terrain character of a square."""
@@ -107,40 +112,88 @@ class GridMap:
 
         Returns ``(path, reason, cost_failure)``: the legal prefix of squares entered, why the
         next step is refused (``None`` if all were legal), and whether that refusal is the
-        movement budget (checked after occupancy, so the caller can order its reasons).
-        Cached: the map never changes.
+        movement budget (checked after occupancy, so the caller can order its reasons; the
+        path then ends with the square that could not be paid for). Cached: the map never
+        changes.
         """
         key = (pos, direction, budget_m, squares)
         hit = self._walk_cache.get(key)
         if hit is not None:
             return hit
-        dx, dy = DIRECTIONS[direction]
-        x, y = pos
-        spent, path = 0.0, []
-        result = None
-        for step in range(1, squares + 1):
-            nxt = (x + dx, y + dy)
-            if not self.in_bounds(nxt):
-                result = (tuple(path), f"step {step} leaves the map", False)
-                break
-            if nxt in self.walls:
-                result = (tuple(path), f"step {step} enters a wall at {list(nxt)}", False)
-                break
-            if self.cuts_corner((x, y), nxt):
-                result = (tuple(path), f"step {step} cuts the corner of a wall (R8.1)", False)
-                break
-            spent += self.step_cost_m(nxt)
-            if step > 1 and spent > budget_m + 1e-9:
-                result = ((*path, nxt),
-                          f"{squares} squares {direction} cost {spent:g} m, more than the "
-                          f"{budget_m:g} m of movement (R4.6)", True)
-                break
-            path.append(nxt)
-            x, y = nxt
-        if result is None:
-            result = (tuple(path), None, False)
+        path, refusal = self._steps(pos, direction, budget_m, squares)
+        if refusal is None:
+            result = (path, None, False)
+        else:
+            what, step, sq, spent = refusal
+            if what == "map":
+                reason = f"step {step} leaves the map"
+            elif what == "wall":
+                reason = f"step {step} enters a wall at {list(sq)}"
+            elif what == "corner":
+                reason = f"step {step} cuts the corner of a wall (R8.1)"
+            else:
+                reason = (f"{squares} squares {direction} cost {spent:g} m, more than the "
+                          f"{budget_m:g} m of movement (R4.6)")
+            result = (path, reason, what == "cost")
         self._walk_cache[key] = result
         return result
+
+    def _steps(self, pos: Square, direction: str, budget_m: float,
+               squares: int) -> tuple[tuple[Square, ...], tuple | None]:
+        """The stepping of ``walk`` without its messages (cached; ``reach`` and ``walked``
+        need no messages): ``(path, refusal)``, ``refusal`` being ``None`` or ``(what, step,
+        square, metres spent)`` with ``what`` one of ``map``, ``wall``, ``corner``, ``cost``
+        (then the path ends with the square that could not be paid for)."""
+        key = (pos, direction, budget_m, squares)
+        hit = self._steps_cache.get(key)
+        if hit is not None:
+            return hit
+        table, step_from = self._step_table, self._step
+        spent, path = 0.0, []
+        refusal = None
+        sq = pos
+        for step in range(1, squares + 1):
+            nxt, blocked, cost = table.get((sq, direction)) or step_from(sq, direction)
+            if blocked is not None:
+                refusal = (blocked, step, nxt, spent)
+                break
+            spent += cost
+            path.append(nxt)
+            if step > 1 and spent > budget_m + 1e-9:
+                refusal = ("cost", step, nxt, spent)
+                break
+            sq = nxt
+        hit = self._steps_cache[key] = (tuple(path), refusal)
+        return hit
+
+    def _step(self, frm: Square, direction: str) -> tuple[Square, str | None, float]:
+        """One step from ``frm`` (cached per square and direction): the square entered, why
+        it cannot be entered (``map``: off the map, ``wall``, ``corner``: cutting a wall's
+        corner; ``None``: it can) and the metres entering it costs (R8.1)."""
+        dx, dy = DIRECTIONS[direction]
+        nxt = (frm[0] + dx, frm[1] + dy)
+        if not self.in_bounds(nxt):
+            hit = (nxt, "map", 0.0)
+        elif nxt in self.walls:
+            hit = (nxt, "wall", 0.0)
+        elif self.cuts_corner(frm, nxt):
+            hit = (nxt, "corner", 0.0)
+        else:
+            hit = (nxt, None, self.step_cost_m(nxt))
+        self._step_table[(frm, direction)] = hit
+        return hit
+
+    def walked(self, pos: Square, direction: str, budget_m: float, squares: int,
+               limit: int) -> tuple[tuple[Square, ...], float]:
+        """The squares a legal Move of ``squares`` enters and the metres they cost (R8.1: each
+        square's ``step_cost_m``), cached. A legal move is a prefix of the walk of ``limit``
+        squares that ``reach`` took, which is read from its cache."""
+        key = (pos, direction, budget_m, squares)
+        hit = self._walked_cache.get(key)
+        if hit is None:
+            path = self._steps(pos, direction, budget_m, limit)[0][:squares]
+            hit = self._walked_cache[key] = (path, sum(self.step_cost_m(sq) for sq in path))
+        return hit
 
     def reach(self, pos: Square, budget_m: float,
               limit: int) -> tuple[tuple[int, ...], dict[Square, tuple[int, int]]]:
@@ -158,8 +211,8 @@ class GridMap:
         reach: list[int] = []
         blockers: dict[Square, tuple[int, int]] = {}
         for d_index, direction in enumerate(DIRECTIONS):
-            path, _, cost_failure = self.walk(pos, direction, budget_m, limit)
-            k = len(path) - 1 if cost_failure else len(path)
+            path, refusal = self._steps(pos, direction, budget_m, limit)
+            k = len(path) - 1 if refusal is not None and refusal[0] == "cost" else len(path)
             reach.append(k)
             for i in range(k):
                 blockers[path[i]] = (d_index, i)
@@ -175,16 +228,18 @@ class GridMap:
         """True when the centre-to-centre segment crosses no wall square (R8.1)."""
         if not self.walls:
             return True
-        rows = self._table(0)
-        if rows is not None:
-            w = self.width
-            return rows[a[1] * w + a[0]][b[1] * w + b[0]] == 1
-        key = (a, b) if a <= b else (b, a)
-        cached = self._los_cache.get(key)
-        if cached is None:
-            cached = not any(self._crossed(key[0], key[1], self.walls))
-            self._los_cache[key] = cached
-        return cached
+        rows = self._los_rows
+        if rows is None:
+            rows = self._table(0)
+            if rows is None:
+                key = (a, b) if a <= b else (b, a)
+                cached = self._los_cache.get(key)
+                if cached is None:
+                    cached = not any(self._crossed(key[0], key[1], self.walls))
+                    self._los_cache[key] = cached
+                return cached
+        w = self.width
+        return rows[a[1] * w + a[0]][b[1] * w + b[0]] == 1
 
     def cover_between(self, shooter: Square, target: Square) -> bool:
         """True when the segment passes through a low-cover square adjacent to the target.
@@ -194,23 +249,29 @@ class GridMap:
         """
         if not self.cover_squares:
             return False
-        rows = self._table(1)
-        if rows is not None:
-            w = self.width
-            return rows[shooter[1] * w + shooter[0]][target[1] * w + target[0]] == 1
-        key = (shooter, target)
-        cached = self._cover_cache.get(key)
-        if cached is None:
-            cached = any(self._crossed(shooter, target, self.cover_near(target)))
-            self._cover_cache[key] = cached
-        return cached
+        rows = self._cover_rows
+        if rows is None:
+            rows = self._table(1)
+            if rows is None:
+                key = (shooter, target)
+                cached = self._cover_cache.get(key)
+                if cached is None:
+                    cached = any(self._crossed(shooter, target, self.cover_near(target)))
+                    self._cover_cache[key] = cached
+                return cached
+        w = self.width
+        return rows[shooter[1] * w + shooter[0]][target[1] * w + target[0]] == 1
 
     def _table(self, which: int) -> list[bytes] | None:
         """Row ``which`` (0: line of sight, 1: cover) of the visibility tables, built on first
-        use; ``None`` when the map is too large for them."""
+        use; ``None`` when the map is too large for them. Once built, ``_los_rows`` and
+        ``_cover_rows`` hold them for the hot paths."""
         if self._tables is None:
             self._tables = _visibility_tables(self)
-        return self._tables[which] if self._tables else None
+        if not self._tables:
+            return None
+        self._los_rows, self._cover_rows = self._tables
+        return self._tables[which]
 
     def cover_near(self, target: Square) -> list[Square]:
         """The low-cover squares next to ``target`` (8 neighbours)."""

@@ -7,7 +7,8 @@ Each ``ActionKind`` says everything the rest of the project needs about one kind
   ``answer`` (a haste declaration or a reaction);
 * ``args``: how its labels name an argument (``none``, a target ``combatant``, one of
   ``choices``, or ``move`` for a direction and a number of squares);
-* ``legal(ctx)``: its legal arguments now, grouped (the fast path of the action mask);
+* ``legal(ctx)``: its legal arguments now, grouped (the fast path of the action mask), or
+  ``always``: the same legal arguments whenever the budget allows the kind;
 * ``why_not(ctx, action)``: why one action of the kind is refused (``None``: it is legal),
   the readable reference the mask is tested against;
 * ``apply(battle, actor, action)``: what it does to the battle.
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import attack as attack_rules
 from .actions import REACTIONS, STANCES, Action
-from .budget import Budget
+from .budget import Budget, BudgetState
 from .checks import roll_check
 from .events import EVENT_KINDS, EventKind
 from .grid import DIRECTIONS
@@ -80,6 +81,10 @@ class ActionKind:
     rules: str = ""
     #: Draw/reload progress (R4.5) survives this kind.
     keeps_ready: bool = False
+    #: The legal arguments when they never depend on the battle (once the budget allows the
+    #: cost): ``legal`` returns them and the mask's dispatch does not even ask. ``None``:
+    #: they depend on it; override ``legal``.
+    always: tuple | None = None
     #: New event types this kind emits (``events.EventKind`` by type), registered with it.
     events: dict[str, EventKind] = {}
 
@@ -138,6 +143,8 @@ class ActionKind:
         """The legal arguments now, once the budget allows the kind's cost: a tuple of keys
         (``(None,)`` for a legal kind without argument), or for ``move`` the most squares per
         direction."""
+        if self.always is not None:
+            return self.always
         raise NotImplementedError
 
     def why_not(self, ctx: KindContext, action: Action) -> str | None:
@@ -170,10 +177,7 @@ def _weapon_ready(c: Combatant) -> bool:
 class EndTurn(ActionKind):
     """``end_turn`` (R4.7): give up what is left of the budget."""
 
-    name, cost, rules = "end_turn", "end", "R4.7 R2.3"
-
-    def legal(self, ctx: KindContext) -> tuple:
-        return (None,)
+    name, cost, rules, always = "end_turn", "end", "R4.7 R2.3", (None,)
 
     def why_not(self, ctx: KindContext, action: Action) -> str | None:
         return None
@@ -197,8 +201,8 @@ class Move(ActionKind):
     def apply(self, battle: Battle, actor: Combatant, action: Action) -> None:
         budget = move_budget_m(actor.movement_m, actor.stance)
         # Legal, so the map's cached walk is the whole path (occupancy was checked).
-        path = battle.grid.walk(actor.pos, action.direction, budget, action.squares)[0]
-        metres = sum(battle.grid.step_cost_m(sq) for sq in path)
+        path, metres = battle.grid.walked(actor.pos, action.direction, budget, action.squares,
+                                          battle.max_move_squares)
         before = actor.pos
         actor.pos = path[-1]
         battle._emit({"type": "move", "actor": actor.id, "from": list(before),
@@ -316,8 +320,8 @@ class Attack(ActionKind):
         w = a.weapon
         if not _weapon_ready(a) or (not w.is_melee and a.ammo <= 0):
             return ()
-        reach, grid, pos = attack_rules.in_attack_reach, ctx.battle.grid, a.pos
-        return tuple(t.id for t in ctx.enemies if reach(w, grid, pos, t.pos))
+        reach = attack_rules.attack_reach(w, ctx.battle.grid, a.pos)
+        return tuple(t.id for t in ctx.enemies if reach(t.pos))
 
     def why_not(self, ctx: KindContext, action: Action) -> str | None:
         tid = action.arg
@@ -352,9 +356,7 @@ class Leadership(ActionKind):
     penalties."""
 
     name, cost, rules = "leadership", "significant", "R4.2 R7"
-
-    def legal(self, ctx: KindContext) -> tuple:
-        return (None,)  # legal whenever a Significant action is (R7.4: unskilled too)
+    always = (None,)  # legal whenever a Significant action is (R7.4: unskilled too)
 
     def why_not(self, ctx: KindContext, action: Action) -> str | None:
         return None
@@ -480,9 +482,7 @@ class Haste(ActionKind):
 
     name, phase, cost, args, choices, rules = ("haste", "haste", "answer", "choice",
                                                ("yes", "no"), "R3.5")
-
-    def legal(self, ctx: KindContext) -> tuple[str, ...]:
-        return self.choices
+    always = choices
 
     def why_not(self, ctx: KindContext, action: Action) -> str | None:
         return None
@@ -498,17 +498,36 @@ KINDS: dict[str, ActionKind] = {
 }
 
 
-_DISPATCH: dict[str, tuple[tuple[str, str, Any], ...]] = {}
+_DISPATCH: dict[tuple, tuple[dict[str, tuple], tuple[tuple[str, Any], ...]]] = {}
 
 
-def phase_dispatch(phase: str) -> tuple[tuple[str, str, Any], ...]:
-    """``(name, cost, bound legal)`` of each kind of ``phase``, in table order (cached): what
-    ``Battle.legal_options`` walks."""
-    rows = _DISPATCH.get(phase)
-    if rows is None:
-        rows = _DISPATCH[phase] = tuple((k.name, k.cost, k.legal) for k in KINDS.values()
-                                        if k.phase == phase)
-    return rows
+def phase_dispatch(phase: str, state: BudgetState,
+                   pools: bool) -> tuple[dict[str, tuple], tuple[tuple[str, Any], ...]]:
+    """What ``Battle.legal_options`` walks for a decision of ``phase`` with budget ``state``
+    (cached per phase, budget and ``pools``): a template of every kind of the phase in table
+    order, mapping to ``()`` when R2.1 rules it out, to its legal arguments when they are
+    ``always`` the same, else to ``()`` as a placeholder; and ``(name, bound legal)`` of each
+    kind whose ``legal`` must be asked, in table order. Free actions hand out what a
+    Leadership check left (R7.5), so ``free`` kinds are ruled out too when ``pools`` is
+    false (no leadership pool exists)."""
+    key = (phase, state.budget, pools)
+    hit = _DISPATCH.get(key)
+    if hit is None:
+        allows = state.allows
+        template: dict[str, tuple] = {}
+        calls = []
+        for k in KINDS.values():
+            if k.phase != phase:
+                continue
+            if not allows.get(k.cost, True) or (k.cost == "free" and not pools):
+                template[k.name] = ()
+            elif k.always is not None:
+                template[k.name] = k.always
+            else:
+                template[k.name] = ()
+                calls.append((k.name, k.legal))
+        hit = _DISPATCH[key] = (template, tuple(calls))
+    return hit
 
 
 def register_kind(kind: ActionKind) -> None:

@@ -153,8 +153,9 @@ class TurnSequencing:
         c.turn_begun = True
         c.minors, c.significant = 0, False
         self.phase, self._decider, self.turn_actor = "turn", c.id, c.id
-        for p in self.pools.of_leader(c.id):
-            self._lapse(p, "leader's next turn")  # R7.5
+        if self.pools.entries:
+            for p in self.pools.of_leader(c.id):
+                self._lapse(p, "leader's next turn")  # R7.5
         self._emit({"type": "turn", "actor": c.id, "initiative": c.current_initiative,
                     "round": self.round})
 
