@@ -10,7 +10,8 @@ the mean rounds to incapacitate with the exact optimum of value iteration. One p
 (each band is its own scenario to ``train_ppo``); see the README for what that does and does
 not show.
 
-    python -m experiments.aiming_ppo --total-timesteps 500000 --seed 1 --json results/aiming_ppo.json
+    python -m experiments.aiming_ppo --total-timesteps 500000 --seed 1 \
+        --json results/aiming_ppo.json
 """
 
 from __future__ import annotations
