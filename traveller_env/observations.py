@@ -23,6 +23,7 @@ from .rules.leadership import leadership_dms
 __all__ = ["PHASES", "SELF_FIELDS", "SLOT_FIELDS", "ObservationBuilder"]
 
 PHASES = ("haste", "turn", "reaction")
+_frombuffer, _FLOAT32 = np.frombuffer, np.float32
 INIT_SCALE = 30.0
 POOL_SCALE = 10.0
 
@@ -132,7 +133,8 @@ class ObservationBuilder:
         self.size = len(self.labels)
         # Native float32 (one type, so no padding): a plain cast per entry, the same bytes as
         # the standard size's rounding for values in [-1, 1], and cheaper.
-        self._packer = struct.Struct(f"@{self.size}f")
+        packer = struct.Struct(f"@{self.size}f")
+        self._pack_into, self._pack_size = packer.pack_into, packer.size
         self.state_labels = [f"{cid}.{f}" for cid in self.ids for f in STATE_FIELDS]
         self.state_labels += [f"phase_{p}" for p in PHASES] + ["round"]
         self.state_size = len(self.state_labels)
@@ -241,9 +243,9 @@ class ObservationBuilder:
             v.append(1.0 if attacker == oid else 0.0)
         # Every entry is in [-1, 1] (see ``_unit``). Packing straight into float32 bytes is
         # faster than NumPy's conversion of a mixed list, with the same rounding.
-        buf = bytearray(self._packer.size)
-        self._packer.pack_into(buf, 0, *v)
-        arr = np.frombuffer(buf, dtype=np.float32)
+        buf = bytearray(self._pack_size)
+        self._pack_into(buf, 0, *v)
+        arr = _frombuffer(buf, dtype=_FLOAT32)
         if out is not None:
             out[:] = arr
             return out
