@@ -23,6 +23,7 @@ from .rules.leadership import leadership_dms
 __all__ = ["PHASES", "SELF_FIELDS", "SLOT_FIELDS", "ObservationBuilder"]
 
 PHASES = ("haste", "turn", "reaction")
+_frombuffer, _FLOAT32 = np.frombuffer, np.float32
 INIT_SCALE = 30.0
 POOL_SCALE = 10.0
 
@@ -93,8 +94,9 @@ def _public_block(c) -> tuple[list, list]:
     observer), in two runs around the observer's ``aimed`` flag."""
     ch, mx = c.chars, c.max_chars
     return ([*_STANCE_FLAGS[c.stance], 1.0 - ch["STR"] / mx["STR"], 1.0 - ch["DEX"] / mx["DEX"],
-             1.0 - ch["END"] / mx["END"], c.drawn, c.weapon.is_melee],
-            [c.bonus, c.penalty, c.turn_begun, c.hasty, _unit(c.current_initiative / INIT_SCALE)])
+             1.0 - ch["END"] / mx["END"], float(c.drawn), float(c.weapon.is_melee)],
+            [float(c.bonus), float(c.penalty), float(c.turn_begun), float(c.hasty),
+             _unit(c.current_initiative / INIT_SCALE)])
 
 
 def _unit(x: float) -> float:
@@ -129,7 +131,10 @@ class ObservationBuilder:
             name = f"ally{k}" if k < self.n_ally_slots else f"enemy{k - self.n_ally_slots}"
             self.labels += [f"{name}.{f}" for f in SLOT_FIELDS]
         self.size = len(self.labels)
-        self._packer = struct.Struct(f"={self.size}f")  # native float32, no padding
+        # Native float32 (one type, so no padding): a plain cast per entry, the same bytes as
+        # the standard size's rounding for values in [-1, 1], and cheaper.
+        packer = struct.Struct(f"@{self.size}f")
+        self._pack_into, self._pack_size = packer.pack_into, packer.size
         self.state_labels = [f"{cid}.{f}" for cid in self.ids for f in STATE_FIELDS]
         self.state_labels += [f"phase_{p}" for p in PHASES] + ["round"]
         self.state_size = len(self.state_labels)
@@ -161,8 +166,9 @@ class ObservationBuilder:
     def observe(self, battle: Battle, agent: str, out: np.ndarray | None = None) -> np.ndarray:
         """The observation vector of ``agent`` (float32, every entry in [-1, 1]).
 
-        Built as one Python list (bools included) and packed once, much faster than item
-        assignment; distance, range band and adjacency are cached per offset and weapon.
+        Built as one Python list of floats and packed once, much faster than item assignment
+        (flags are written as 0.0/1.0: packing converts a bool much more slowly); distance,
+        range band and adjacency are cached per offset and weapon.
         """
         me = battle.by_id[agent]
         grid = battle.grid
@@ -190,18 +196,18 @@ class ObservationBuilder:
             1.0 - chars["STR"] / maxc["STR"], 1.0 - chars["DEX"] / maxc["DEX"],
             1.0 - chars["END"] / maxc["END"],
             *_STANCE_FLAGS[stance],
-            me.drawn, w.is_melee,
+            1.0 if me.drawn else 0.0, 1.0 if w.is_melee else 0.0,
             me.ammo / w.magazine if ranged else 0.0,
             me.spares / self._init_spares[agent] if ranged else 0.0,
-            me.aim_dm / 6.0, me.minors / 3.0, me.significant,
+            me.aim_dm / 6.0, me.minors / 3.0, 1.0 if me.significant else 0.0,
             sig_avail, minors_avail,
-            me.hasty, me.bonus, me.penalty,
+            1.0 if me.hasty else 0.0, 1.0 if me.bonus else 0.0, 1.0 if me.penalty else 0.0,
             _unit(bonuses / POOL_SCALE) if bonuses else 0.0,
             _unit(penalties / POOL_SCALE) if penalties else 0.0,
             _unit(me.current_initiative / INIT_SCALE), ready,
             battle.round / battle.options.max_rounds,
             *_PHASE_FLAGS.get(phase, _NO_PHASE),
-            pending.melee if attacker is not None else False,
+            1.0 if attacker is not None and pending.melee else 0.0,
             *self._skill_dms[agent],
         ]
         empty = self._empty_slot
@@ -225,21 +231,21 @@ class ObservationBuilder:
             if geo is None:
                 geo = geometry[key] = _offset_geometry(ox - mx, oy - my, W, H, w)
             v += geo  # present, in play, dx, dy, distance, five band flags, adjacent
-            v.append(line_of_sight(mpos, opos))
-            v.append(o.stance != "stand" and cover_between(mpos, opos))
+            v.append(1.0 if line_of_sight(mpos, opos) else 0.0)
+            v.append(1.0 if o.stance != "stand" and cover_between(mpos, opos) else 0.0)
             cached = public.get(oid)
             if cached is None or cached[0] != o.version:
                 cached = public[oid] = (o.version, _public_block(o))
             block = cached[1]
             v += block[0]  # stance, wounds, drawn, melee weapon
-            v.append(aim_target == oid)
+            v.append(1.0 if aim_target == oid else 0.0)
             v += block[1]  # bonus, penalty, acted, hasty, Initiative
-            v.append(attacker == oid)
+            v.append(1.0 if attacker == oid else 0.0)
         # Every entry is in [-1, 1] (see ``_unit``). Packing straight into float32 bytes is
         # faster than NumPy's conversion of a mixed list, with the same rounding.
-        buf = bytearray(self._packer.size)
-        self._packer.pack_into(buf, 0, *v)
-        arr = np.frombuffer(buf, dtype=np.float32)
+        buf = bytearray(self._pack_size)
+        self._pack_into(buf, 0, *v)
+        arr = _frombuffer(buf, dtype=_FLOAT32)
         if out is not None:
             out[:] = arr
             return out

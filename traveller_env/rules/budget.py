@@ -67,16 +67,21 @@ class Budget(NamedTuple):
         return Budget((minors_used + more) % MINORS_WITHOUT_SIGNIFICANT).significant_left
 
 
-class BudgetState(NamedTuple):
+class BudgetState:
     """``Budget``'s answers about one budget, computed once: the budget itself, its
     ``significant_left``, ``minors_left`` and ``spent``, and ``allows`` as a mapping from
-    the costs ``minor`` and ``significant`` (other costs are always allowed)."""
+    the costs ``minor`` and ``significant`` (other costs are always allowed). Read-only by
+    convention; a class with slots rather than a named tuple, whose field reads are
+    slower."""
 
-    budget: Budget
-    significant_left: bool
-    minors_left: int
-    spent: bool
-    allows: dict[str, bool]
+    __slots__ = ("allows", "budget", "minors_left", "significant_left", "spent")
+
+    def __init__(self, budget: Budget) -> None:
+        self.budget = budget
+        self.significant_left = budget.significant_left
+        self.minors_left = budget.minors_left
+        self.spent = budget.spent
+        self.allows = {c: budget.allows(c) for c in ("minor", "significant")}
 
 
 class _BudgetStates(dict):
@@ -84,9 +89,7 @@ class _BudgetStates(dict):
     made from ``Budget`` on first use."""
 
     def __missing__(self, key: tuple[int, bool]) -> BudgetState:
-        b = Budget(key[0], bool(key[1]))
-        state = self[key] = BudgetState(b, b.significant_left, b.minors_left, b.spent,
-                                        {c: b.allows(c) for c in ("minor", "significant")})
+        state = self[key] = BudgetState(Budget(key[0], bool(key[1])))
         return state
 
 

@@ -209,14 +209,16 @@ class Move(ActionKind):
                      "to": list(actor.pos), "metres": metres})
 
 
+_OTHER_STANCES = {st: tuple(o for o in STANCES if o != st) for st in STANCES}
+
+
 class Stance(ActionKind):
     """``stance:<stand|crouch|prone>`` (R4.4)."""
 
     name, args, choices, rules = "stance", "choice", STANCES, "R4.4"
-    _others = {st: tuple(o for o in STANCES if o != st) for st in STANCES}
 
     def legal(self, ctx: KindContext) -> tuple[str, ...]:
-        return self._others[ctx.actor.stance]
+        return _OTHER_STANCES[ctx.actor.stance]
 
     def why_not(self, ctx: KindContext, action: Action) -> str | None:
         return f"already {action.arg}" if ctx.actor.stance == action.arg else None
