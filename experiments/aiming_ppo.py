@@ -1,16 +1,22 @@
-"""Learning to aim with the batched trainer: ``train_ppo`` on each ``range_*`` band, evaluated
-against the exact optimum (issue 13's aiming result).
+"""Learning to aim with the batched trainer: one ``train_ppo`` policy on every ``range_*`` band,
+evaluated against the exact optimum (issue 13's aiming result).
 
-For each band, ``experiments.train_ppo`` trains a policy as ``blue_0`` of ``range_<band>``
-against the ``passive`` target played inside the vector (the scenario's rewards: +1 for the
-knock-out, -0.1 per round), then ``agents.evaluation.evaluate_range`` plays the saved checkpoint
-(greedy, as an NPC) in ``--eval-battles`` battles of that band on fixed seeds (10,000 on, the
-same evaluation as ``experiments.train_aiming`` and ``experiments.aiming_optimum``) and compares
-the mean rounds to incapacitate with the exact optimum of value iteration. One policy per band
-(each band is its own scenario to ``train_ppo``); see the README for what that does and does
-not show.
+``experiments.train_ppo`` trains one policy as ``blue_0`` of all the chosen ``range_<band>``
+scenarios at once (the rows shared out evenly; the four bands have the same seats,
+observation size and labels, and the observation carries the range to the target), against
+the ``passive`` target played inside the vector (the scenarios' rewards: +1 for the knock-out,
+-0.1 per round). Then ``agents.evaluation.evaluate_range`` plays the saved checkpoint (greedy,
+as an NPC) in ``--eval-battles`` battles of each band on fixed seeds (10,000 on, the same
+evaluation as ``experiments.train_aiming`` and ``experiments.aiming_optimum``) and compares the
+mean rounds to incapacitate with the exact optimum of value iteration.
 
-    python -m experiments.aiming_ppo --total-timesteps 500000 --seed 1 \
+The defaults are the settings that learned it (README, "Fast PPO trainer"): many gradient
+steps per decision (10 epochs of 8 minibatches, learning rate 1e-3 held constant, no entropy
+bonus). The value of aiming once before the first shot is about 0.01 reward per battle at
+short range, so few gradient steps (train_ppo's defaults) settle on "shoot, then aim with the
+Minor action left" and never learn to aim first.
+
+    python -m experiments.aiming_ppo --total-timesteps 2000000 --seed 1 \
         --json results/aiming_ppo.json
 """
 
@@ -32,13 +38,19 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser = parser or argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bands", default=",".join(BANDS),
                         help=f"comma-separated bands (default: {','.join(BANDS)})")
-    parser.add_argument("--total-timesteps", type=int, default=500_000,
-                        help="learner decisions per band (default: 500000)")
+    parser.add_argument("--total-timesteps", type=int, default=2_000_000,
+                        help="learner decisions in all (default: 2000000)")
+    parser.add_argument("--lr", type=float, default=1e-3, help="learning rate (default: 1e-3)")
+    parser.add_argument("--epochs", type=int, default=10, help="PPO epochs (default: 10)")
+    parser.add_argument("--minibatches", type=int, default=8,
+                        help="minibatches per epoch (default: 8)")
+    parser.add_argument("--num-envs", type=int, default=128,
+                        help="battles per call, shared out over the bands (default: 128)")
     parser.add_argument("--seed", type=int, default=1, help="training seed (default: 1)")
     parser.add_argument("--eval-battles", type=int, default=500,
                         help="evaluation battles per band (default: 500)")
     parser.add_argument("--out", type=Path, default=Path("runs/aiming_ppo"),
-                        help="run folder: one train_ppo run per band (default: runs/aiming_ppo)")
+                        help="train_ppo's run folder (default: runs/aiming_ppo)")
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
     return parser
 
@@ -57,31 +69,33 @@ def run(args: argparse.Namespace) -> int:
     if args.total_timesteps < 1 or args.eval_battles < 1:
         raise SystemExit("--total-timesteps and --eval-battles must be at least 1")
     optimum = optimum_by_scenario(bands)
-    rows, runs = [], {}
+    scenarios = ",".join(f"range_{band}" for band in bands)
+    start = time.perf_counter()
+    train_ppo.main(["--scenario", scenarios, "--opponents", "red=passive",
+                    "--total-timesteps", str(args.total_timesteps), "--seed", str(args.seed),
+                    "--out", str(args.out), "--overwrite", "--lr", str(args.lr),
+                    "--no-anneal-lr", "--ent-coef", "0", "--epochs", str(args.epochs),
+                    "--minibatches", str(args.minibatches), "--num-envs", str(args.num_envs),
+                    "--eval-every", "0", "--eval-vs", "", "--final-eval-battles", "0",
+                    "--no-progress"])
+    trained_s = time.perf_counter() - start
+    print(f"trained {args.total_timesteps:,} decisions on {scenarios} in {trained_s:.0f} s",
+          flush=True)
+    rows = []
     for band in bands:
         scenario = f"range_{band}"
-        out = args.out / band
-        start = time.perf_counter()
-        train_ppo.main(["--scenario", scenario, "--opponents", "red=passive",
-                        "--total-timesteps", str(args.total_timesteps), "--seed", str(args.seed),
-                        "--out", str(out), "--overwrite", "--eval-vs", "passive",
-                        "--eval-battles", "50", "--final-eval-battles", "0", "--no-progress"])
-        trained_s = time.perf_counter() - start
-        policy = load_policy(out / "ppo.pt", scenario)
-        row = evaluate_range(policy, battles=args.eval_battles, bands=[band],
-                             optimum=optimum)[0]
-        row["train_seconds"] = trained_s
-        rows.append(row)
-        runs[band] = str(out)
-        print(f"{scenario}: trained {args.total_timesteps:,} decisions in {trained_s:.0f} s",
-              flush=True)
+        policy = load_policy(args.out / "ppo.pt", scenario)
+        rows.append(evaluate_range(policy, battles=args.eval_battles, bands=[band],
+                                   optimum=optimum)[0])
     print_range(rows)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         payload = {"command": "python -m experiments.aiming_ppo "
                    f"--bands {args.bands} --total-timesteps {args.total_timesteps} "
-                   f"--seed {args.seed} --eval-battles {args.eval_battles}",
-                   "runs": runs, "range": rows}
+                   f"--seed {args.seed} --eval-battles {args.eval_battles} --lr {args.lr} "
+                   f"--epochs {args.epochs} --minibatches {args.minibatches} "
+                   f"--num-envs {args.num_envs}",
+                   "run": str(args.out), "train_seconds": trained_s, "range": rows}
         args.json.write_text(json.dumps(payload, indent=2) + "\n")
         print(f"wrote {args.json}")
     return 0

@@ -96,7 +96,9 @@ class Args:
     """Arguments of the PPO trainer (each is also a ``--flag``)."""
 
     scenario: str = "duel"
-    """built-in scenario name or path to a scenario YAML"""
+    """built-in scenario name or path to a scenario YAML; several, comma-separated, train one
+    policy on all of them (the rows are shared out evenly; they must have the same seats,
+    observation size and action labels)"""
     opponents: str = ""
     """scripted seats played inside the vector, e.g. 'red=rush' ('' and no --pool: self-play)"""
     pool: bool = False
@@ -254,21 +256,40 @@ class Group:
     backend: str
 
 
+def scenario_list(args: Args) -> list[str]:
+    """The ``--scenario`` names (``ValueError`` naming the flag when none is given or one is
+    repeated)."""
+    names = names_list(args.scenario)
+    if not names:
+        raise ValueError("--scenario: no scenario given")
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ValueError(f"--scenario: listed twice: {', '.join(dupes)}")
+    return names
+
+
+def split_rows(total: int, parts: int) -> list[int]:
+    """``total`` rows shared out as evenly as possible over ``parts`` (the first get more)."""
+    return [total // parts + (i < total % parts) for i in range(parts)]
+
+
 def make_vector(args: Args, seed: int, num_envs: int, opponents: dict[str, str] | None,
-                flag: str, fallback: bool = False) -> tuple[Any, str]:
+                flag: str, fallback: bool = False,
+                scenario: str | None = None) -> tuple[Any, str]:
     """``vector.make`` with the trainer's scenario and backend; a bad opponent is reported
     under ``flag``. With ``fallback``, an opponent the core cannot run is played on the
     python backend instead, and said so on stderr (returns the backend used)."""
     from traveller_env import vector
 
+    scenario = scenario or scenario_list(args)[0]
     try:
-        return vector.make(args.scenario, num_envs=num_envs, seed=seed, backend=args.backend,
+        return vector.make(scenario, num_envs=num_envs, seed=seed, backend=args.backend,
                            opponents=opponents, relative_actions=True), args.backend
     except (ValueError, TypeError) as exc:
         if not (fallback and args.backend != "python"):
             raise ValueError(f"{flag}: {exc}") from None
         try:
-            venv = vector.make(args.scenario, num_envs=num_envs, seed=seed, backend="python",
+            venv = vector.make(scenario, num_envs=num_envs, seed=seed, backend="python",
                                opponents=opponents, relative_actions=True)
         except (ValueError, TypeError):
             raise ValueError(f"{flag}: {exc}") from None
@@ -282,15 +303,31 @@ def build_groups(args: Args) -> list[Group]:
     from traveller_env.rules.rng import derive_seed
 
     n = args.num_envs
+    scenarios = scenario_list(args)
     probe = make_vector(args, 0, 1, None, "--scenario")[0]
+    check_compatible(args, probe, scenarios)
+    if len(scenarios) > 1 and args.pool:
+        raise ValueError("--pool trains on one --scenario; several scenarios train against "
+                         "--opponents or by self-play")
+    if len(scenarios) > n:
+        raise ValueError(f"--num-envs {n} is fewer than the {len(scenarios)} scenarios of "
+                         "--scenario: each needs a row")
     if not args.pool:
         opponents = parse_opponents(args.opponents)
-        venv, backend = make_vector(args, derive_seed(args.seed, 0), n, opponents or None,
-                                    "--opponents")
-        sides = {int(venv.agent_sides[venv.possible_agents.index(a)]) for a in venv.learners}
-        side = sides.pop() if len(sides) == 1 else -1
-        label = f"vs {args.opponents}" if opponents else "self-play"
-        return [Group(venv, 0, n, "learn", side, label, backend)]
+        groups, start = [], 0
+        for k, (name, rows) in enumerate(zip(scenarios, split_rows(n, len(scenarios)),
+                                             strict=True)):
+            venv, backend = make_vector(args, derive_seed(args.seed, 0 if k == 0 else 100 + k),
+                                        rows, opponents or None, "--opponents", scenario=name)
+            sides = {int(venv.agent_sides[venv.possible_agents.index(a)])
+                     for a in venv.learners}
+            side = sides.pop() if len(sides) == 1 else -1
+            label = f"vs {args.opponents}" if opponents else "self-play"
+            if len(scenarios) > 1:
+                label += f" on {venv.scenario.name}"
+            groups.append(Group(venv, start, start + rows, "learn", side, label, backend))
+            start += rows
+        return groups
     scripted = names_list(args.pool_scripted)
     sides = probe.sides
     cells = [(name, s) for name in scripted for s in range(len(sides))]
@@ -318,16 +355,37 @@ def build_groups(args: Args) -> list[Group]:
     return groups
 
 
+def check_compatible(args: Args, probe: Any, scenarios: list[str]) -> None:
+    """Several ``--scenario``s must give one policy the same inputs and outputs: the same
+    seats, observation size and (slot-relative) action labels (``ValueError`` naming the
+    first that differs)."""
+    for name in scenarios[1:]:
+        other = make_vector(args, 0, 1, None, "--scenario", scenario=name)[0]
+        for what, a, b in (("seats", probe.possible_agents, other.possible_agents),
+                           ("observation size", probe.obs_dim, other.obs_dim),
+                           ("action labels", probe.action_labels, other.action_labels)):
+            if a != b:
+                raise ValueError(f"--scenario: {name!r} has other {what} than "
+                                 f"{scenarios[0]!r} ({b if what != 'action labels' else len(b)}"
+                                 f" against {a if what != 'action labels' else len(a)}); one "
+                                 "policy trains only on scenarios with the same seats, "
+                                 "observation size and action labels")
+
+
 def make_eval_vectors(args: Args, sides: list[str]) -> dict[str, list[tuple[Any, int]]]:
-    """Per ``--eval-vs`` policy, one vector per side the learner plays (held-out seeds)."""
+    """Per ``--eval-vs`` policy (and scenario, when there are several: keyed
+    ``policy@scenario``), one vector per side the learner plays (held-out seeds)."""
     out: dict[str, list[tuple[Any, int]]] = {}
-    for name in names_list(args.eval_vs):
-        out[name] = []
-        for side in range(len(sides)):
-            opponents = {other: name for j, other in enumerate(sides) if j != side}
-            venv, _ = make_vector(args, 0, args.eval_envs, opponents, "--eval-vs",
-                                  fallback=True)
-            out[name].append((venv, side))
+    scenarios = scenario_list(args)
+    for scenario in scenarios:
+        for name in names_list(args.eval_vs):
+            key = name if len(scenarios) == 1 else f"{name}@{Path(scenario).stem}"
+            out[key] = []
+            for side in range(len(sides)):
+                opponents = {other: name for j, other in enumerate(sides) if j != side}
+                venv, _ = make_vector(args, 0, args.eval_envs, opponents, "--eval-vs",
+                                      fallback=True, scenario=scenario)
+                out[key].append((venv, side))
     return out
 
 
@@ -352,9 +410,10 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
 
     groups, eval_vectors = prepared or prepare(args)
     first = groups[0].venv
-    scenario = first.scenario.name
+    scenario = ",".join(dict.fromkeys(g.venv.scenario.name for g in groups))
     out = Path(args.out) if args.out else (
-        Path("runs") / f"ppo__{Path(args.scenario).stem}__{args.seed}__{int(time.time())}")
+        Path("runs") / f"ppo__{'+'.join(Path(s).stem for s in scenario_list(args))}__"
+                       f"{args.seed}__{int(time.time())}")
     if args.overwrite:  # only what a run writes; anything else in the folder stays
         for name in ("tb", "pool"):
             shutil.rmtree(out / name, ignore_errors=True)
@@ -449,7 +508,8 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
     (out / "progress.jsonl").unlink(missing_ok=True)
 
     # ---- the batch: every group's rows side by side
-    single = len(groups) == 1
+    curve_label = (groups[0].label if len(groups) == 1
+                   else "pool" if pool_rows is not None else "all scenarios")
     obs_all = np.zeros((n, obs_dim), dtype=np.float32)
     mask_all = np.zeros((n, n_actions), dtype=bool)
     agent_all = np.zeros(n, dtype=np.int64)
@@ -655,7 +715,7 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
                 log(f"update {update:>4}  {decisions:>9,} decisions  {rec['seconds']:>7.1f} s  "
                     + "  ".join(f"vs {k} {v['win_rate']:.3f}" for k, v in rec["eval"].items()))
             plot_curve(history, out / "learning_curve.png",
-                       f"PPO {scenario} ({groups[0].label if single else 'pool'}, "
+                       f"PPO {scenario} ({curve_label}, "
                        f"seed {args.seed})")
             timers["eval"] += time.perf_counter() - t  # checkpoint and curve: not training
     if bar is not None:
@@ -687,10 +747,12 @@ def final_evaluation(checkpoint: Path, args: Args) -> list[dict]:
     from agents.registry import make_policy
     from agents.trained import load_policy
 
-    learned = load_policy(checkpoint, args.scenario)
-    rows = [evaluate_matchup(learned, make_policy(name, scenario=args.scenario),
-                             args.scenario, battles=args.final_eval_battles)
-            for name in names_list(args.eval_vs)]
+    rows = []
+    for scenario in scenario_list(args):
+        learned = load_policy(checkpoint, scenario)
+        rows += [evaluate_matchup(learned, make_policy(name, scenario=scenario),
+                                  scenario, battles=args.final_eval_battles)
+                 for name in names_list(args.eval_vs)]
     print(format_matchups(rows))
     return rows
 

@@ -236,6 +236,9 @@ def test_self_play_and_pool_runs_train_every_learner_seat(mode, tmp_path):
     (["--pool", "--pool-scripted", "nobody"], "--pool-scripted: "),
     (["--gamma", "1.5"], "--gamma must lie in [0, 1]"),
     (["--scenario", "nowhere"], "nowhere"),
+    (["--scenario", "duel,squad"], "--scenario: 'squad' has other seats than 'duel'"),
+    (["--scenario", "duel,duel"], "--scenario: listed twice: duel"),
+    (["--scenario", "range_short,range_long", "--pool"], "--pool trains on one --scenario"),
     (["--out", "EXISTING"], "holds a run already (config.json)"),
 ])
 def test_bad_flags_give_clear_errors(flags, message, capsys, tmp_path):
@@ -285,3 +288,35 @@ def test_the_core_and_python_backends_give_the_same_checkpoint(tmp_path):
             [*common, "--backend", backend, "--out", str(tmp_path / backend)])) == 0
     assert (tmp_path / "core" / "ppo.pt").read_bytes() == \
         (tmp_path / "python" / "ppo.pt").read_bytes()
+
+
+# ============================================================================ several scenarios
+def test_one_policy_trains_on_several_scenarios(tmp_path):
+    """``--scenario a,b``: the rows are shared out over the scenarios (one vector each), the
+    learner plays in all of them, evaluation runs per (policy, scenario), and the checkpoint
+    plays either scenario as an NPC."""
+    from experiments.train_ppo import build_parser, prepare, run
+
+    flags = ["--scenario", "range_short,range_long", "--opponents", "red=passive",
+             "--total-timesteps", "600", "--seed", "2", "--num-envs", "5", "--num-steps", "20",
+             "--eval-every", "1", "--eval-vs", "passive", "--eval-battles", "2",
+             "--eval-envs", "2", "--final-eval-battles", "0", "--backend", "python",
+             "--no-progress"]
+    args = build_parser().parse_args([*flags, "--out", str(tmp_path / "probe")])
+    from experiments.train_ppo import Args
+
+    groups, evals = prepare(Args(**vars(args)))
+    assert [(g.start, g.stop, g.venv.scenario.name) for g in groups] == [
+        (0, 3, "range_short"), (3, 5, "range_long")]
+    assert sorted(evals) == ["passive@range_long", "passive@range_short"]
+    out = tmp_path / "run"
+    assert run(build_parser().parse_args([*flags, "--out", str(out)])) == 0
+    config = json.loads((out / "config.json").read_text())
+    assert config["scenario"] == "range_short,range_long"
+    assert [g["rows"] for g in config["groups"]] == [3, 2]
+    first = json.loads((out / "progress.jsonl").read_text().splitlines()[0])
+    assert set(first["eval"]) == {"passive@range_short", "passive@range_long"}
+    for scenario in ("range_short", "range_long"):
+        row = evaluate_matchup(make_policy(str(out / "ppo.pt"), scenario=scenario),
+                               make_policy("passive"), scenario, battles=2)
+        assert row["battles"] == 2

@@ -1,0 +1,169 @@
+"""Leadership where leading at skill 0 hurts: a sergeant trained by ``train_ppo`` on two
+scenarios that differ only in its Leadership, against the scripted sergeants (issue 13).
+
+``leadership_l3`` and ``leadership_l0`` (``configs/scenarios/``) are six against six on the
+squad map, every combatant with a radio. The sergeants carry an autopistol with Gun Combat 0,
+so their own shots are worth something (a sergeant who never acts loses more often than one
+who shoots); with Leadership 3 (and INT 10) a Leadership check gives its five riflemen about
+three bonuses, with Leadership 0 it is as likely to give the enemy penalties to impose on them.
+
+The learner is ``blue_0``, the blue sergeant, in both scenarios at once (one policy: its
+observation carries its own Leadership DM); every other seat, on both sides, plays
+``marksman`` inside the vector. It decides everything the sergeant does (moving, stance,
+shooting, leading, whom to hand each bonus). Rewards: the scenarios' (+1/-1 for the battle,
++-0.02 per point of damage dealt/taken by its side).
+
+The evaluation plays ``--eval-battles`` battles per (scenario, sergeant) on fixed seeds (30,000
+on, the same battles for every sergeant) through the AEC env, the learned checkpoint as an NPC
+(greedy) beside ``never_lead``, ``always_lead`` and ``leader``, everyone else ``marksman``;
+it reports the blue side's win rate with a Wilson 95% interval, the sergeant's Leadership
+checks per turn and the bonuses it handed per battle.
+
+    python -m experiments.leadership_ppo --total-timesteps 1000000 --seed 1 \\
+        --json results/leadership_ppo.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["SCENARIOS", "build_parser", "evaluate_sergeant", "main", "run"]
+
+SCENARIOS = ("leadership_l3", "leadership_l0")
+BASELINES = ("never_lead", "always_lead", "leader")
+SERGEANT = "blue_0"
+
+
+def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    """The script's options (it writes ``--json`` only when asked)."""
+    parser = parser or argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--total-timesteps", type=int, default=1_000_000,
+                        help="sergeant decisions to train for (default: 1000000)")
+    parser.add_argument("--seed", type=int, default=1, help="training seed (default: 1)")
+    parser.add_argument("--lr", type=float, default=1e-3, help="learning rate (default: 1e-3)")
+    parser.add_argument("--epochs", type=int, default=10, help="PPO epochs (default: 10)")
+    parser.add_argument("--minibatches", type=int, default=8,
+                        help="minibatches per epoch (default: 8)")
+    parser.add_argument("--ent-coef", type=float, default=0.003,
+                        help="entropy bonus (default: 0.003)")
+    parser.add_argument("--num-envs", type=int, default=128,
+                        help="battles per call, half on each scenario (default: 128)")
+    parser.add_argument("--mates", default="marksman",
+                        help="policy of every seat but the sergeant's (default: marksman)")
+    parser.add_argument("--eval-battles", type=int, default=500,
+                        help="evaluation battles per scenario and sergeant (default: 500)")
+    parser.add_argument("--checkpoint", type=Path, default=None,
+                        help="evaluate this checkpoint instead of training one")
+    parser.add_argument("--out", type=Path, default=Path("runs/leadership_ppo"),
+                        help="train_ppo's run folder (default: runs/leadership_ppo)")
+    parser.add_argument("--json", type=Path, default=None, help="write the results here")
+    return parser
+
+
+def evaluate_sergeant(sergeant: Any, scenario: str, battles: int, mates: str = "marksman",
+                      seed: int = 30_000) -> dict:
+    """The blue side's results with ``sergeant`` (a ``Policy``) as ``blue_0`` and ``mates``
+    everywhere else, over ``battles`` seeded battles of ``scenario``."""
+    import traveller_env
+    from agents.evaluation import play_battle, wilson_interval
+    from agents.registry import make_policy
+
+    env = traveller_env.raw_env(scenario, backend="python")
+    wins = draws = leads = turns = bonuses = penalties = 0
+    for i in range(battles):
+        policies = {a: make_policy(mates, seed=seed + 97 * i + k, scenario=scenario)
+                    for k, a in enumerate(env.possible_agents) if a != SERGEANT}
+        policies[SERGEANT] = sergeant
+        battle = play_battle(env, policies, seed + i)
+        wins += battle.winner == "blue"
+        draws += battle.winner is None
+        for ev in battle.events:
+            if ev.get("actor") == SERGEANT:
+                turns += ev["type"] == "turn"
+                leads += ev["type"] == "leadership"
+                bonuses += ev["type"] == "bonus_granted"
+            elif ev["type"] == "penalty_imposed" and ev["target"].startswith("blue"):
+                penalties += 1
+    lo, hi = wilson_interval(wins, battles)
+    return {"scenario": scenario, "sergeant": getattr(sergeant, "name", "?"),
+            "battles": battles, "wins": wins, "draws": draws,
+            "losses": battles - wins - draws, "win_rate": wins / battles, "win_ci95": [lo, hi],
+            "leads_per_turn": leads / max(1, turns), "bonuses_per_battle": bonuses / battles,
+            "penalties_on_blue_per_battle": penalties / battles}
+
+
+def print_table(rows: list[dict]) -> None:
+    """The evaluation as a Markdown table."""
+    print("| scenario | sergeant | W / D / L | blue win rate (95% CI) | leads per turn | "
+          "bonuses per battle | penalties on blue per battle |")
+    print("|---|---|---|---|---:|---:|---:|")
+    for r in rows:
+        lo, hi = r["win_ci95"]
+        print(f"| {r['scenario']} | {r['sergeant']} | {r['wins']} / {r['draws']} / "
+              f"{r['losses']} | {r['win_rate']:.3f} ({lo:.3f}-{hi:.3f}) | "
+              f"{r['leads_per_turn']:.2f} | {r['bonuses_per_battle']:.2f} | "
+              f"{r['penalties_on_blue_per_battle']:.2f} |")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Train (unless ``--checkpoint``), evaluate, print the table (and write ``--json``)."""
+    from agents.registry import make_policy
+    from agents.trained import load_policy
+    from experiments import train_ppo
+
+    if args.total_timesteps < 1 or args.eval_battles < 1:
+        raise SystemExit("--total-timesteps and --eval-battles must be at least 1")
+    trained_s = None
+    checkpoint = args.checkpoint
+    if checkpoint is None:
+        import traveller_env
+
+        agents = traveller_env.raw_env(SCENARIOS[0], backend="python").possible_agents
+        opponents = ",".join(f"{a}={args.mates}" for a in agents if a != SERGEANT)
+        start = time.perf_counter()
+        status = train_ppo.main([
+            "--scenario", ",".join(SCENARIOS), "--opponents", opponents,
+            "--total-timesteps", str(args.total_timesteps), "--seed", str(args.seed),
+            "--out", str(args.out), "--overwrite", "--lr", str(args.lr), "--no-anneal-lr",
+            "--ent-coef", str(args.ent_coef), "--epochs", str(args.epochs),
+            "--minibatches", str(args.minibatches), "--num-envs", str(args.num_envs),
+            "--eval-every", "0", "--eval-vs", "", "--final-eval-battles", "0",
+            "--no-progress"])
+        if status:
+            return status
+        trained_s = time.perf_counter() - start
+        checkpoint = args.out / "ppo.pt"
+        print(f"trained {args.total_timesteps:,} decisions in {trained_s:.0f} s", flush=True)
+    rows = []
+    for scenario in SCENARIOS:
+        learned = load_policy(checkpoint, scenario)
+        learned.name = "learned"
+        for sergeant in (learned, *(make_policy(b, seed=1, scenario=scenario)
+                                    for b in BASELINES)):
+            rows.append(evaluate_sergeant(sergeant, scenario, args.eval_battles, args.mates))
+            r = rows[-1]
+            print(f"{scenario} {r['sergeant']}: {r['win_rate']:.3f} "
+                  f"leads/turn {r['leads_per_turn']:.2f}", flush=True)
+    print_table(rows)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        payload = {"command": "python -m experiments.leadership_ppo "
+                   f"--total-timesteps {args.total_timesteps} --seed {args.seed} "
+                   f"--eval-battles {args.eval_battles}",
+                   "checkpoint": str(checkpoint), "train_seconds": trained_s, "rows": rows}
+        args.json.write_text(json.dumps(payload, indent=2) + "\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point."""
+    return run(build_parser().parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
