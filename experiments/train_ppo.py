@@ -111,6 +111,21 @@ class Args:
     """pool: scripted policies mixed in, comma-separated (e.g. 'rush,marksman')"""
     pool_scripted_share: float = 0.25
     """pool: share of the rows that play --pool-scripted opponents"""
+    pool_opponents: str = ""
+    """pool: other policies' train_ppo checkpoints (.pt), comma-separated, kept in the pool for
+    the whole run beside the learner's own (a league's other members)"""
+    pool_sampling: str = "uniform"
+    """pool: how a battle draws its frozen opponent: 'uniform', or 'pfsp' (prioritised
+    fictitious self-play: weight (1 - p)^2 where p is the learner's win rate so far against
+    that opponent in training, so the opponents it beats least are played most)"""
+    init: str = ""
+    """start from this train_ppo checkpoint's weights (same observation size and labels; its
+    layer sizes replace --hidden) instead of a fresh network"""
+    style: str = ""
+    """style shaping, TERM=WEIGHT comma-separated, added to the deciding seat's reward at each
+    of its decisions: distance (to the nearest enemy in play, the observation's 0-1 scale),
+    exposure (share of enemies in play with line of sight to it), low_stance (crouched or
+    prone), shots (the decision is an attack), lead (a Leadership check or a bonus handed)"""
     total_timesteps: int = 300_000
     """learner decisions to train for (rounded up to whole rollouts)"""
     seed: int = 1
@@ -203,10 +218,83 @@ class Args:
                              "opponents are the pool's (add scripted ones with --pool-scripted)")
         if self.pool_scripted and not self.pool:
             raise ValueError("--pool-scripted needs --pool")
+        if self.pool_opponents and not self.pool:
+            raise ValueError("--pool-opponents needs --pool")
+        if self.pool_sampling not in POOL_SAMPLING:
+            raise ValueError(f"--pool-sampling must be one of {', '.join(POOL_SAMPLING)}, got "
+                             f"{self.pool_sampling!r}")
+        for path in [*names_list(self.pool_opponents), *([self.init] if self.init else [])]:
+            flag = "--init" if path == self.init else "--pool-opponents"
+            if not path.endswith(".pt") or not Path(path).is_file():
+                raise ValueError(f"{flag}: {path!r} is not a train_ppo checkpoint file (.pt)")
+        parse_style(self.style)
         if self.out and (Path(self.out) / "config.json").exists() and not self.overwrite:
             raise ValueError(f"--out {self.out}: holds a run already (config.json); choose "
                              "another folder, or pass --overwrite to replace it")
         hidden_sizes(self.hidden)
+
+
+#: ``--pool-sampling`` choices.
+POOL_SAMPLING = ("uniform", "pfsp")
+#: ``--style`` terms (see ``StyleShaping``).
+STYLE_TERMS = ("distance", "exposure", "low_stance", "shots", "lead")
+
+
+def parse_style(text: str) -> dict[str, float]:
+    """``"distance=0.02,shots=-0.01"`` -> ``{"distance": 0.02, "shots": -0.01}``
+    (``ValueError`` naming ``--style`` for an unknown term or a bad weight)."""
+    out: dict[str, float] = {}
+    for item in (s.strip() for s in text.split(",")):
+        if not item:
+            continue
+        term, sep, weight = item.partition("=")
+        term = term.strip()
+        if term not in STYLE_TERMS:
+            raise ValueError(f"--style: unknown term {term!r}; allowed: {', '.join(STYLE_TERMS)}")
+        try:
+            out[term] = float(weight) if sep else float("nan")
+        except ValueError:
+            out[term] = float("nan")
+        if not np.isfinite(out[term]):
+            raise ValueError(f"--style: {item!r} is not TERM=WEIGHT with a finite number")
+    return out
+
+
+class StyleShaping:
+    """The ``--style`` reward terms, read from the deciding seat's own observation (the labels
+    of ``vector.observation_labels``) and its chosen (slot-relative) action."""
+
+    def __init__(self, weights: dict[str, float], observation_labels: list[str],
+                 action_labels: list[str]) -> None:
+        self.weights = weights
+        col = {label: j for j, label in enumerate(observation_labels)}
+        enemies = sorted({label.split(".")[0] for label in observation_labels
+                          if label.startswith("enemy")}, key=lambda e: int(e[5:]))
+        self.in_play = np.array([col[f"{e}.in_play"] for e in enemies])
+        self.distance = np.array([col[f"{e}.distance"] for e in enemies])
+        self.sight = np.array([col[f"{e}.line_of_sight"] for e in enemies])
+        self.low = np.array([col["self.stance_crouch"], col["self.stance_prone"]])
+        self.shot = np.array([lab.startswith("attack:") for lab in action_labels])
+        self.lead = np.array([lab == "leadership" or lab.startswith("direct:")
+                              for lab in action_labels])
+
+    def __call__(self, obs: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        """The shaping reward of each row's decision (``obs``: the rows' observations)."""
+        w, out = self.weights, np.zeros(len(obs), dtype=np.float32)
+        live = obs[:, self.in_play] > 0.5
+        count = np.maximum(live.sum(axis=1), 1)
+        if "distance" in w:
+            near = np.where(live, obs[:, self.distance], np.inf).min(axis=1)
+            out += w["distance"] * np.where(np.isfinite(near), near, 0.0)
+        if "exposure" in w:
+            out += w["exposure"] * ((obs[:, self.sight] > 0.5) & live).sum(axis=1) / count
+        if "low_stance" in w:
+            out += w["low_stance"] * obs[:, self.low].sum(axis=1)
+        if "shots" in w:
+            out += w["shots"] * self.shot[actions]
+        if "lead" in w:
+            out += w["lead"] * self.lead[actions]
+        return out
 
 
 def hidden_sizes(text: str) -> list[int]:
@@ -372,6 +460,28 @@ def check_compatible(args: Args, probe: Any, scenarios: list[str]) -> None:
                                  "observation size and action labels")
 
 
+def check_checkpoints(args: Args, venv: Any) -> None:
+    """``--init`` and ``--pool-opponents`` checkpoints must fit the battles: the same
+    observation size and action labels (``ValueError`` naming the flag and both layouts)."""
+    from agents.ppo_policy import read_checkpoint
+
+    paths = [("--init", args.init)] if args.init else []
+    paths += [("--pool-opponents", p) for p in names_list(args.pool_opponents)]
+    for flag, path in paths:
+        try:
+            data = read_checkpoint(path)
+        except Exception as exc:  # a corrupt file: say which flag and file
+            raise ValueError(f"{flag}: {path}: not a readable train_ppo checkpoint "
+                             f"({exc})") from None
+        if int(data["obs_dim"]) != venv.obs_dim or \
+                list(data["action_labels"]) != list(venv.action_labels):
+            raise ValueError(f"{flag}: {path} was trained on {data.get('scenario')!r} "
+                             f"(observation size {data['obs_dim']}, "
+                             f"{len(data['action_labels'])} actions), which does not fit "
+                             f"{venv.scenario.name!r} (observation size {venv.obs_dim}, "
+                             f"{venv.n_actions} actions)")
+
+
 def make_eval_vectors(args: Args, sides: list[str]) -> dict[str, list[tuple[Any, int]]]:
     """Per ``--eval-vs`` policy (and scenario, when there are several: keyed
     ``policy@scenario``), one vector per side the learner plays (held-out seeds)."""
@@ -394,6 +504,7 @@ def prepare(args: Args) -> tuple[list[Group], dict[str, list[tuple[Any, int]]]]:
     naming the flag on bad input)."""
     args.check()
     groups = build_groups(args)
+    check_checkpoints(args, groups[0].venv)
     eval_vectors = make_eval_vectors(args, groups[0].venv.sides) if args.eval_battles else {}
     return groups, eval_vectors
 
@@ -404,7 +515,12 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
     import torch
 
     from agents.evaluation import wilson_interval
-    from agents.ppo_policy import ActorCritic, checkpoint_bytes
+    from agents.ppo_policy import (
+        ActorCritic,
+        checkpoint_bytes,
+        network_from_checkpoint,
+        read_checkpoint,
+    )
     from experiments.ppo_common import SeatRollout, plot_curve, sample_masked, vector_winrate
     from traveller_env.rules.rng import derive_seed
 
@@ -437,7 +553,22 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
     torch.manual_seed(args.seed)
     gen = torch.Generator().manual_seed(derive_seed(args.seed, 1) & (2**63 - 1))
     rng = np.random.default_rng(derive_seed(args.seed, 2))
-    net = ActorCritic(obs_dim, n_actions, hidden_sizes(args.hidden))
+    def load_fitting(path: str, flag: str) -> ActorCritic:
+        """A checkpoint's network, refused (naming ``flag``) unless it fits these battles."""
+        data = read_checkpoint(path)
+        if int(data["obs_dim"]) != obs_dim or list(data["action_labels"]) != \
+                list(first.action_labels):
+            raise ValueError(f"{flag}: {path} was trained on {data.get('scenario')!r} "
+                             f"(observation size {data['obs_dim']}, "
+                             f"{len(data['action_labels'])} actions), which does not fit "
+                             f"{scenario!r} (observation size {obs_dim}, {n_actions} actions)")
+        return network_from_checkpoint(data)
+
+    if args.init:
+        net = load_fitting(args.init, "--init")
+        net.train()
+    else:
+        net = ActorCritic(obs_dim, n_actions, hidden_sizes(args.hidden))
     optimizer = torch.optim.Adam(net.parameters(), lr=args.lr, eps=1e-5)
 
     from torch.utils.tensorboard import SummaryWriter
@@ -452,7 +583,11 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
 
     # ---- the pool of frozen past selves (pool mode)
     pool_rows = next((g for g in groups if g.kind == "pool"), None)
-    frozen: list[Any] = []
+    frozen: list[Any] = [load_fitting(p, "--pool-opponents")
+                         for p in names_list(args.pool_opponents)] if args.pool else []
+    n_external = len(frozen)
+    pool_games: list[int] = [0] * n_external  # training battles against each frozen policy
+    pool_wins: list[int] = [0] * n_external
     row_side = np.full(n, -1, dtype=np.int64)  # the learner's side per row (-1: all sides)
     row_frozen = np.full(n, -1, dtype=np.int64)  # pool rows: the frozen checkpoint playing
     row_group = np.zeros(n, dtype=np.int64)  # the group (vector) of each row
@@ -465,13 +600,23 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
         copy.load_state_dict(net.state_dict())
         copy.eval()
         frozen.append(copy)
+        pool_games.append(0)
+        pool_wins.append(0)
         save(out / "pool" / f"ppo_u{update:06d}.pt", update, decisions)
 
     def draw_pool(rows: np.ndarray) -> None:
-        """New battles in pool rows: the learner's side and its frozen opponent."""
-        low = max(0, len(frozen) - args.pool_size) if args.pool_size else 0
+        """New battles in pool rows: the learner's side and its frozen opponent (the
+        --pool-opponents and the latest --pool-size own checkpoints; uniformly or by PFSP)."""
+        own = len(frozen) - n_external
+        low = n_external + (max(0, own - args.pool_size) if args.pool_size else 0)
+        candidates = np.array([*range(n_external), *range(low, len(frozen))])
         row_side[rows] = rng.integers(len(first.sides), size=len(rows))
-        row_frozen[rows] = rng.integers(low, len(frozen), size=len(rows))
+        if args.pool_sampling == "pfsp":
+            games, wins = np.array(pool_games)[candidates], np.array(pool_wins)[candidates]
+            weight = (1.0 - (wins + 1.0) / (games + 2.0)) ** 2
+            row_frozen[rows] = rng.choice(candidates, size=len(rows), p=weight / weight.sum())
+        else:
+            row_frozen[rows] = candidates[rng.integers(len(candidates), size=len(rows))]
 
     if pool_rows is not None:
         freeze(0, 0)
@@ -532,6 +677,9 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
     timers["env"] += time.perf_counter() - t
 
     rollout = SeatRollout(n, s_count, obs_dim, n_actions, args.num_steps)
+    style = parse_style(args.style)
+    shaping = StyleShaping(style, first.observation_labels, first.action_labels) \
+        if style else None
     ep_len = np.zeros(n, dtype=np.int64)
     side_weight = np.zeros((len(first.sides), s_count), dtype=np.float32)
     for side in range(len(first.sides)):
@@ -596,10 +744,15 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
                             logp.numpy(), value.numpy())
             decisions += len(rows)
             ep_len[rows] += 1
+            if shaping is not None:  # read before the step overwrites the observations
+                style_seat = agent_all[rows].copy()
+                style_reward = shaping(obs_all[rows], actions[rows])
             t2 = time.perf_counter()
             timers["inference"] += t2 - t
             gather([g.venv.step(actions[g.start:g.stop]) for g in groups])
             timers["env"] += time.perf_counter() - t2
+            if shaping is not None:
+                rewards_all[rows, style_seat] += style_reward
             rollout.credit(rewards_all, ended_all)
             has_side = row_side >= 0
             ep_ret[has_side] += (rewards_all[has_side]
@@ -618,6 +771,9 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
                 if pool_rows is not None:
                     pool_done = done_rows[(done_rows >= pool_rows.start)
                                           & (done_rows < pool_rows.stop)]
+                    for r in pool_done:
+                        pool_games[row_frozen[r]] += 1
+                        pool_wins[row_frozen[r]] += int(winner_all[r] == row_side[r])
                     if len(pool_done):
                         draw_pool(pool_done)
 
@@ -729,6 +885,13 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
         "eval_seconds": timers["eval"], "backend": args.backend,
         "battles_skipped": sum(g.venv.battles_skipped for g in groups),
         "eval_before": history[0]["eval"], "eval_after": history[-1]["eval"]}
+    if pool_rows is not None:
+        results["pool"] = {
+            "opponents": [*names_list(args.pool_opponents),
+                          *(f"pool/ppo_u{u:06d}.pt" for u in
+                            [0, *range(args.pool_every, update + 1, args.pool_every)])
+                          ][:len(frozen)],
+            "training_battles": pool_games, "learner_wins": pool_wins}
     print(f"\ntrained {decisions:,} decisions in {train_seconds:.0f} s "
           f"({results['decisions_per_second']:,.0f} decisions/s, {args.backend} backend; "
           f"environment {results['time_shares']['env']:.0%}, inference "

@@ -320,3 +320,68 @@ def test_one_policy_trains_on_several_scenarios(tmp_path):
         row = evaluate_matchup(make_policy(str(out / "ppo.pt"), scenario=scenario),
                                make_policy("passive"), scenario, battles=2)
         assert row["battles"] == 2
+
+
+# ============================================================================ league features
+def test_style_shaping_reads_the_deciding_seats_observation_and_action():
+    """--style terms: distance to the nearest enemy in play, share of enemies in play with
+    line of sight, crouched/prone, attacks, leadership."""
+    from experiments.train_ppo import StyleShaping, parse_style
+
+    venv = vector.make("squad", num_envs=1, seed=0, backend="python", relative_actions=True)
+    labels, actions = venv.observation_labels, venv.action_labels
+    col = {lab: j for j, lab in enumerate(labels)}
+    obs = np.zeros((2, len(labels)), dtype=np.float32)
+    for e, (play, dist, los) in enumerate([(1, 0.5, 1), (1, 0.2, 0), (0, 0.05, 1), (1, 0.9, 1)]):
+        obs[:, col[f"enemy{e}.in_play"]] = play
+        obs[:, col[f"enemy{e}.distance"]] = dist
+        obs[:, col[f"enemy{e}.line_of_sight"]] = los
+    obs[1, col["self.stance_prone"]] = 1.0
+    act = np.array([actions.index("attack:enemy0"), actions.index("leadership")])
+    shaping = StyleShaping(parse_style("distance=1,exposure=10,low_stance=100,shots=1000,"
+                                       "lead=10000"), labels, actions)
+    got = shaping(obs, act)
+    # nearest enemy in play 0.2 (the 0.05 one is out of play); 2 of 3 in play are in sight
+    assert np.allclose(got, [0.2 + 10 * 2 / 3 + 1000, 0.2 + 10 * 2 / 3 + 100 + 10000])
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--style", "speed=1"], "--style: unknown term 'speed'"),
+    (["--style", "distance=x"], "--style: 'distance=x' is not TERM=WEIGHT"),
+    (["--pool-opponents", "a.pt"], "--pool-opponents needs --pool"),
+    (["--pool", "--pool-opponents", "missing.pt"], "--pool-opponents: 'missing.pt' is not"),
+    (["--pool", "--pool-sampling", "best"], "--pool-sampling must be one of uniform, pfsp"),
+    (["--init", "nothing.zip"], "--init: 'nothing.zip' is not a train_ppo checkpoint"),
+])
+def test_league_flags_give_clear_errors(flags, message, capsys, tmp_path):
+    status = cli_main(["train", "ppo", "--backend", "python", "--out", str(tmp_path / "never"),
+                       *flags])
+    assert status == 2
+    assert message in capsys.readouterr().err
+
+
+def test_init_pool_opponents_pfsp_and_style_run_together(tiny_run, tmp_path):
+    """A league member's run: it starts from a checkpoint, keeps another policy in its pool
+    for the whole run, draws opponents by PFSP and is shaped by a style."""
+    from experiments.train_ppo import build_parser, run
+
+    seed_ckpt = str(tiny_run / "ppo.pt")
+    out = tmp_path / "member"
+    flags = ["--scenario", "duel", "--pool", "--pool-opponents", seed_ckpt, "--pool-sampling",
+             "pfsp", "--init", seed_ckpt, "--style", "distance=0.05,shots=-0.01",
+             "--total-timesteps", "1024", "--seed", "4", "--num-envs", "8", "--num-steps",
+             "32", "--pool-every", "1", "--eval-vs", "", "--final-eval-battles", "0",
+             "--backend", "python", "--no-progress", "--out", str(out)]
+    assert run(build_parser().parse_args(flags)) == 0
+    result = json.loads((out / "evaluation.json").read_text())
+    pool = result["pool"]
+    assert pool["opponents"][0] == seed_ckpt
+    assert len(pool["training_battles"]) == len(pool["opponents"])
+    assert sum(pool["training_battles"]) > 0
+    assert sum(pool["learner_wins"]) <= sum(pool["training_battles"])
+    bad = tmp_path / "bad"
+    status = cli_main(["train", "ppo", "--scenario", "squad", "--init", seed_ckpt, "--backend",
+                       "python", "--total-timesteps", "64", "--num-envs", "2", "--num-steps",
+                       "4", "--eval-vs", "", "--no-progress", "--out", str(bad)])
+    assert status == 2
+    assert not (bad / "ppo.pt").exists()
