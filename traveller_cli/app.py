@@ -62,6 +62,10 @@ EXPERIMENTS: dict[str, Experiment] = {
                               "(experiments/train_rllib.py)", "experiments.train_rllib"),
     "tournament": Experiment("rank policies in a round-robin tournament "
                              "(experiments/tournament.py)", "experiments.tournament"),
+    "league": Experiment("train, rate and export a league of opponents "
+                         "(experiments/league.py)", "experiments.league"),
+    "ladder": Experiment("pick a difficulty ladder from a rated league "
+                         "(experiments/ladder.py)", "experiments.ladder"),
 }
 
 #: Help lines of command groups (the first word of several experiment commands).

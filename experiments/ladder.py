@@ -1,0 +1,149 @@
+"""A difficulty ladder from a rated league: N opponents at evenly spaced ratings.
+
+    traveller ladder squad --levels 5 --league results/league --battles 200
+
+From the league's rated population (``league.json`` after ``traveller league rate``: its
+members and the scripted NPCs of its tournament), it picks ``--levels`` policies whose Elo lies
+closest to evenly spaced targets from the weakest to the strongest (each policy used once),
+plays every level against the next one up (``--battles`` battles, sides alternating, seeds from
+``--seed``) and writes the named set (``--out``, default ``<league>/ladder_<scenario>.json``):
+per level its name (``easy`` ... ``hard``), the policy (an ONNX file, a checkpoint or a
+scripted name), its Elo, and the win rate of the next level against it with a 95% interval.
+That is what a game ships as "easy ... hard".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["LEVEL_NAMES", "build_parser", "level_names", "main", "pick_levels", "run"]
+
+#: Level names by ladder length (longer ladders are numbered).
+LEVEL_NAMES = {2: ["easy", "hard"], 3: ["easy", "medium", "hard"],
+               4: ["easy", "medium", "hard", "very hard"],
+               5: ["very easy", "easy", "medium", "hard", "very hard"]}
+
+
+def level_names(n: int) -> list[str]:
+    """``n`` level names, easiest first."""
+    return LEVEL_NAMES.get(n, [f"level {k + 1}" for k in range(n)])
+
+
+def pick_levels(rated: list[tuple[str, float]], levels: int) -> list[tuple[str, float]]:
+    """``levels`` of ``rated`` ((name, Elo) pairs) nearest to evenly spaced Elo targets from
+    the lowest to the highest, each used once, easiest first (``ValueError`` when there are
+    fewer policies than levels)."""
+    if levels < 2:
+        raise ValueError(f"--levels must be at least 2, got {levels}")
+    if len(rated) < levels:
+        raise ValueError(f"--levels {levels}: the league has only {len(rated)} rated policies")
+    elos = np.array([e for _, e in rated])
+    targets = np.linspace(elos.min(), elos.max(), levels)
+    free = list(range(len(rated)))
+    chosen = []
+    for t in targets:
+        k = min(free, key=lambda i: (abs(elos[i] - t), i))
+        free.remove(k)
+        chosen.append(rated[k])
+    return sorted(chosen, key=lambda x: x[1])
+
+
+def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    """``traveller ladder SCENARIO --levels N``."""
+    parser = parser or argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("scenario", help="the scenario (the league's)")
+    parser.add_argument("--levels", type=int, default=5, help="number of levels (default: 5)")
+    parser.add_argument("--league", type=Path, default=Path("results/league"),
+                        help="rated league folder (default: results/league)")
+    parser.add_argument("--battles", type=int, default=200,
+                        help="battles of each level against the next (default: 200)")
+    parser.add_argument("--seed", type=int, default=90_000, help="first battle seed")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="the ladder JSON (default: <league>/ladder_<scenario>.json)")
+    return parser
+
+
+def build_ladder(args: argparse.Namespace) -> dict[str, Any]:
+    """Pick the levels, play each against the next, return the named set."""
+    from agents.evaluation import evaluate_matchup
+    from agents.registry import make_policy
+    from experiments.league import load_league, policy_path
+
+    league = load_league(args.league)
+    if league["scenario"] != args.scenario:
+        raise ValueError(f"{args.league}: the league plays {league['scenario']!r}, not "
+                         f"{args.scenario!r}")
+    files: dict[str, str] = {}
+    rated = []
+    for m in league["members"]:
+        if m.get("rating"):
+            files[m["name"]] = policy_path(args.league, m)
+            rated.append((m["name"], m["rating"]["elo"]))
+    for s in league.get("scripted", []):
+        if s.get("rating"):
+            files[s["name"]] = s["name"]
+            rated.append((s["name"], s["rating"]["elo"]))
+    if not rated:
+        raise ValueError(f"{args.league}: the league is not rated (run `traveller league "
+                         "rate` first)")
+    if args.battles < 1:
+        raise ValueError("--battles must be at least 1")
+    chosen = pick_levels(rated, args.levels)
+    names = level_names(len(chosen))
+    levels = []
+    for k, (name, elo) in enumerate(chosen):
+        levels.append({"level": k + 1, "name": names[k], "policy": name,
+                       "file": files[name], "elo": elo})
+    for k in range(len(levels) - 1):
+        easy, hard = levels[k], levels[k + 1]
+        row = evaluate_matchup(make_policy(hard["file"], scenario=args.scenario),
+                               make_policy(easy["file"], scenario=args.scenario),
+                               args.scenario, battles=args.battles, seed=args.seed)
+        easy["next_level_win_rate"] = row["win_rate"]
+        easy["next_level_win_ci95"] = list(row["win_ci95"])
+    return {"scenario": args.scenario, "league": str(args.league),
+            "battles_per_step": args.battles, "seed": args.seed, "levels": levels}
+
+
+def format_ladder(ladder: dict[str, Any]) -> str:
+    """The ladder as a Markdown table."""
+    lines = ["| level | name | policy | Elo | next level's win rate against it (95% CI) |",
+             "|---:|---|---|---:|---|"]
+    for lv in ladder["levels"]:
+        nxt = "-"
+        if "next_level_win_rate" in lv:
+            lo, hi = lv["next_level_win_ci95"]
+            nxt = f"{lv['next_level_win_rate']:.2f} ({lo:.2f}-{hi:.2f})"
+        lines.append(f"| {lv['level']} | {lv['name']} | {lv['policy']} | {lv['elo']:.0f} | "
+                     f"{nxt} |")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Build and write the ladder (exit status 2 with a message on bad input)."""
+    try:
+        ladder = build_ladder(args)
+    except ValueError as exc:
+        print(f"ladder: error: {exc}", file=sys.stderr)
+        return 2
+    out = args.out or Path(args.league) / f"ladder_{args.scenario}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(ladder, indent=2) + "\n")
+    print(format_ladder(ladder))
+    print(f"wrote {out}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point."""
+    return run(build_parser().parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

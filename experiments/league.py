@@ -1,0 +1,407 @@
+"""A league of opponents: several learners trained against each other, their own past and the
+scripted NPCs, with per-learner style shaping; rated in one tournament; exported to ONNX.
+
+    traveller league train --config configs/league_squad.yaml --out runs/league
+    traveller league rate runs/league --battles 40 --scripted rush,marksman,cover,tactician
+    traveller league export runs/league --to results/league
+
+**Training** (``train``). The config (YAML: ``configs/league_squad.yaml`` documents every key)
+names a scenario, the learners (each a name and a ``style``: ``train_ppo --style`` weights such
+as ``distance``, ``exposure``, ``low_stance``, ``shots``, ``lead``), the number of generations
+and the decisions per generation. In each generation every learner runs
+``experiments.train_ppo`` in pool mode: it starts from its own checkpoint of the previous
+generation (or the config's ``init``, or a fresh network), and its pool holds the latest
+checkpoint of every other league member and every earlier snapshot (``--pool-opponents``),
+its own past selves of this run, and the scripted policies of ``train.pool_scripted``;
+opponents are drawn per battle by prioritised fictitious self-play (``--pool-sampling pfsp``:
+the ones it beats least, most often). Each learner's checkpoint after each generation is a
+league member (``members/<learner>_g<generation>.pt``), so the population spans strengths
+(earlier generations) as well as styles. ``league.json`` lists the members: name, learner,
+generation, scenario, training decisions, style, checkpoint, and (after ``rate``) rating and
+behaviour.
+
+**Rating** (``rate``). Every member and every scripted NPC named by ``--scripted`` meet in one
+round-robin tournament (``experiments.tournament``: both sides, the same seeds for every
+pairing; OpenSkill and Elo with a bootstrap interval, win-rate matrix and heatmap in
+``DIR/tournament``). Each member's behaviour (``agents.behaviour``: distance kept, share of
+turns in cover, crouched or prone, shots and aims per battle, leadership use, focus fire)
+is measured against ``--behaviour-vs``; ``population.png`` places every policy by its style
+(distance kept) and strength (Elo).
+
+**Export** (``export``). Every member as an ONNX file (``traveller export``'s exporter) plus
+``league.json`` with the ONNX paths, into ``--to`` (``results/league`` is the committed one):
+ready opponents for a game, no PyTorch needed (``agents.onnx_policy.OnnxPolicy``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["LEAGUE_FILE", "build_parser", "load_config", "load_league", "main", "run"]
+
+LEAGUE_FILE = "league.json"
+CONFIG_KEYS = {"scenario", "generations", "decisions_per_generation", "init", "train",
+               "learners"}
+
+
+# ============================================================================ config
+def load_config(path: Path) -> dict[str, Any]:
+    """The league config, checked (``ValueError`` naming the file and the key)."""
+    import yaml
+
+    from experiments.train_ppo import Args, parse_style
+
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise ValueError(f"{path}: cannot read the league config ({exc})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: a league config is a mapping of {sorted(CONFIG_KEYS)}")
+    unknown = sorted(set(data) - CONFIG_KEYS)
+    if unknown:
+        raise ValueError(f"{path}: unknown keys {unknown}; allowed: {sorted(CONFIG_KEYS)}")
+    for key in ("scenario", "learners"):
+        if key not in data:
+            raise ValueError(f"{path}: missing key {key!r}")
+    data.setdefault("generations", 1)
+    data.setdefault("decisions_per_generation", 1_000_000)
+    data.setdefault("init", "")
+    data.setdefault("train", {})
+    for key in ("generations", "decisions_per_generation"):
+        if not isinstance(data[key], int) or data[key] < 1:
+            raise ValueError(f"{path}: {key} must be a positive integer, got {data[key]!r}")
+    fields = {f.replace("_", "-") for f in Args.__dataclass_fields__}
+    reserved = {"scenario", "pool", "pool-opponents", "init", "style", "total-timesteps",
+                "seed", "out", "overwrite", "opponents"}
+    for flag in data["train"] or {}:
+        name = str(flag).replace("_", "-")
+        if name not in fields or name in reserved:
+            raise ValueError(f"{path}: train.{flag}: not a train_ppo flag the league may set "
+                             f"(the league sets {', '.join(sorted(reserved))} itself)")
+    names = []
+    if not isinstance(data["learners"], list) or not data["learners"]:
+        raise ValueError(f"{path}: learners must be a non-empty list")
+    for k, learner in enumerate(data["learners"]):
+        if not isinstance(learner, dict) or not learner.get("name"):
+            raise ValueError(f"{path}: learners[{k}] needs a name")
+        extra = sorted(set(learner) - {"name", "style"})
+        if extra:
+            raise ValueError(f"{path}: learners[{k}]: unknown keys {extra}; allowed: name, style")
+        style = learner.get("style") or {}
+        try:
+            parse_style(style_flag(style))
+        except ValueError as exc:
+            raise ValueError(f"{path}: learners[{k}].style: {exc}") from None
+        names.append(learner["name"])
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ValueError(f"{path}: learner names repeated: {dupes}")
+    return data
+
+
+def style_flag(style: dict[str, float]) -> str:
+    """``{"distance": 0.03}`` -> ``"distance=0.03"`` (train_ppo's ``--style``)."""
+    return ",".join(f"{k}={v}" for k, v in style.items())
+
+
+def load_league(folder: Path) -> dict[str, Any]:
+    """``folder/league.json`` (``ValueError`` naming the file when it is missing)."""
+    path = Path(folder) / LEAGUE_FILE
+    if not path.is_file():
+        raise ValueError(f"{path}: no league here (run `traveller league train` first)")
+    return json.loads(path.read_text())
+
+
+def write_league(folder: Path, league: dict[str, Any]) -> None:
+    """Write ``league.json`` atomically."""
+    from experiments.train_common import atomic_write_bytes
+
+    atomic_write_bytes(Path(folder) / LEAGUE_FILE,
+                       (json.dumps(league, indent=2) + "\n").encode())
+
+
+# ============================================================================ train
+def train(config_path: Path, out: Path, seed: int, progress: bool) -> dict[str, Any]:
+    """Train every learner for every generation (see the module docstring)."""
+    import shutil
+
+    from experiments import train_ppo
+
+    config = load_config(config_path)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "members").mkdir(exist_ok=True)
+    league: dict[str, Any] = {"format": "traveller-league", "format_version": 1,
+                              "scenario": config["scenario"], "config": config,
+                              "seed": seed, "members": []}
+    latest: dict[str, str] = {}
+    shared = [item for flag, value in (config["train"] or {}).items()
+              for item in (f"--{str(flag).replace('_', '-')}", str(value))]
+    for gen in range(1, config["generations"] + 1):
+        for k, learner in enumerate(config["learners"]):
+            name = learner["name"]
+            member = f"{name}_g{gen}"
+            others = [m["checkpoint"] for m in league["members"]
+                      if m["checkpoint"] != latest.get(name)]
+            others += [latest[n] for n in latest if n != name and latest[n] not in others]
+            run_dir = out / "runs" / member
+            flags = ["--scenario", config["scenario"], "--pool",
+                     "--total-timesteps", str(config["decisions_per_generation"]),
+                     "--seed", str(seed * 1000 + gen * 100 + k), "--out", str(run_dir),
+                     "--overwrite", "--eval-vs", "rush,marksman", "--eval-every", "50",
+                     "--final-eval-battles", "0", *shared]
+            if others:
+                flags += ["--pool-opponents", ",".join(others)]
+            init = latest.get(name) or config.get("init") or ""
+            if init:
+                flags += ["--init", init]
+            if learner.get("style"):
+                flags += ["--style", style_flag(learner["style"])]
+            if not progress:
+                flags.append("--no-progress")
+            print(f"league: generation {gen}, {name}: {len(others)} league opponents",
+                  flush=True)
+            start = time.perf_counter()
+            if train_ppo.main(flags) != 0:
+                raise SystemExit(f"league: training {member} failed (flags: {flags})")
+            checkpoint = out / "members" / f"{member}.pt"
+            shutil.copyfile(run_dir / "ppo.pt", checkpoint)
+            latest[name] = str(checkpoint)
+            evaluation = json.loads((run_dir / "evaluation.json").read_text())
+            league["members"].append({
+                "name": member, "learner": name, "generation": gen,
+                "scenario": config["scenario"],
+                "training_decisions": gen * config["decisions_per_generation"],
+                "style": learner.get("style") or {}, "checkpoint": str(checkpoint),
+                "train_seconds": round(time.perf_counter() - start, 1),
+                "eval_after": evaluation.get("eval_after", {})})
+            write_league(out, league)
+    return league
+
+
+# ============================================================================ rate
+def rate(folder: Path, scripted: list[str], battles: int, seed: int, workers: int,
+         behaviour_vs: str, behaviour_battles: int, progress: bool) -> dict[str, Any]:
+    """One tournament of every member and the scripted NPCs; behaviour per policy; the
+    population map. Writes the ratings into ``league.json``."""
+    from experiments import tournament
+
+    league = load_league(folder)
+    scenario = league["scenario"]
+    members = league["members"]
+    paths = [policy_path(folder, m) for m in members]
+    policies = [*paths, *scripted]
+    results = tournament.run_tournament(policies, [scenario], battles, seed=seed,
+                                        workers=workers, progress=progress)
+    summary = tournament.summarise(results, policies, [scenario])
+    names = {p: m["name"] for p, m in zip(paths, members, strict=True)}
+    summary_named = rename(summary, names)
+    named_results = [{**r, "side0": names.get(r["side0"], r["side0"]),
+                      "side1": names.get(r["side1"], r["side1"])} for r in results]
+    command = (f"traveller league rate {folder} --scripted {','.join(scripted)} "
+               f"--battles {battles} --seed {seed}")
+    tournament.write_outputs(summary_named, named_results, Path(folder) / "tournament",
+                             {"command": command, "battles": battles, "seed": seed,
+                              "scenario": scenario})
+    by_policy = {r["policy"]: r for r in summary_named["ratings"]}
+    behaviour = measure_behaviour(policies, names, scenario, behaviour_vs, behaviour_battles,
+                                  seed)
+    for m in members:
+        r = by_policy[m["name"]]
+        m["rating"] = rating_of(r)
+        m["behaviour"] = behaviour.get(m["name"])
+    league["scripted"] = [{"name": s, "rating": rating_of(by_policy[s]),
+                           "behaviour": behaviour.get(s)} for s in scripted]
+    league["rating"] = {"battles_per_pairing_and_side": battles, "seed": seed,
+                        "policies": len(policies), "behaviour_vs": behaviour_vs,
+                        "behaviour_battles": behaviour_battles}
+    write_league(folder, league)
+    plot_population(league, Path(folder) / "population.png")
+    return league
+
+
+def policy_path(folder: Path, member: dict[str, Any]) -> str:
+    """The file a member plays from (its ONNX file in an exported league, else its .pt)."""
+    path = Path(member.get("onnx") or member["checkpoint"])
+    return str(path if path.is_absolute() or path.exists() else Path(folder) / path)
+
+
+def rename(summary: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
+    """The tournament summary with member paths replaced by member names."""
+    def n(p: str) -> str:
+        return names.get(p, p)
+
+    out = dict(summary)
+    out["policies"] = [n(p) for p in summary["policies"]]
+    out["pairings"] = [{**r, "policy": n(r["policy"]), "opponent": n(r["opponent"])}
+                       for r in summary["pairings"]]
+    out["ratings"] = [{**r, "policy": n(r["policy"])} for r in summary["ratings"]]
+    return out
+
+
+def rating_of(r: dict[str, Any]) -> dict[str, Any]:
+    """The rating fields ``league.json`` keeps for a policy."""
+    return {"elo": round(r["elo"], 1), "elo_ci95": [round(r["elo_lo"], 1),
+                                                    round(r["elo_hi"], 1)],
+            "openskill_mu": round(r["openskill_mu"], 3),
+            "openskill_sigma": round(r["openskill_sigma"], 3),
+            "win_rate": round(r["win_rate"], 4), "battles": r["n"]}
+
+
+def measure_behaviour(policies: list[str], names: dict[str, str], scenario: str, vs: str,
+                      battles: int, seed: int) -> dict[str, dict]:
+    """Behaviour descriptors of every policy against ``vs`` (``agents.behaviour``)."""
+    if battles < 1:
+        return {}
+    from agents.behaviour import behaviour_stats
+
+    out = {}
+    for p in policies:
+        out[names.get(p, p)] = behaviour_stats(p, scenario, vs=vs, battles=battles,
+                                               seed=seed + 50_000)
+    return out
+
+
+def plot_population(league: dict[str, Any], path: Path) -> None:
+    """Every policy by style (x: distance kept to the nearest enemy, metres) and strength
+    (y: Elo), league members coloured by learner."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 5))
+    rows = [(m["name"], m.get("learner", "scripted"), m) for m in league["members"]]
+    rows += [(s["name"], "scripted", s) for s in league.get("scripted", [])]
+    learners = sorted({r[1] for r in rows})
+    colours = {name: plt.cm.tab10(i % 10) for i, name in enumerate(learners)}
+    for name, learner, m in rows:
+        b, r = m.get("behaviour") or {}, m.get("rating") or {}
+        x, y = b.get("distance_kept_m"), r.get("elo")
+        if x is None or y is None:
+            continue
+        ax.scatter([x], [y], color=colours[learner], marker="s" if learner == "scripted"
+                   else "o", s=50, label=learner)
+        ax.annotate(name, (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
+    handles, labels = ax.get_legend_handles_labels()
+    unique = dict(zip(labels, handles, strict=True))
+    ax.legend(unique.values(), unique.keys(), fontsize=8)
+    ax.set_xlabel("distance kept to the nearest enemy (m, mean at turn start)")
+    ax.set_ylabel("Elo (league tournament)")
+    ax.set_title(f"League population: {league['scenario']}")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+# ============================================================================ export
+def export(folder: Path, to: Path) -> dict[str, Any]:
+    """Every member as ONNX in ``to`` plus ``league.json`` pointing at the ONNX files."""
+    import shutil
+
+    from agents.onnx_export import export_onnx
+
+    league = load_league(folder)
+    to.mkdir(parents=True, exist_ok=True)
+    for m in league["members"]:
+        target = to / f"{m['name']}.onnx"
+        export_onnx(policy_path(folder, m), target, scenario=league["scenario"])
+        m["onnx"] = target.name
+        m["checkpoint"] = None
+    for extra in ("population.png",):
+        if (Path(folder) / extra).exists():
+            shutil.copyfile(Path(folder) / extra, to / extra)
+    if (Path(folder) / "tournament").is_dir():
+        shutil.copytree(Path(folder) / "tournament", to / "tournament", dirs_exist_ok=True)
+    write_league(to, league)
+    return league
+
+
+# ============================================================================ CLI
+def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    """``traveller league train|rate|export``."""
+    parser = parser or argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    t = sub.add_parser("train", help="train the league's learners")
+    t.add_argument("--config", type=Path, default=Path("configs/league_squad.yaml"),
+                   help="league config YAML (default: configs/league_squad.yaml)")
+    t.add_argument("--out", type=Path, default=Path("runs/league"),
+                   help="league folder (default: runs/league)")
+    t.add_argument("--seed", type=int, default=1, help="seed (default: 1)")
+    t.add_argument("--no-progress", dest="progress", action="store_false",
+                   help="no progress bars")
+    r = sub.add_parser("rate", help="rate members and scripted NPCs in one tournament")
+    r.add_argument("folder", type=Path, help="league folder (holds league.json)")
+    r.add_argument("--scripted", default="rush,marksman,cover,tactician",
+                   help="scripted NPCs in the tournament (default: rush,marksman,cover,"
+                        "tactician)")
+    r.add_argument("--battles", type=int, default=40,
+                   help="battles per pairing and side (default: 40)")
+    r.add_argument("--seed", type=int, default=70_000, help="first battle seed")
+    r.add_argument("--workers", type=int, default=2, help="processes (default: 2)")
+    r.add_argument("--behaviour-vs", default="marksman",
+                   help="opponent of the behaviour measurements (default: marksman)")
+    r.add_argument("--behaviour-battles", type=int, default=100,
+                   help="behaviour battles per policy (default: 100; 0: none)")
+    r.add_argument("--no-progress", dest="progress", action="store_false",
+                   help="no progress bar")
+    e = sub.add_parser("export", help="write every member as ONNX with league.json")
+    e.add_argument("folder", type=Path, help="league folder (holds league.json)")
+    e.add_argument("--to", type=Path, required=True, help="output folder")
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the chosen action (exit status 2 with a message on bad input)."""
+    try:
+        if args.action == "train":
+            league = train(args.config, args.out, args.seed, args.progress)
+            print(f"league: {len(league['members'])} members in {args.out / LEAGUE_FILE}")
+        elif args.action == "rate":
+            from agents.registry import parse_policy_list
+
+            scripted = parse_policy_list(args.scripted) if args.scripted else []
+            if args.battles < 1:
+                raise ValueError("--battles must be at least 1")
+            league = rate(args.folder, scripted, args.battles, args.seed, args.workers,
+                          args.behaviour_vs, args.behaviour_battles, args.progress)
+            print(format_league(league))
+        else:
+            league = export(args.folder, args.to)
+            print(f"league: {len(league['members'])} members exported to {args.to}")
+    except ValueError as exc:
+        print(f"league: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def format_league(league: dict[str, Any]) -> str:
+    """Members and scripted NPCs by Elo, with their style descriptors, as Markdown."""
+    rows = [*league["members"], *league.get("scripted", [])]
+    rows.sort(key=lambda m: -(m.get("rating") or {}).get("elo", 0))
+    lines = ["| policy | style | Elo (95% CI) | win rate | distance kept (m) | turns low | "
+             "shots / battle |", "|---|---|---|---:|---:|---:|---:|"]
+    for m in rows:
+        r, b = m.get("rating") or {}, m.get("behaviour") or {}
+        style = style_flag(m["style"]) if m.get("style") else ("-" if "learner" in m
+                                                                 else "scripted")
+        lo, hi = r.get("elo_ci95", [0, 0])
+        lines.append(f"| {m['name']} | {style} | {r.get('elo', 0):.0f} ({lo:.0f}-{hi:.0f}) | "
+                     f"{r.get('win_rate', 0):.2f} | {b.get('distance_kept_m', float('nan')):.1f}"
+                     f" | {b.get('low_stance_share', float('nan')):.2f} | "
+                     f"{b.get('shots_per_battle', float('nan')):.1f} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point."""
+    return run(build_parser().parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

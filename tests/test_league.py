@@ -1,0 +1,107 @@
+"""The league (experiments/league.py) and the difficulty ladder (experiments/ladder.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from experiments.ladder import level_names, pick_levels
+from experiments.league import load_config, load_league
+from traveller_cli import main as cli_main
+
+TINY = {"scenario": "duel", "generations": 2, "decisions_per_generation": 256,
+        "train": {"num_envs": 8, "num_steps": 16, "epochs": 1, "minibatches": 1,
+                  "pool_every": 1, "eval_battles": 2, "eval_envs": 2, "backend": "python"},
+        "learners": [{"name": "calm", "style": {}},
+                     {"name": "close", "style": {"distance": -0.05, "shots": 0.01}}]}
+
+
+def write(tmp_path, data, name="league.yaml"):
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.fixture(scope="module")
+def tiny_league(tmp_path_factory):
+    base = tmp_path_factory.mktemp("league")
+    config = write(base, TINY)
+    out = base / "run"
+    assert cli_main(["league", "train", "--config", str(config), "--out", str(out),
+                     "--no-progress"]) == 0
+    return out
+
+
+def test_every_learner_trains_every_generation_against_the_league(tiny_league):
+    league = load_league(tiny_league)
+    names = [m["name"] for m in league["members"]]
+    assert names == ["calm_g1", "close_g1", "calm_g2", "close_g2"]
+    assert [m["training_decisions"] for m in league["members"]] == [256, 256, 512, 512]
+    assert league["members"][1]["style"] == {"distance": -0.05, "shots": 0.01}
+    for m in league["members"]:
+        assert (tiny_league / "members" / f"{m['name']}.pt").is_file()
+    # the second generation starts from its own first and plays every other member
+    config = json.loads((tiny_league / "runs" / "close_g2" / "config.json").read_text())["args"]
+    assert config["init"].endswith("close_g1.pt")
+    assert config["style"] == "distance=-0.05,shots=0.01"
+    assert config["pool_sampling"] == "uniform"  # TINY does not set pfsp
+    opponents = config["pool_opponents"].split(",")
+    assert sorted(o.rsplit("/", 1)[1] for o in opponents) == ["calm_g1.pt", "calm_g2.pt"]
+
+
+def test_rating_and_ladder(tiny_league, capsys):
+    assert cli_main(["league", "rate", str(tiny_league), "--scripted", "rush", "--battles",
+                     "2", "--workers", "1", "--behaviour-battles", "0",
+                     "--no-progress"]) == 0
+    league = load_league(tiny_league)
+    assert all("elo" in m["rating"] for m in league["members"])
+    assert league["scripted"][0]["name"] == "rush"
+    assert (tiny_league / "tournament" / "ratings.csv").is_file()
+    # every member played the 3 other members and rush, on both sides, 2 battles each
+    assert league["members"][0]["rating"]["battles"] == 4 * 2 * 2
+    out = tiny_league / "ladder.json"
+    assert cli_main(["ladder", "duel", "--levels", "3", "--league", str(tiny_league),
+                     "--battles", "4", "--out", str(out)]) == 0
+    ladder = json.loads(out.read_text())
+    elos = [lv["elo"] for lv in ladder["levels"]]
+    assert elos == sorted(elos) and len(elos) == 3
+    assert [lv["name"] for lv in ladder["levels"]] == ["easy", "medium", "hard"]
+    assert "next_level_win_rate" in ladder["levels"][0]
+    assert "next_level_win_rate" not in ladder["levels"][-1]
+    assert cli_main(["ladder", "squad", "--league", str(tiny_league)]) == 2
+    assert "plays 'duel', not 'squad'" in capsys.readouterr().err
+
+
+def test_pick_levels_spaces_ratings_evenly():
+    rated = [("a", 1000.0), ("b", 1100.0), ("c", 1190.0), ("d", 1205.0), ("e", 1400.0)]
+    assert pick_levels(rated, 3) == [("a", 1000.0), ("d", 1205.0), ("e", 1400.0)]
+    assert pick_levels(rated, 5) == rated
+    with pytest.raises(ValueError, match="only 5 rated policies"):
+        pick_levels(rated, 6)
+    with pytest.raises(ValueError, match="at least 2"):
+        pick_levels(rated, 1)
+    assert level_names(5)[0] == "very easy" and level_names(7)[-1] == "level 7"
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"colour": "red"}, "unknown keys ['colour']"),
+    ({"learners": []}, "learners must be a non-empty list"),
+    ({"learners": [{"name": "a"}, {"name": "a"}]}, "learner names repeated: ['a']"),
+    ({"learners": [{"name": "a", "style": {"speed": 1}}]}, "learners[0].style: --style: "
+                                                          "unknown term 'speed'"),
+    ({"train": {"seed": 3}}, "train.seed: not a train_ppo flag the league may set"),
+    ({"train": {"warp": 3}}, "train.warp: not a train_ppo flag"),
+    ({"generations": 0}, "generations must be a positive integer"),
+])
+def test_bad_configs_are_refused_naming_the_file_and_key(tmp_path, change, message):
+    path = write(tmp_path, {**TINY, **change})
+    with pytest.raises(ValueError) as exc:
+        load_config(path)
+    assert str(path) in str(exc.value) and message in str(exc.value)
+
+
+def test_the_cli_reports_a_missing_league(tmp_path, capsys):
+    assert cli_main(["league", "rate", str(tmp_path)]) == 2
+    assert "no league here" in capsys.readouterr().err
