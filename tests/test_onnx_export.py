@@ -369,3 +369,17 @@ def test_eval_and_tournament_accept_an_onnx_policy(squad, tmp_path, capsys):
     assert tournament(["--policies", f"{out},random", "--scenarios", "duel", "--battles", "1",
                        "--workers", "1", "--out", str(folder), "--no-progress"]) == 2
     assert "action_mask [batch, 48]" in capsys.readouterr().err
+
+
+def test_benchmark_runs_and_writes_only_when_asked(tmp_path, capsys, monkeypatch):
+    from experiments import bench_onnx
+
+    assert bench_onnx.build_parser().parse_args([]).json is None
+    monkeypatch.chdir(tmp_path)
+    result = bench_onnx.main(["--decisions", "40", "--repeats", "1", "--batch", "16",
+                              "--no-sb3", "--json", "out/bench.json"])
+    assert result["onnx_agrees_with_pytorch"] == "40/40"
+    assert "OnnxPolicy.act (onnxruntime)" in capsys.readouterr().out
+    written = json.loads((tmp_path / "out" / "bench.json").read_text())
+    assert written["figures"].keys() == result["figures"].keys()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
