@@ -266,7 +266,11 @@ class OnnxPolicy:
         feed = mask.astype(np.float32).reshape(1, self.n_actions)
         if self.deterministic:
             (action,) = self.session.run([ACTION], {OBSERVATION: obs, ACTION_MASK: feed})
-            return int(action[0])
+            chosen = int(action[0])
+            if not (0 <= chosen < self.n_actions and feed[0, chosen]):
+                raise ValueError(f"{self.path}: the graph chose action {chosen}, which the "
+                                 "mask does not allow (a graph that ignores its mask?)")
+            return chosen
         (logits,) = self.session.run([MASKED_LOGITS], {OBSERVATION: obs, ACTION_MASK: feed})
         z = logits[0].astype(np.float64)
         legal = feed[0] != 0

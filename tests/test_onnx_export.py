@@ -254,6 +254,14 @@ def test_malformed_files_get_a_clear_error_naming_the_file(squad, tmp_path):
         OnnxPolicy(tmp_path / "narrow.onnx", "squad")
     assert "[batch, 227]" in str(err.value) and "[b, 100]" in str(err.value)
 
+    (tmp_path / "blind.onnx").write_bytes(_graph(227, 72, metadata=raw))  # ignores its mask
+    blind = OnnxPolicy(tmp_path / "blind.onnx", "squad")  # it fits: refused when it errs
+    mask = np.ones(72, np.int8)
+    assert blind.choose(np.zeros(227, np.float32), mask) == 0
+    mask[0] = 0
+    with pytest.raises(ValueError, match="the graph chose action 0, which the mask does not"):
+        blind.choose(np.zeros(227, np.float32), mask)
+
     with pytest.raises(FileNotFoundError, match=r"missing\.onnx"):
         OnnxPolicy(tmp_path / "missing.onnx", "squad")
 
