@@ -257,7 +257,8 @@ def export_onnx(policy: str | Path, out: str | Path,
     """Export ``policy`` (a ``train_ppo`` ``.pt`` or a ``MaskablePPO`` ``.zip``) to the ONNX
     file ``out``; return the metadata written.
 
-    ``scenario`` (name, path or dict) defaults to the one the checkpoint records; the policy
+    ``scenario`` (name, path or dict) defaults to the one the checkpoint records (the first
+    of a model trained on several, ``"squad_commander,squad"``); the policy
     is checked against it as its loader would (``ValueError`` naming the mismatch), and its
     observation and action labels are recorded.
     """
@@ -269,7 +270,8 @@ def export_onnx(policy: str | Path, out: str | Path,
     else:
         raise ValueError(f"{policy}: cannot export this file: expected a train_ppo .pt "
                          "checkpoint or a MaskablePPO .zip")
-    source = scenario if scenario is not None else net.scenario
+    # a model trained on several scenarios records them comma-separated: the first one
+    source = scenario if scenario is not None else net.scenario.split(",")[0].strip()
     if not source:
         raise ValueError(f"{policy}: the checkpoint records no scenario (no .meta.json beside "
                          "it?): pass the scenario it plays (--scenario)")

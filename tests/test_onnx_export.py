@@ -158,7 +158,7 @@ def test_maskable_ppo_zip_exports_and_plays_as_its_loader(tmp_path, scenario, re
     assert meta["action_targets"] == ("relative" if relative else "absolute")
     trained = load_policy(path, scenario)
     assert isinstance(trained, TrainedPolicy)
-    n = DECISIONS if relative else 300
+    n = 300  # the 1,000-decision checks: the .pt above, the trained models below
     _, _, acts = play_decisions(scenario, {"onnx": OnnxPolicy(out, scenario), "zip": trained},
                                 n=n)
     np.testing.assert_array_equal(acts["onnx"], acts["zip"])
@@ -180,6 +180,23 @@ def test_assisted_zip_exports_its_focus_and_assistant(tmp_path):
     _, _, acts = play_decisions(scenario, {"onnx": OnnxPolicy(out, scenario, seed=0),
                                            "zip": zipped}, n=400)
     np.testing.assert_array_equal(acts["onnx"], acts["zip"])
+
+
+@pytest.mark.parametrize(("model", "scenario"), [("aiming", "duel"),
+                                                  ("leadership", "squad_commander")])
+def test_the_committed_trained_models_export_exactly(tmp_path, model, scenario):
+    """The README's trained MaskablePPO models (``results/``): slot-relative 64x64, and the
+    128x128 leadership model with ``assist``/``focus`` (trained on several scenarios)."""
+    pytest.importorskip("sb3_contrib")
+    from agents.trained import load_policy
+
+    path = ROOT / "results" / model / "model.zip"
+    out = tmp_path / f"{model}.onnx"
+    assert traveller(["export", str(path), "--onnx", str(out)]) == 0
+    _, _, acts = play_decisions(scenario, {"onnx": OnnxPolicy(out, scenario, seed=0),
+                                           "zip": load_policy(path, scenario, seed=0)})
+    np.testing.assert_array_equal(acts["onnx"], acts["zip"])
+    assert len(np.unique(acts["zip"])) > 20
 
 
 # ---------------------------------------------------------------------------- refusals
