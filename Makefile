@@ -25,7 +25,7 @@ $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet torch==2.13.0
 	$(BIN)/pip install --quiet $(BUILD_DEPS) $(BUILD_TOOLS)
-	$(BIN)/pip install --quiet --no-build-isolation -e ".[train,bench,dev,rllib]"
+	$(BIN)/pip install --quiet --no-build-isolation -e ".[train,bench,dev,rllib,onnx]"
 	touch $(STAMP)
 
 # (Re)compile the C++ core (csrc/) into traveller_env/_core*.so: incremental, a no-op when

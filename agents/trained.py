@@ -1,6 +1,6 @@
 """Trained policies: a sb3-contrib ``MaskablePPO`` checkpoint as a ``Policy`` (``load_policy``
-also dispatches ``.pt`` checkpoints of ``experiments/train_ppo.py`` to ``agents.ppo_policy``
-and RLlib folders to ``agents.rllib_policy``)."""
+also dispatches ``.pt`` checkpoints of ``experiments/train_ppo.py`` to ``agents.ppo_policy``,
+``.onnx`` exports to ``agents.onnx_policy`` and RLlib folders to ``agents.rllib_policy``)."""
 
 from __future__ import annotations
 
@@ -151,7 +151,8 @@ def load_policy(path: str | Path, scenario: ScenarioSource, deterministic: bool 
                 assist: Any = None) -> TrainedPolicy | AssistedPolicy:
     """Load a ``MaskablePPO`` ``.zip`` for ``scenario`` (built-in name, path or dict); a
     folder is read as an RLlib checkpoint (``agents.rllib_policy.load_rllib_policy``), a
-    ``.pt`` file as a ``train_ppo`` checkpoint (``agents.ppo_policy.load_ppo_policy``).
+    ``.pt`` file as a ``train_ppo`` checkpoint (``agents.ppo_policy.load_ppo_policy``), an
+    ``.onnx`` file as an exported policy (``agents.onnx_policy.load_onnx_policy``).
 
     The model's ``.meta.json`` (written by the training scripts) tells whether it names targets
     by slot (``action_targets: relative``), which the policy then translates for the seat it
@@ -162,6 +163,11 @@ def load_policy(path: str | Path, scenario: ScenarioSource, deterministic: bool 
     space does not fit the scenario's (``Discrete(N)`` actions, ``Box((D,))`` observations).
     """
     path = Path(path)
+    if path.suffix.lower() == ".onnx":  # an exported policy (agents.onnx_policy; no torch)
+        from .onnx_policy import load_onnx_policy
+
+        return load_onnx_policy(path, scenario, deterministic=deterministic, seed=seed,
+                                name=name, assist=assist)
     if path.suffix == ".pt":  # a checkpoint of experiments/train_ppo.py (agents.ppo_policy)
         from .ppo_policy import load_ppo_policy
 

@@ -410,8 +410,9 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
             prog="python -m experiments.tournament",
             description="Round-robin tournament of policies.")
     parser.add_argument("--policies", default="rush,marksman,cover,leader,tactician,random",
-                        help="comma-separated registry names, MaskablePPO .zip paths or RLlib "
-                             "checkpoint folders (default: %(default)s)")
+                        help="comma-separated registry names, trained policy files (MaskablePPO "
+                             ".zip, train_ppo .pt, exported .onnx) or RLlib checkpoint folders "
+                             "(default: %(default)s)")
     parser.add_argument("--scenarios", default="duel,squad,ambush",
                         help="comma-separated scenario names or paths (default: %(default)s)")
     parser.add_argument("--battles", type=int, default=200,

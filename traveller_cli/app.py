@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 from traveller_env import cli as env_cli
 from traveller_env.cli import PROG, Command
 
-from . import evaluate
+from . import evaluate, export
 
 __all__ = ["COMMANDS", "EXPERIMENTS", "GROUPS", "Experiment", "build_parser", "load_experiment",
            "main"]
@@ -43,6 +43,8 @@ COMMANDS: dict[str, Command] = {
     **env_cli.COMMANDS,
     "eval": Command("evaluate a trained model against scripted policies",
                     evaluate.add_arguments, evaluate.run),
+    "export": Command("write a trained policy (.pt or .zip) as an ONNX file that plays "
+                      "without PyTorch", export.add_arguments, export.run),
 }
 
 #: Experiment commands by their words (``"train aiming"`` is ``traveller train aiming``).

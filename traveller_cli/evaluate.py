@@ -17,7 +17,9 @@ __all__ = ["add_arguments", "run", "write_eval_replays"]
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of ``traveller eval``."""
-    p.add_argument("model", type=Path, help="a MaskablePPO .zip saved by a training script")
+    p.add_argument("model", type=Path,
+                   help="a trained policy: a MaskablePPO .zip, a train_ppo .pt, an exported "
+                        ".onnx or an RLlib checkpoint folder")
     p.add_argument("--scenario", default="duel", help="scenario to play (default: duel)")
     p.add_argument("--vs", default="marksman",
                    help="opponent policies, comma-separated (default: marksman)")

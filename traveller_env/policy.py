@@ -239,7 +239,8 @@ def resolve_policy(name: str, scenario: Any = None, seed: int | None = None) -> 
         if policy is not None:
             return policy
     raise ValueError(f"unknown policy {name!r}; known: {', '.join(policy_names())}, or a "
-                     "trained checkpoint an installed loader accepts (.zip, .pt, RLlib folder)")
+                     "trained checkpoint an installed loader accepts (.zip, .pt, .onnx, RLlib "
+                     "folder)")
 
 
 register_policy("random", RandomPolicy)

@@ -1,0 +1,52 @@
+"""``traveller export POLICY --onnx out.onnx``: a trained policy as an ONNX file that
+``agents.onnx_policy.OnnxPolicy`` (or any onnxruntime) plays without PyTorch."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from traveller_env.cli import PROG
+
+__all__ = ["add_arguments", "run"]
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``traveller export``."""
+    p.add_argument("policy", type=Path,
+                   help="a train_ppo .pt checkpoint or a MaskablePPO .zip (MlpPolicy)")
+    p.add_argument("--onnx", type=Path, required=True, metavar="OUT",
+                   help="the ONNX file to write (inputs observation and action_mask, outputs "
+                        "masked_logits and action)")
+    p.add_argument("--scenario", default=None,
+                   help="the scenario the policy plays (default: the one the checkpoint "
+                        "records); its labels are written into the file")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Export ``args.policy``; print what was written (exit 0), or the error on stderr (exit 2
+    for a policy that cannot be exported, 1 when the file cannot be written)."""
+    try:
+        from agents.onnx_export import export_onnx
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        meta = export_onnx(args.policy, args.onnx, scenario=args.scenario)
+    except ImportError as exc:
+        print(f"{PROG}: error: exporting needs {exc.name or 'onnx'}: install the project's "
+              "onnx extra (pip install -e '.[onnx]')", file=sys.stderr)
+        return 2
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    hidden = "x".join(str(h) for h in json.loads(meta["hidden"])) or "no hidden layer"
+    kind = "slot-relative" if meta["action_targets"] == "relative" else "absolute"
+    focus = json.loads(meta["focus"])
+    extra = f", focus {','.join(focus)} assisted by {meta['assist']}" if focus else ""
+    print(f"wrote {args.onnx}: {meta['source_format']} policy for scenario "
+          f"{meta['scenario']!r}, observation [batch, {meta['obs_dim']}], "
+          f"{meta['n_actions']} {kind} actions, tanh MLP {hidden}{extra}")
+    return 0
