@@ -105,3 +105,22 @@ def test_bad_configs_are_refused_naming_the_file_and_key(tmp_path, change, messa
 def test_the_cli_reports_a_missing_league(tmp_path, capsys):
     assert cli_main(["league", "rate", str(tmp_path)]) == 2
     assert "no league here" in capsys.readouterr().err
+
+
+def test_export_writes_onnx_members_that_play(tiny_league, tmp_path):
+    pytest.importorskip("onnxruntime")
+    from agents.evaluation import evaluate_matchup
+    from agents.registry import make_policy
+    from experiments.league import policy_path
+
+    to = tmp_path / "shipped"
+    assert cli_main(["league", "export", str(tiny_league), "--to", str(to)]) == 0
+    league = load_league(to)
+    assert [m["onnx"] for m in league["members"]] == [
+        "calm_g1.onnx", "close_g1.onnx", "calm_g2.onnx", "close_g2.onnx"]
+    assert all(m["checkpoint"] is None for m in league["members"])
+    path = policy_path(to, league["members"][-1])
+    assert path.endswith(".onnx")
+    row = evaluate_matchup(make_policy(path, scenario="duel"), make_policy("rush"), "duel",
+                           battles=2)
+    assert row["battles"] == 2
