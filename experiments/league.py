@@ -46,7 +46,7 @@ __all__ = ["LEAGUE_FILE", "build_parser", "load_config", "load_league", "main", 
 
 LEAGUE_FILE = "league.json"
 CONFIG_KEYS = {"scenario", "generations", "decisions_per_generation", "init", "train",
-               "learners"}
+               "learners", "imports"}
 
 
 # ============================================================================ config
@@ -72,6 +72,16 @@ def load_config(path: Path) -> dict[str, Any]:
     data.setdefault("decisions_per_generation", 1_000_000)
     data.setdefault("init", "")
     data.setdefault("train", {})
+    data.setdefault("imports", [])
+    if not isinstance(data["imports"], list):
+        raise ValueError(f"{path}: imports must be a list of {{name, checkpoint}}")
+    for k, item in enumerate(data["imports"]):
+        if not isinstance(item, dict) or set(item) != {"name", "checkpoint"}:
+            raise ValueError(f"{path}: imports[{k}] must have exactly the keys name and "
+                             "checkpoint")
+        if not str(item["checkpoint"]).endswith(".pt") or not Path(item["checkpoint"]).is_file():
+            raise ValueError(f"{path}: imports[{k}].checkpoint: {item['checkpoint']!r} is not a "
+                             "train_ppo checkpoint file (.pt)")
     for key in ("generations", "decisions_per_generation"):
         if not isinstance(data[key], int) or data[key] < 1:
             raise ValueError(f"{path}: {key} must be a positive integer, got {data[key]!r}")
@@ -83,7 +93,7 @@ def load_config(path: Path) -> dict[str, Any]:
         if name not in fields or name in reserved:
             raise ValueError(f"{path}: train.{flag}: not a train_ppo flag the league may set "
                              f"(the league sets {', '.join(sorted(reserved))} itself)")
-    names = []
+    names = [str(item["name"]) for item in data["imports"]]
     if not isinstance(data["learners"], list) or not data["learners"]:
         raise ValueError(f"{path}: learners must be a non-empty list")
     for k, learner in enumerate(data["learners"]):
@@ -100,13 +110,20 @@ def load_config(path: Path) -> dict[str, Any]:
         names.append(learner["name"])
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
-        raise ValueError(f"{path}: learner names repeated: {dupes}")
+        raise ValueError(f"{path}: learner and import names repeated: {dupes}")
     return data
 
 
 def style_flag(style: dict[str, float]) -> str:
     """``{"distance": 0.03}`` -> ``"distance=0.03"`` (train_ppo's ``--style``)."""
     return ",".join(f"{k}={v}" for k, v in style.items())
+
+
+def _checkpoint_info(path: Path) -> dict[str, Any]:
+    """A train_ppo checkpoint's bookkeeping (decisions trained)."""
+    from agents.ppo_policy import read_checkpoint
+
+    return {"decisions": int(read_checkpoint(path).get("decisions", 0))}
 
 
 def load_league(folder: Path) -> dict[str, Any]:
@@ -139,6 +156,15 @@ def train(config_path: Path, out: Path, seed: int, progress: bool) -> dict[str, 
                               "scenario": config["scenario"], "config": config,
                               "seed": seed, "members": []}
     latest: dict[str, str] = {}
+    for item in config["imports"]:  # past policies joining as they are (not trained further)
+        checkpoint = out / "members" / f"{item['name']}.pt"
+        shutil.copyfile(item["checkpoint"], checkpoint)
+        data = _checkpoint_info(checkpoint)
+        league["members"].append({
+            "name": item["name"], "learner": "imported", "generation": 0,
+            "scenario": config["scenario"], "training_decisions": data["decisions"],
+            "style": {}, "checkpoint": str(checkpoint), "imported_from": item["checkpoint"]})
+    write_league(out, league)
     shared = [item for flag, value in (config["train"] or {}).items()
               for item in (f"--{str(flag).replace('_', '-')}", str(value))]
     for gen in range(1, config["generations"] + 1):
@@ -157,6 +183,8 @@ def train(config_path: Path, out: Path, seed: int, progress: bool) -> dict[str, 
             if others:
                 flags += ["--pool-opponents", ",".join(others)]
             init = latest.get(name) or config.get("init") or ""
+            previous = next((m["training_decisions"] for m in reversed(league["members"])
+                             if m["checkpoint"] == latest.get(name)), 0)
             if init:
                 flags += ["--init", init]
             if learner.get("style"):
@@ -175,7 +203,7 @@ def train(config_path: Path, out: Path, seed: int, progress: bool) -> dict[str, 
             league["members"].append({
                 "name": member, "learner": name, "generation": gen,
                 "scenario": config["scenario"],
-                "training_decisions": gen * config["decisions_per_generation"],
+                "training_decisions": _checkpoint_info(checkpoint)["decisions"] + previous,
                 "style": learner.get("style") or {}, "checkpoint": str(checkpoint),
                 "train_seconds": round(time.perf_counter() - start, 1),
                 "eval_after": evaluation.get("eval_after", {})})

@@ -1,0 +1,171 @@
+"""Squad tactics from scratch by self-play: a ``train_ppo`` pool run on ``squad`` and its
+held-out evaluation against the scripted NPCs (issue 13).
+
+The headline run trains one policy for every seat of a side against a pool of its own past
+checkpoints (the learner's side drawn per battle), with ``rush`` and ``marksman`` mixed into
+the pool on ``--pool-scripted-share`` of the rows; ``tactician`` and ``cover`` never appear in
+training (``tactician`` is the held-out opponent; ``cover`` cannot run inside the core and
+would slow every update). No imitation: the only signal is the battle's reward.
+
+The evaluation loads the checkpoint as an NPC (greedy) and plays ``--eval-battles`` battles
+against each ``--vs`` policy through the AEC env (``agents.evaluation.evaluate_matchup``:
+sides alternate, so half the battles as blue and half as red), on seeds from 200,000 (never
+used in training: training battles draw their seeds from the run's seed), in ``--workers``
+processes; win rates with Wilson 95% intervals. With the behaviour module available it also
+measures the policy's and the scripted NPCs' behaviour against ``marksman``.
+
+    python -m experiments.squad_ppo --total-timesteps 20000000 --seed 1 \\
+        --json results/squad_ppo.json
+    python -m experiments.squad_ppo --checkpoint runs/squad_ppo/ppo.pt --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+__all__ = ["TRAIN_FLAGS", "build_parser", "evaluate", "main", "run"]
+
+#: train_ppo flags of the headline run (besides --total-timesteps, --seed, --out).
+TRAIN_FLAGS = ["--scenario", "squad", "--pool", "--pool-scripted", "rush,marksman",
+               "--pool-scripted-share", "0.3", "--pool-every", "10", "--pool-size", "30",
+               "--num-envs", "256", "--num-steps", "64", "--epochs", "4", "--minibatches", "8",
+               "--lr", "3e-4", "--ent-coef", "0.01", "--hidden", "128,128",
+               "--eval-every", "20", "--eval-vs", "rush,marksman", "--eval-battles", "100",
+               "--final-eval-battles", "0"]
+EVAL_SEED = 200_000
+
+
+def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    """The script's options (it writes ``--json`` only when asked)."""
+    parser = parser or argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--total-timesteps", type=int, default=20_000_000,
+                        help="learner decisions (default: 20000000)")
+    parser.add_argument("--seed", type=int, default=1, help="training seed (default: 1)")
+    parser.add_argument("--extra", default="",
+                        help="more train_ppo flags, as one string (e.g. '--pool-scripted "
+                             "rush,marksman,tactician' for the run with tactician in the pool)")
+    parser.add_argument("--checkpoint", type=Path, default=None,
+                        help="evaluate this checkpoint instead of training one")
+    parser.add_argument("--vs", default="tactician,cover,marksman,rush",
+                        help="evaluation opponents (default: tactician,cover,marksman,rush)")
+    parser.add_argument("--eval-battles", type=int, default=1000,
+                        help="evaluation battles per opponent, half from each side "
+                             "(default: 1000)")
+    parser.add_argument("--behaviour-battles", type=int, default=200,
+                        help="behaviour battles per policy against marksman (0: none)")
+    parser.add_argument("--workers", type=int, default=2, help="processes (default: 2)")
+    parser.add_argument("--out", type=Path, default=Path("runs/squad_ppo"),
+                        help="train_ppo's run folder (default: runs/squad_ppo)")
+    parser.add_argument("--json", type=Path, default=None, help="write the results here")
+    return parser
+
+
+def _chunk(job: tuple[str, str, int, int]) -> dict[str, Any]:
+    """One worker's share: ``battles`` battles of the checkpoint against ``opponent`` from
+    battle seed ``seed`` (an even count and an even seed offset keep the side alternation)."""
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    from agents.evaluation import evaluate_matchup
+    from agents.registry import make_policy
+
+    checkpoint, opponent, seed, battles = job
+    return evaluate_matchup(make_policy(checkpoint, scenario="squad"),
+                            make_policy(opponent, scenario="squad"), "squad",
+                            battles=battles, seed=seed)
+
+
+def evaluate(checkpoint: str, opponents: list[str], battles: int, workers: int) -> list[dict]:
+    """Win/draw/loss of ``checkpoint`` against each opponent (see the module docstring)."""
+    from agents.evaluation import wilson_interval
+
+    size = 50
+    jobs = [(checkpoint, opp, EVAL_SEED + start, min(size, battles - start))
+            for opp in opponents for start in range(0, battles, size)]
+    if workers > 1:
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            parts = list(pool.map(_chunk, jobs))
+    else:
+        parts = [_chunk(j) for j in jobs]
+    rows = []
+    for opp in opponents:
+        mine = [p for j, p in zip(jobs, parts, strict=True) if j[1] == opp]
+        w = sum(p["wins"] for p in mine)
+        d = sum(p["draws"] for p in mine)
+        n = sum(p["battles"] for p in mine)
+        lo, hi = wilson_interval(w, n)
+        rows.append({"opponent": opp, "battles": n, "wins": w, "draws": d,
+                     "losses": n - w - d, "win_rate": w / n, "win_ci95": [lo, hi],
+                     "lower_bound_above_0.6": lo > 0.6})
+    return rows
+
+
+def run(args: argparse.Namespace) -> int:
+    """Train (unless ``--checkpoint``), evaluate, print (and write ``--json``)."""
+    import shlex
+
+    from agents.registry import parse_policy_list
+    from experiments import train_ppo
+
+    opponents = parse_policy_list(args.vs)
+    if args.eval_battles < 2 or args.eval_battles % 2:
+        raise SystemExit("--eval-battles must be an even number, at least 2")
+    trained_s, flags = None, None
+    checkpoint = args.checkpoint
+    if checkpoint is None:
+        flags = [*TRAIN_FLAGS, *shlex.split(args.extra), "--total-timesteps",
+                 str(args.total_timesteps), "--seed", str(args.seed), "--out", str(args.out),
+                 "--overwrite", "--no-progress"]
+        start = time.perf_counter()
+        if train_ppo.main(flags):
+            return 2
+        trained_s = time.perf_counter() - start
+        checkpoint = args.out / "ppo.pt"
+    t = time.perf_counter()
+    rows = evaluate(str(checkpoint), opponents, args.eval_battles, args.workers)
+    print("| opponent | W / D / L | win rate (95% CI) | lower bound > 0.6 |")
+    print("|---|---|---|---|")
+    for r in rows:
+        lo, hi = r["win_ci95"]
+        print(f"| {r['opponent']} | {r['wins']} / {r['draws']} / {r['losses']} | "
+              f"{r['win_rate']:.3f} ({lo:.3f}-{hi:.3f}) | "
+              f"{'yes' if r['lower_bound_above_0.6'] else 'no'} |")
+    print(f"evaluated in {time.perf_counter() - t:.0f} s")
+    behaviour = None
+    if args.behaviour_battles:
+        try:
+            from agents.behaviour import behaviour_stats
+        except ImportError:
+            behaviour_stats = None
+        if behaviour_stats is not None:
+            behaviour = {p: behaviour_stats(p, "squad", vs="marksman",
+                                            battles=args.behaviour_battles, seed=EVAL_SEED)
+                         for p in [str(checkpoint), *opponents]}
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        payload = {"command": "python -m experiments.squad_ppo "
+                   f"--total-timesteps {args.total_timesteps} --seed {args.seed}"
+                   + (f" --extra {shlex.quote(args.extra)}" if args.extra else ""),
+                   "train_flags": flags, "checkpoint": str(checkpoint),
+                   "train_seconds": trained_s, "eval_seed": EVAL_SEED, "rows": rows,
+                   "behaviour": behaviour}
+        args.json.write_text(json.dumps(payload, indent=2) + "\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point."""
+    return run(build_parser().parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
