@@ -57,6 +57,12 @@ EXPERIMENTS: dict[str, Experiment] = {
     "train aiming-ppo": Experiment("learn to aim in each range band with the batched PPO, "
                                    "against the exact optimum (experiments/aiming_ppo.py)",
                                    "experiments.aiming_ppo"),
+    "train leadership-ppo": Experiment("learn when a sergeant should lead, with the batched "
+                                       "PPO (experiments/leadership_ppo.py)",
+                                       "experiments.leadership_ppo"),
+    "train squad-ppo": Experiment("squad tactics by self-play with the batched PPO, evaluated "
+                                  "against the scripted NPCs (experiments/squad_ppo.py)",
+                                  "experiments.squad_ppo"),
     "train ppo": Experiment("masked PPO on batched battles: scripted opponents, self-play "
                             "or a pool of past selves (experiments/train_ppo.py)",
                             "experiments.train_ppo"),

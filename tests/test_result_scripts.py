@@ -1,0 +1,60 @@
+"""The issue-13 result scripts (aiming_ppo, leadership_ppo, squad_ppo): their evaluation paths
+on tiny budgets (the runs themselves are experiments, not tests)."""
+
+from __future__ import annotations
+
+import json
+
+import torch
+
+from agents.ppo_policy import ActorCritic, checkpoint_bytes
+from agents.registry import make_policy
+from traveller_env import vector
+
+
+def random_checkpoint(path, scenario):
+    """An untrained train_ppo checkpoint for ``scenario``."""
+    venv = vector.make(scenario, num_envs=1, seed=0, backend="python", relative_actions=True)
+    torch.manual_seed(0)
+    net = ActorCritic(venv.obs_dim, venv.n_actions, [16])
+    path.write_bytes(checkpoint_bytes(net, scenario, venv.action_labels))
+    return path
+
+
+def test_the_leadership_scenarios_differ_only_in_leadership():
+    import traveller_env
+
+    l3 = traveller_env.load_scenario("leadership_l3").model_dump()
+    l0 = traveller_env.load_scenario("leadership_l0").model_dump()
+    for sc, level in ((l3, 3), (l0, 0)):
+        sergeants = [side["combatants"][0] for side in sc["sides"]]
+        assert [s["skills"]["leadership"] for s in sergeants] == [level, level]
+        assert all(s["weapon"] == "autopistol" for s in sergeants)
+        assert all(c["radio"] for side in sc["sides"] for c in side["combatants"])
+        for side in sc["sides"]:
+            side["combatants"][0]["skills"]["leadership"] = None
+        sc.pop("name"), sc.pop("description")
+    assert l3 == l0
+
+
+def test_leadership_evaluation_counts_the_sergeants_checks():
+    from experiments.leadership_ppo import evaluate_sergeant
+
+    always = evaluate_sergeant(make_policy("always_lead", seed=1), "leadership_l3", 2)
+    never = evaluate_sergeant(make_policy("never_lead", seed=1), "leadership_l3", 2)
+    assert always["leads_per_turn"] > 0.9 and always["bonuses_per_battle"] > 0
+    assert never["leads_per_turn"] == 0 and never["bonuses_per_battle"] == 0
+    assert always["battles"] == 2 and 0 <= always["win_ci95"][0] <= always["win_rate"]
+
+
+def test_squad_evaluation_plays_both_sides_on_held_out_seeds(tmp_path, capsys):
+    from experiments.squad_ppo import main
+
+    ckpt = random_checkpoint(tmp_path / "squad.pt", "squad")
+    out = tmp_path / "squad.json"
+    assert main(["--checkpoint", str(ckpt), "--vs", "rush", "--eval-battles", "4",
+                 "--workers", "1", "--behaviour-battles", "0", "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert rows[0]["opponent"] == "rush" and rows[0]["battles"] == 4
+    assert rows[0]["wins"] + rows[0]["draws"] + rows[0]["losses"] == 4
+    assert "| rush |" in capsys.readouterr().out
