@@ -128,6 +128,9 @@ class Args:
     prone), shots (the decision is an attack), lead (a Leadership check or a bonus handed)"""
     total_timesteps: int = 300_000
     """learner decisions to train for (rounded up to whole rollouts)"""
+    stop_after_updates: int = 0
+    """stop after this many updates (0: at --total-timesteps), keeping the learning-rate
+    schedule of --total-timesteps: reproduces a checkpoint saved mid-run"""
     seed: int = 1
     """seed of everything: battles, network initialisation, sampling"""
     out: str = ""
@@ -193,7 +196,8 @@ class Args:
                                  ("--eval-battles", self.eval_battles, 0),
                                  ("--eval-envs", self.eval_envs, 1),
                                  ("--final-eval-battles", self.final_eval_battles, 0),
-                                 ("--seed", self.seed, 0)):
+                                 ("--seed", self.seed, 0),
+                                 ("--stop-after-updates", self.stop_after_updates, 0)):
             if value < low:
                 raise ValueError(f"{flag} must be at least {low}, got {value}")
         for flag, value in (("--lr", self.lr), ("--clip-coef", self.clip_coef)):
@@ -709,7 +713,8 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
                                             for k, v in base.items()))
 
     all_learn = all(g.kind != "pool" for g in groups)
-    while decisions < args.total_timesteps:
+    while decisions < args.total_timesteps and not (
+            args.stop_after_updates and update >= args.stop_after_updates):
         if args.anneal_lr:
             optimizer.param_groups[0]["lr"] = args.lr * max(
                 0.0, 1.0 - decisions / args.total_timesteps)
@@ -862,7 +867,7 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
         stats = new_stats()
         if pool_rows is not None and update % args.pool_every == 0:
             freeze(update, decisions)
-        last = decisions >= args.total_timesteps
+        last = decisions >= args.total_timesteps or update == args.stop_after_updates
         if (args.eval_every and update % args.eval_every == 0) or last:
             rec = evaluate(update, decisions, train_win)
             t = time.perf_counter()

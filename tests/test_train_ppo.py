@@ -385,3 +385,16 @@ def test_init_pool_opponents_pfsp_and_style_run_together(tiny_run, tmp_path):
                        "4", "--eval-vs", "", "--no-progress", "--out", str(bad)])
     assert status == 2
     assert not (bad / "ppo.pt").exists()
+
+
+def test_stop_after_updates_stops_there_and_saves(tmp_path):
+    """--stop-after-updates 2 of TINY's 4 updates: the run ends and saves at update 2 (the
+    learning rate still follows --total-timesteps, so it matches the full run's update-2
+    checkpoint; the byte-identical-checkpoint test above covers the determinism)."""
+    from experiments.train_ppo import build_parser, run
+
+    half = tmp_path / "half"
+    assert run(build_parser().parse_args([*TINY, "--out", str(half),
+                                          "--stop-after-updates", "2"])) == 0
+    data = read_checkpoint(half / "ppo.pt")
+    assert data["update"] == 2 and data["decisions"] < 2048
