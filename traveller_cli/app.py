@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 from traveller_env import cli as env_cli
 from traveller_env.cli import PROG, Command
 
-from . import evaluate
+from . import behaviour, evaluate
 
 __all__ = ["COMMANDS", "EXPERIMENTS", "GROUPS", "Experiment", "build_parser", "load_experiment",
            "main"]
@@ -43,6 +43,9 @@ COMMANDS: dict[str, Command] = {
     **env_cli.COMMANDS,
     "eval": Command("evaluate a trained model against scripted policies",
                     evaluate.add_arguments, evaluate.run),
+    "behaviour": Command("behaviour statistics per policy: stance, cover, focus fire, aiming, "
+                         "leadership, distance kept (agents/behaviour.py)",
+                         behaviour.add_arguments, behaviour.run),
 }
 
 #: Experiment commands by their words (``"train aiming"`` is ``traveller train aiming``).
