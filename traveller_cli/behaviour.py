@@ -8,6 +8,7 @@ import json
 import math
 import shlex
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
     from agents.registry import parse_policy_list
 
     bar = None
+    start = time.perf_counter()
     try:
         if args.battles < 1:
             raise ValueError(f"--battles must be at least 1, got {args.battles}")
@@ -78,15 +80,18 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
+    seconds = time.perf_counter() - start
     print(format_behaviour(rows, markdown=args.markdown))
     if args.json:
+        from traveller_env.env import DEFAULT_BACKEND
+
         command = shlex.join([PROG, "behaviour", "--scenario", args.scenario, "--policies",
                               args.policies, "--vs", args.vs, "--battles", str(args.battles),
                               "--seed", str(args.seed)])
         out = {"command": command, "scenario": args.scenario, "vs": opponents,
                "battles_per_side": args.battles, "seed": args.seed,
-               "backend": args.backend or "default", "descriptors": list(DESCRIPTORS),
-               "policies": rows}
+               "backend": args.backend or DEFAULT_BACKEND, "seconds": round(seconds, 1),
+               "descriptors": list(DESCRIPTORS), "policies": rows}
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(_plain(out), indent=2) + "\n")
     return 0
