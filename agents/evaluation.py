@@ -126,8 +126,12 @@ def evaluate_range(policy: Policy, battles: int = 200, seed: int = 10_000,
 
 def evaluate_matchup(policy: Policy, opponent: Policy, scenario: str = "duel",
                      battles: int = 200, seed: int = 20_000,
-                     make_env: Callable[[str], Any] | None = None) -> dict:
-    """Wins/draws/losses of ``policy`` against ``opponent``; sides alternate by battle."""
+                     make_env: Callable[[str], Any] | None = None,
+                     on_battle: Callable[[int, Any, int], None] | None = None) -> dict:
+    """Wins/draws/losses of ``policy`` against ``opponent``; sides alternate by battle
+    (battle ``i`` has seed ``seed + i``, the policy on side ``i % 2``). ``on_battle(i,
+    battle, side)``, when given, sees each finished battle and the side the policy played
+    (``agents.behaviour`` reads the event logs that way)."""
     env = (make_env or traveller_env.raw_env)(scenario)
     env = getattr(env, "unwrapped", env)
     names = [s.name for s in env.scenario.sides]
@@ -138,6 +142,8 @@ def evaluate_matchup(policy: Policy, opponent: Policy, scenario: str = "duel",
         policies = {a: (policy if env.side_of(a) == mine else opponent)
                     for a in env.possible_agents}
         b = play_battle(env, policies, seed + i)
+        if on_battle is not None:
+            on_battle(i, b, mine)
         rounds.append(b.round)
         if b.winner is None:
             draws += 1

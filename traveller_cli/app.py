@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 from traveller_env import cli as env_cli
 from traveller_env.cli import PROG, Command
 
-from . import evaluate, export
+from . import behaviour, evaluate, export
 
 __all__ = ["COMMANDS", "EXPERIMENTS", "GROUPS", "Experiment", "build_parser", "load_experiment",
            "main"]
@@ -45,6 +45,9 @@ COMMANDS: dict[str, Command] = {
                     evaluate.add_arguments, evaluate.run),
     "export": Command("write a trained policy (.pt or .zip) as an ONNX file that plays "
                       "without PyTorch", export.add_arguments, export.run),
+    "behaviour": Command("behaviour statistics per policy: stance, cover, focus fire, aiming, "
+                         "leadership, distance kept (agents/behaviour.py)",
+                         behaviour.add_arguments, behaviour.run),
 }
 
 #: Experiment commands by their words (``"train aiming"`` is ``traveller train aiming``).

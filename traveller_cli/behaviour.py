@@ -1,0 +1,97 @@
+"""``traveller behaviour --scenario squad --policies rush,marksman --vs marksman``: behaviour
+statistics per policy (``agents.behaviour``), one table row per policy."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from traveller_env.cli import PROG
+
+__all__ = ["add_arguments", "run"]
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``traveller behaviour``."""
+    p.add_argument("--scenario", default="squad", help="scenario to play (default: squad)")
+    p.add_argument("--policies", required=True,
+                   help="policies to describe, comma-separated: scripted names, MaskablePPO "
+                        ".zip or train_ppo .pt paths")
+    p.add_argument("--vs", default="marksman",
+                   help="opponents, comma-separated (default: marksman); the descriptors are "
+                        "summed over them")
+    p.add_argument("--battles", type=int, default=200,
+                   help="battles per side and opponent (default: 200, so 400 per opponent)")
+    p.add_argument("--seed", type=int, default=1000,
+                   help="first battle seed (default: 1000); battle i has seed SEED + i")
+    p.add_argument("--backend", choices=("core", "python"), default=None,
+                   help="engine (default: the environment's default, the compiled core)")
+    p.add_argument("--json", type=Path, default=None,
+                   help="write the results here (default: print only)")
+    p.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with NaN as ``None`` (JSON has no NaN)."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    """Describe each ``--policies`` entry against the ``--vs`` opponents; print the table
+    (exit 0), or the error on stderr (exit 2) for bad input."""
+    from agents.behaviour import DESCRIPTORS, behaviour_stats, format_behaviour
+    from agents.registry import parse_policy_list
+
+    bar = None
+    start = time.perf_counter()
+    try:
+        if args.battles < 1:
+            raise ValueError(f"--battles must be at least 1, got {args.battles}")
+        policies = parse_policy_list(args.policies)
+        opponents = parse_policy_list(args.vs)
+        if not args.no_progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(policies) * len(opponents) * 2 * args.battles,
+                       unit="battle", file=sys.stderr)
+        rows = []
+        for name in policies:
+            if bar is not None:
+                bar.set_description(name)
+            rows.append(behaviour_stats(name, args.scenario, opponents, args.battles,
+                                        args.seed, backend=args.backend,
+                                        on_battle=None if bar is None else bar.update))
+    except ValueError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        if bar is not None:
+            bar.close()
+    seconds = time.perf_counter() - start
+    print(format_behaviour(rows, markdown=args.markdown))
+    if args.json:
+        from traveller_env.env import DEFAULT_BACKEND
+
+        command = shlex.join([PROG, "behaviour", "--scenario", args.scenario, "--policies",
+                              args.policies, "--vs", args.vs, "--battles", str(args.battles),
+                              "--seed", str(args.seed)])
+        out = {"command": command, "scenario": args.scenario, "vs": opponents,
+               "battles_per_side": args.battles, "seed": args.seed,
+               "backend": args.backend or DEFAULT_BACKEND, "seconds": round(seconds, 1),
+               "descriptors": list(DESCRIPTORS), "policies": rows}
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(_plain(out), indent=2) + "\n")
+    return 0
