@@ -24,7 +24,7 @@ behaviour.
 round-robin tournament (``experiments.tournament``: both sides, the same seeds for every
 pairing; OpenSkill and Elo with a bootstrap interval, win-rate matrix and heatmap in
 ``DIR/tournament``). Each member's behaviour (``agents.behaviour``: distance kept, share of
-turns in cover, crouched or prone, shots and aims per battle, leadership use, focus fire)
+turns in cover, crouched or prone, shots and aims per shot, leadership use, focus fire)
 is measured against ``--behaviour-vs``; ``population.png`` places every policy by its style
 (distance kept) and strength (Elo).
 
@@ -285,13 +285,18 @@ def measure_behaviour(policies: list[str], names: dict[str, str], scenario: str,
     """Behaviour descriptors of every policy against ``vs`` (``agents.behaviour``)."""
     if battles < 1:
         return {}
-    from agents.behaviour import behaviour_stats
+    from agents.behaviour import DESCRIPTORS, behaviour_stats
 
     out = {}
     for p in policies:
-        out[names.get(p, p)] = behaviour_stats(p, scenario, vs=vs, battles=battles,
-                                               seed=seed + 50_000)
+        stats = behaviour_stats(p, scenario, vs=vs, battles=battles, seed=seed + 50_000)
+        out[names.get(p, p)] = {k: _finite(stats.get(k)) for k in DESCRIPTORS}
     return out
+
+
+def _finite(x: Any) -> Any:
+    """A descriptor for JSON: ``None`` for an undefined (NaN) share."""
+    return None if isinstance(x, float) and x != x else x
 
 
 def plot_population(league: dict[str, Any], path: Path) -> None:
@@ -309,7 +314,7 @@ def plot_population(league: dict[str, Any], path: Path) -> None:
     colours = {name: plt.cm.tab10(i % 10) for i, name in enumerate(learners)}
     for name, learner, m in rows:
         b, r = m.get("behaviour") or {}, m.get("rating") or {}
-        x, y = b.get("distance_kept_m"), r.get("elo")
+        x, y = b.get("distance_m"), r.get("elo")
         if x is None or y is None:
             continue
         ax.scatter([x], [y], color=colours[learner], marker="s" if learner == "scripted"
@@ -412,18 +417,29 @@ def format_league(league: dict[str, Any]) -> str:
     """Members and scripted NPCs by Elo, with their style descriptors, as Markdown."""
     rows = [*league["members"], *league.get("scripted", [])]
     rows.sort(key=lambda m: -(m.get("rating") or {}).get("elo", 0))
-    lines = ["| policy | style | Elo (95% CI) | win rate | distance kept (m) | turns low | "
-             "shots / battle |", "|---|---|---|---:|---:|---:|---:|"]
+    lines = ["| policy | style | Elo (95% CI) | win rate | distance kept (m) | turns in cover | "
+             "turns low | focus fire | aims / shot | shots / battle |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for m in rows:
         r, b = m.get("rating") or {}, m.get("behaviour") or {}
         style = style_flag(m["style"]) if m.get("style") else ("-" if "learner" in m
                                                                  else "scripted")
         lo, hi = r.get("elo_ci95", [0, 0])
         lines.append(f"| {m['name']} | {style} | {r.get('elo', 0):.0f} ({lo:.0f}-{hi:.0f}) | "
-                     f"{r.get('win_rate', 0):.2f} | {b.get('distance_kept_m', float('nan')):.1f}"
-                     f" | {b.get('low_stance_share', float('nan')):.2f} | "
-                     f"{b.get('shots_per_battle', float('nan')):.1f} |")
+                     f"{r.get('win_rate', 0):.2f} | {_fmt(b.get('distance_m'), 1)} | "
+                     f"{_fmt(b.get('in_cover_share'), 2)} | "
+                     f"{_fmt(_sum(b.get('prone_share'), b.get('crouch_share')), 2)} | "
+                     f"{_fmt(b.get('focus_fire'), 2)} | {_fmt(b.get('aims_per_shot'), 2)} | "
+                     f"{_fmt(b.get('shots_per_battle'), 1)} |")
     return "\n".join(lines)
+
+
+def _fmt(x: Any, digits: int) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def _sum(*xs: Any) -> Any:
+    return None if any(x is None for x in xs) else sum(xs)
 
 
 def main(argv: list[str] | None = None) -> int:

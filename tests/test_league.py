@@ -55,11 +55,14 @@ def test_every_learner_trains_every_generation_against_the_league(tiny_league):
 
 def test_rating_and_ladder(tiny_league, capsys):
     assert cli_main(["league", "rate", str(tiny_league), "--scripted", "rush", "--battles",
-                     "2", "--workers", "1", "--behaviour-battles", "0",
+                     "2", "--workers", "1", "--behaviour-battles", "1",
                      "--no-progress"]) == 0
     league = load_league(tiny_league)
     assert all("elo" in m["rating"] for m in league["members"])
     assert league["scripted"][0]["name"] == "rush"
+    assert league["members"][0]["behaviour"]["distance_m"] > 0
+    assert (tiny_league / "population.png").is_file()
+    json.dumps(league, allow_nan=False)  # undefined shares are null, not NaN
     assert (tiny_league / "tournament" / "ratings.csv").is_file()
     # every member played the 3 other members and rush, on both sides, 2 battles each
     assert league["members"][0]["rating"]["battles"] == 4 * 2 * 2
