@@ -32,6 +32,9 @@ from .engine import CoreBattle, flatten_scenario
 
 __all__ = ["CoreBattleState", "CoreTravellerEnv"]
 
+_empty = np.empty
+_FLOAT32, _INT8 = np.dtype(np.float32), np.dtype(np.int8)
+
 
 class _Out:
     """``by_id[agent]`` for the env's bookkeeping: ``out`` read from the core; any other
@@ -377,8 +380,8 @@ class CoreTravellerEnv(TravellerEnv):
         if b is None or seat is None:
             self._require_reset("observe()")
             self._check_agent(agent)
-        obs = np.empty(self._obs_dim, dtype=np.float32)
-        mask = np.empty(self._n_actions, dtype=np.int8)
+        obs = _empty(self._obs_dim, _FLOAT32)  # (positional dtype objects: half the cost)
+        mask = _empty(self._n_actions, _INT8)
         b._b.aec_observe(seat, agent == self.agent_selection, obs, mask)
         return {"observation": obs, "action_mask": mask}
 
