@@ -4,7 +4,9 @@ Plays uniformly random legal actions (the same sampler everywhere: ``np.flatnonz
 then a seeded choice, ``legal[rng.integers(len(legal))]``: the draws of ``rng.choice(legal)``
 without its 4 us of overhead, which would otherwise weigh on every environment's figure)
 for a fixed number of AEC steps in each environment, in one process, and prints the median
-steps per second over several repeats:
+steps per second over several repeats, by wall-clock and by CPU time (``time.process_time``).
+The repeats are interleaved (repeat 1 of every environment, then repeat 2, ...) so that a
+change of load on a shared machine falls on every environment alike:
 
 * PettingZoo's ``tictactoe_v3.env()`` and ``connect_four_v3.env()`` (references users know);
 * our ``env()`` and ``raw_env()`` on the Python engine (``backend="python"``) on ``duel``,
@@ -22,6 +24,7 @@ decisions per second inside ``step``, the core also with 2 threads; under the JS
 key; ``--vector-decisions 0`` skips it). No timing is asserted anywhere.
 
     python -m experiments.bench_env --steps 20000 --repeats 5 --json runs/bench_env.json
+    python -m experiments.bench_env --only aec   # tictactoe and env() on the core only
 """
 
 from __future__ import annotations
@@ -103,10 +106,17 @@ def big_scenario(n: int = 16) -> dict:
 
 def run_aec(env: Any, steps: int, seed: int = 0) -> float:
     """Steps per second of random legal play for ``steps`` AEC steps (resets included)."""
+    return run_aec_timed(env, steps, seed)[0]
+
+
+def run_aec_timed(env: Any, steps: int, seed: int = 0) -> tuple[float, float]:
+    """``run_aec``'s loop, timed twice: steps per second of wall-clock time and of this
+    process's CPU time (``time.process_time``: the time other processes hold the CPU is not
+    counted, so it moves less with the machine's load)."""
     rng = np.random.default_rng(seed)
     episode = 0
     env.reset(seed=seed)
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     for _ in range(steps):
         if not env.agents:
             episode += 1
@@ -117,7 +127,8 @@ def run_aec(env: Any, steps: int, seed: int = 0) -> float:
             continue
         legal = np.flatnonzero(obs["action_mask"])
         env.step(int(legal[rng.integers(len(legal))]))
-    return steps / (time.perf_counter() - start)
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+    return steps / wall, steps / max(cpu, 1e-9)
 
 
 def run_engine(scenario: Any, actions: int, seed: int = 0) -> float:
@@ -149,6 +160,24 @@ def instance_memory_kib(factory: Any) -> float:
     return current / 1024
 
 
+def _core_ratios(results: dict[str, dict], with_python: bool) -> dict[str, float]:
+    """env() on the core against tictactoe_v3 env() (issue 12's AEC targets), by wall-clock
+    and by CPU time (medians of the interleaved repeats), and against env() on the Python
+    engine when it ran."""
+    ratios: dict[str, float] = {}
+    ttt = results["tictactoe_v3 env()"]
+    for name in ("duel", "squad", "16v16"):
+        core = results[f"traveller env() {name} core"]
+        ratios[f"{name} env() core / tictactoe env()"] = (
+            core["steps_per_s"] / ttt["steps_per_s"])
+        ratios[f"{name} env() core / tictactoe env() (CPU time)"] = (
+            core["cpu_steps_per_s"] / ttt["cpu_steps_per_s"])
+        if with_python:
+            ratios[f"{name} env() core / {name} env() python"] = (
+                core["steps_per_s"] / results[f"traveller env() {name}"]["steps_per_s"])
+    return ratios
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The script's options (it writes a file only when asked with ``--json``)."""
     parser = argparse.ArgumentParser(description="AEC environment speed benchmark")
@@ -159,6 +188,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="decisions per repeat of each vector case (0: skip the vector API)")
     parser.add_argument("--vector-repeats", type=int, default=3,
                         help="repeats of each vector case (median is reported)")
+    parser.add_argument("--only", choices=("all", "aec"), default="all",
+                        help="aec: only tictactoe_v3 env() and env() on the core (duel, squad, "
+                             "16v16), for a quick check of issue 12's AEC targets (no engine, "
+                             "memory or vector cases)")
     return parser
 
 
@@ -177,21 +210,49 @@ def main(argv: list[str] | None = None) -> int:
         "do-nothing + our order enforcement": lambda: _OrderEnforcing(DoNothingEnv()),
         "do-nothing raw": DoNothingEnv,
     }
+    only_aec = args.only == "aec"
+    if only_aec:
+        if not traveller_env.core_available():
+            raise SystemExit("--only aec times env() on the core, which is not built here")
+        cases = {"tictactoe_v3 env()": tictactoe_v3.env}
     for name, sc in (("duel", "duel"), ("squad", "squad"), ("16v16", big)):
-        cases[f"traveller env() {name}"] = lambda sc=sc: traveller_env.env(
-            scenario=sc, backend="python")
-        cases[f"traveller raw_env() {name}"] = lambda sc=sc: traveller_env.raw_env(
-            scenario=sc, backend="python")
+        if not only_aec:
+            cases[f"traveller env() {name}"] = lambda sc=sc: traveller_env.env(
+                scenario=sc, backend="python")
+            cases[f"traveller raw_env() {name}"] = lambda sc=sc: traveller_env.raw_env(
+                scenario=sc, backend="python")
         if traveller_env.core_available():
             cases[f"traveller env() {name} core"] = lambda sc=sc: traveller_env.env(
                 scenario=sc, backend="core")
-    results: dict[str, dict] = {}
-    for name, factory in cases.items():
-        env = factory()
+    # The repeats are interleaved (repeat r of every case, then repeat r + 1), so that a change
+    # of the machine's load during the run falls on every case alike, not on a few of them.
+    envs = {name: factory() for name, factory in cases.items()}
+    for env in envs.values():
         run_aec(env, min(2000, args.steps))  # warm-up (caches, imports)
-        rates = [run_aec(env, args.steps, seed=r) for r in range(args.repeats)]
-        results[name] = {"steps_per_s": statistics.median(rates), "repeats": rates}
-        print(f"{name:<38}{statistics.median(rates):>12,.0f} steps/s", flush=True)
+    timed: dict[str, list[tuple[float, float]]] = {name: [] for name in envs}
+    for r in range(args.repeats):
+        for name, env in envs.items():
+            timed[name].append(run_aec_timed(env, args.steps, seed=r))
+    results: dict[str, dict] = {}
+    for name, runs in timed.items():
+        rates, cpu_rates = [w for w, _ in runs], [c for _, c in runs]
+        results[name] = {"steps_per_s": statistics.median(rates), "repeats": rates,
+                         "cpu_steps_per_s": statistics.median(cpu_rates),
+                         "cpu_repeats": cpu_rates}
+        print(f"{name:<38}{statistics.median(rates):>12,.0f} steps/s "
+              f"({statistics.median(cpu_rates):,.0f} per CPU second)", flush=True)
+    if only_aec:
+        ratios = _core_ratios(results, with_python=False)
+        print()
+        for k, v in ratios.items():
+            print(f"{k:<50}{v:>8.2f}x")
+        if args.json:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps({"only": "aec", "steps": args.steps,
+                                             "repeats": args.repeats, "results": results,
+                                             "ratios": ratios}, indent=2) + "\n")
+            print(f"wrote {args.json}")
+        return 0
     for name, sc in (("duel", "duel"), ("squad", "squad"), ("16v16", big)):
         rates = [run_engine(sc, args.steps, seed=r) for r in range(args.repeats)]
         results[f"engine alone {name}"] = {"actions_per_s": statistics.median(rates),
@@ -217,11 +278,7 @@ def main(argv: list[str] | None = None) -> int:
         "16v16 env() / duel env()": rate("traveller env() 16v16") / rate("traveller env() duel"),
     }
     if traveller_env.core_available():
-        for name in ("duel", "squad", "16v16"):
-            ratios[f"{name} env() core / tictactoe env()"] = (
-                rate(f"traveller env() {name} core") / rate("tictactoe_v3 env()"))
-            ratios[f"{name} env() core / {name} env() python"] = (
-                rate(f"traveller env() {name} core") / rate(f"traveller env() {name}"))
+        ratios.update(_core_ratios(results, with_python=True))
     vector_section = None
     if args.vector_decisions > 0:
         from experiments.bench_vector import run_all

@@ -39,6 +39,7 @@ def lockstep(sc, seed: int, *, illegal_rate: float = 0.0, steps: int = 100_000,
         assert np.array_equal(obs_c["action_mask"], obs_p["action_mask"]), (n, agent)
         assert (ret_c, term_c, trunc_c) == (ret_p, term_p, trunc_p), (n, agent)
         assert json.dumps(info_c) == json.dumps(info_p), (n, agent)
+        assert info_c == info_p and core.infos == py.infos, (n, agent)
         assert core.rewards == py.rewards and core.terminations == py.terminations, n
         assert core.state().tobytes() == py.state().tobytes(), n
         if term_p or trunc_p:
@@ -139,3 +140,98 @@ def test_the_sb3_bridge_on_the_core_matches_the_python_engine():
             episodes += 1
             outs = [e.reset(seed=9 + episodes) for e in envs]
     assert episodes >= 1
+
+
+def test_observations_are_new_arrays_that_later_steps_leave_alone():
+    """The core env's ``observe``/``last`` hand out fresh arrays (as the Python engine's): one
+    kept by the caller is never rewritten by a later call."""
+    e = traveller_env.env("squad", backend="core")
+    e.reset(seed=2)
+    rng = np.random.default_rng(2)
+    kept = []
+    while e.agents and len(kept) < 150:
+        obs, _, term, trunc, info = e.last()
+        again = e.observe(e.agent_selection)
+        assert again["observation"] is not obs["observation"]
+        assert again["action_mask"] is not obs["action_mask"]
+        assert not np.shares_memory(again["observation"], obs["observation"])
+        assert obs["observation"].dtype == np.float32 and obs["action_mask"].dtype == np.int8
+        kept.append((obs, {k: v.copy() for k, v in obs.items()}, json.dumps(info)))
+        e.step(None if term or trunc else int(rng.choice(np.flatnonzero(obs["action_mask"]))))
+    for obs, copy, _ in kept:
+        assert all(np.array_equal(obs[k], copy[k]) for k in copy)
+
+
+def test_actions_off_the_fast_path_give_the_python_engines_answers():
+    """NumPy integers, illegal actions (raise mode), out-of-range and wrong-type actions take
+    ``TravellerEnv.step``'s checks on the core too: the same errors, then the same battle."""
+    envs = [traveller_env.raw_env("duel", backend=b) for b in ("python", "core")]
+    for e in envs:
+        e.reset(seed=11)
+    rng = np.random.default_rng(11)
+    for n in range(120):
+        if not envs[0].agents:
+            break
+        obs = [e.last()[0] for e in envs]
+        if envs[0].terminations[envs[0].agent_selection]:
+            for e in envs:
+                e.step(None)
+            continue
+        illegal = np.flatnonzero(obs[0]["action_mask"] == 0)
+        for bad in (int(illegal[0]), -1, 10**6, 1.5, True):
+            errors = []
+            for e in envs:
+                with pytest.raises(ValueError) as err:
+                    e.step(bad)
+                errors.append(str(err.value))
+            assert errors[0] == errors[1], (n, bad)
+        action = np.int64(rng.choice(np.flatnonzero(obs[0]["action_mask"]))) if n % 2 else \
+            int(rng.choice(np.flatnonzero(obs[0]["action_mask"])))
+        for e in envs:
+            e.step(action)
+        assert envs[1].infos == envs[0].infos and envs[1].rewards == envs[0].rewards, n
+    assert json.dumps(envs[1].battle.events) == json.dumps(envs[0].battle.events)
+
+
+def test_the_aec_binding_checks_what_python_passes():
+    """``Battle.aec_step``/``aec_observe``/``aec_events`` (the core env's hot path) trust
+    nothing: seats, actions and buffers are checked; a refused call changes nothing."""
+    e = traveller_env.raw_env("duel", backend="core")
+    e.reset(seed=3)
+    pb = e.battle._b
+    n_act, dim = pb.num_actions, pb.observation_size
+    obs = np.full(dim, 7.0, dtype=np.float32)
+    mask = np.full(n_act, 7, dtype=np.int8)
+    for bad in (np.zeros(dim, np.float64), np.zeros(dim + 1, np.float32),
+                np.zeros(2 * dim, np.float32)[::2], [0.0] * dim, None):
+        with pytest.raises(ValueError, match=rf"Battle\.aec_observe: obs must be a C-contiguous "
+                                             rf"float32 array of shape \({dim},\)"):
+            pb.aec_observe(0, True, bad, mask)
+    frozen = np.zeros(n_act, np.int8)
+    frozen.flags.writeable = False
+    for bad in (np.zeros(n_act, np.uint8), np.zeros(n_act - 1, np.int8), frozen):
+        with pytest.raises(ValueError, match=rf"Battle\.aec_observe: mask must be a C-contiguous "
+                                             rf"int8 array of shape \({n_act},\)"):
+            pb.aec_observe(0, True, obs, bad)
+    with pytest.raises(ValueError, match=r"seat must be an int in \[0, 1\]"):
+        pb.aec_observe(2, True, obs, mask)
+    assert (obs == 7.0).all() and (mask == 7).all()  # refused calls wrote nothing
+    seat = e.possible_agents.index(e.agent_selection)
+    pb.aec_observe(seat, True, obs, mask)
+    assert np.array_equal(obs, e.observation_vector(e.agent_selection))
+    assert np.array_equal(mask, e.action_mask())
+    pb.aec_observe(1 - seat, True, obs, mask)  # not the decider: an all-zero mask
+    assert not mask.any()
+    events = list(e.battle.events)
+    with pytest.raises(ValueError, match="action must be an int in"):
+        pb.aec_step(n_act)
+    illegal = int(np.flatnonzero(e.action_mask() == 0)[0])
+    assert pb.aec_step(illegal) == -2 and pb.num_events == len(events)
+    with pytest.raises(ValueError, match="log must be a list"):
+        pb.aec_events(tuple(events))
+    with pytest.raises(ValueError, match="more than the battle's"):
+        pb.aec_events([*events, {}])
+    legal = int(np.flatnonzero(e.action_mask())[0])
+    assert pb.aec_step(legal) in (-1, 0, 1)
+    pb.aec_events(events)
+    assert events == pb.events(0)

@@ -577,9 +577,13 @@ def _before_reset(name: str) -> AttributeError:
 def _forwarded(name: str) -> property:
     """PettingZoo attribute ``name``, read straight from the wrapped environment
     (``AttributeError`` before ``reset``, as with PettingZoo's wrapper)."""
-    return property(lambda self: getattr(self._live(name), name),
-                    doc=f"PettingZoo's ``{name}``, read from the wrapped environment "
-                        "(``AttributeError`` before ``reset``).")
+    def get(self: _OrderEnforcing) -> Any:
+        if self._has_reset:
+            return getattr(self.env, name)
+        raise _before_reset(name)
+
+    return property(get, doc=f"PettingZoo's ``{name}``, read from the wrapped environment "
+                             "(``AttributeError`` before ``reset``).")
 
 
 class _OrderEnforcing(wrappers.OrderEnforcingWrapper):
@@ -603,7 +607,9 @@ class _OrderEnforcing(wrappers.OrderEnforcingWrapper):
 
     def last(self, observe: bool = True) -> tuple:
         """As the environment's ``last`` (``AttributeError`` before ``reset``)."""
-        return self._live("agent_selection").last(observe)
+        if not self._has_reset:
+            raise _before_reset("agent_selection")
+        return self.env.last(observe)
 
     def step(self, action: Any) -> None:
         """Refuse a step before ``reset`` (as PettingZoo's wrapper) and once every agent is

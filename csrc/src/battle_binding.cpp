@@ -15,6 +15,7 @@
 #include <cmath>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "battle_spec.hpp"
@@ -26,6 +27,7 @@ namespace nb = nanobind;
 using namespace nb::literals;
 using traveller::binding::Buffer;
 using traveller::binding::checked_buffer;
+using traveller::binding::HotBuffer;
 using traveller::binding::Shape;
 using traveller::binding::to_count;
 using traveller::binding::to_u64;
@@ -189,6 +191,43 @@ PyBattle make_battle(std::shared_ptr<Grid> grid, nb::handle ints_obj, nb::handle
     return out;
 }
 
+nb::dict event_obj(const Battle& b, const Event& e, nb::handle py_round, nb::handle ids);
+
+// An interned Python str for a constant C string (a field name, an event type, a stance, a
+// reason): made once per distinct pointer and kept for the process, so building an event dict
+// creates and hashes no key string. The GIL guards the table (events are built with it held).
+nb::handle key(const char* s) {
+    static std::unordered_map<const char*, PyObject*> cache;
+    const auto it = cache.find(s);
+    if (it != cache.end()) return it->second;
+    PyObject* o = PyUnicode_InternFromString(s);
+    if (o == nullptr) throw nb::python_error();
+    cache.emplace(s, o);
+    return o;
+}
+
+// The combatants' ids as a Python list of str, made once per battle (the events' actor fields).
+nb::handle id_strs(const PyBattle& p) {
+    if (!p.id_strs.is_valid()) {
+        nb::list l;
+        for (const std::string& s : p.battle->names().ids) l.append(nb::str(s.c_str()));
+        p.id_strs = std::move(l);
+    }
+    return p.id_strs;
+}
+
+// The event log's entries [start, end) appended to `out` as the Python engine's dicts.
+void append_events(const PyBattle& p, std::size_t start, nb::handle out) {
+    // Looked up once and kept for the process (never released: no destructor at exit).
+    static const nb::handle py_round = nb::object(nb::module_::import_("builtins").attr("round")).release();
+    const Battle& b = *p.battle;
+    nb::handle ids = id_strs(p);
+    for (std::size_t k = start; k < b.events().size(); ++k) {
+        nb::dict d = event_obj(b, b.events()[k], py_round, ids);
+        if (PyList_Append(out.ptr(), d.ptr()) != 0) throw nb::python_error();
+    }
+}
+
 nb::object roll_obj(const Event& e) {
     if (!e.has_roll) return nb::none();
     nb::list l;
@@ -199,7 +238,7 @@ nb::object roll_obj(const Event& e) {
 
 nb::dict dms_obj(const Dms& d) {
     nb::dict out;
-    for (int i = 0; i < d.n; ++i) out[dm_name(d.name[i])] = d.value[i];
+    for (int i = 0; i < d.n; ++i) out[key(dm_name(d.name[i]))] = d.value[i];
     return out;
 }
 
@@ -211,170 +250,170 @@ nb::list pos(int x, int y) {
 }
 
 // One event as the Python engine's dict (rules/events.py: fields in log order).
-nb::dict event_obj(const Battle& b, const Event& e, nb::handle py_round) {
+nb::dict event_obj(const Battle& b, const Event& e, nb::handle py_round, nb::handle ids) {
     const Names& nm = b.names();
     auto id = [&](int i) -> nb::object {
         if (i < 0) return nb::none();
-        return nb::str(nm.ids[static_cast<std::size_t>(i)].c_str());
+        return nb::borrow(PyList_GET_ITEM(ids.ptr(), i));
     };
     nb::dict d;
-    d["type"] = event_type_name(e.type);
+    d[key("type")] = key(event_type_name(e.type));
     switch (e.type) {
         case EventType::initiative:
-            d["actor"] = id(e.a);
-            d["roll"] = roll_obj(e);
-            d["dms"] = dms_obj(e.dms);
-            d["initiative"] = e.v[0];
-            d["ambush"] = e.v[1] != 0;
+            d[key("actor")] = id(e.a);
+            d[key("roll")] = roll_obj(e);
+            d[key("dms")] = dms_obj(e.dms);
+            d[key("initiative")] = e.v[0];
+            d[key("ambush")] = e.v[1] != 0;
             break;
         case EventType::tactics:
-            d["actor"] = id(e.a);
-            d["unit"] = nm.sides[e.v[0]];
-            d["roll"] = roll_obj(e);
-            d["dms"] = dms_obj(e.dms);
-            d["total"] = e.v[1];
-            d["effect"] = e.v[2];
-            d["added"] = e.v[2];
+            d[key("actor")] = id(e.a);
+            d[key("unit")] = nm.sides[e.v[0]];
+            d[key("roll")] = roll_obj(e);
+            d[key("dms")] = dms_obj(e.dms);
+            d[key("total")] = e.v[1];
+            d[key("effect")] = e.v[2];
+            d[key("added")] = e.v[2];
             break;
-        case EventType::round: d["round"] = e.v[0]; break;
+        case EventType::round: d[key("round")] = e.v[0]; break;
         case EventType::haste:
-            d["actor"] = id(e.a);
-            d["haste"] = e.v[0] != 0;
-            d["initiative"] = e.v[1];
+            d[key("actor")] = id(e.a);
+            d[key("haste")] = e.v[0] != 0;
+            d[key("initiative")] = e.v[1];
             break;
         case EventType::simultaneous: {
             nb::list g;
             for (std::uint32_t k = 0; k < e.pool_n; ++k) g.append(id(b.pool_ints()[e.pool_off + k]));
-            d["group"] = g;
-            d["initiative"] = e.v[0];
-            d["DEX"] = e.v[1];
+            d[key("group")] = g;
+            d[key("initiative")] = e.v[0];
+            d[key("DEX")] = e.v[1];
             break;
         }
         case EventType::turn:
-            d["actor"] = id(e.a);
-            d["initiative"] = e.v[0];
-            d["round"] = e.v[1];
+            d[key("actor")] = id(e.a);
+            d[key("initiative")] = e.v[0];
+            d[key("round")] = e.v[1];
             break;
         case EventType::end_turn:
-            d["actor"] = id(e.a);
-            d["reason"] = kEndTurnReasons[e.v[0]];
+            d[key("actor")] = id(e.a);
+            d[key("reason")] = key(kEndTurnReasons[e.v[0]]);
             break;
         case EventType::move:
-            d["actor"] = id(e.a);
-            d["from"] = pos(e.v[0], e.v[1]);
-            d["to"] = pos(e.v[2], e.v[3]);
-            d["metres"] = e.f;
+            d[key("actor")] = id(e.a);
+            d[key("from")] = pos(e.v[0], e.v[1]);
+            d[key("to")] = pos(e.v[2], e.v[3]);
+            d[key("metres")] = e.f;
             break;
         case EventType::stance:
-            d["actor"] = id(e.a);
-            d["from"] = kStanceNames[e.v[0]];
-            d["to"] = kStanceNames[e.v[1]];
+            d[key("actor")] = id(e.a);
+            d[key("from")] = key(kStanceNames[e.v[0]]);
+            d[key("to")] = key(kStanceNames[e.v[1]]);
             break;
         case EventType::draw:
         case EventType::reload:
-            d["actor"] = id(e.a);
-            d["weapon"] = nm.weapons[static_cast<std::size_t>(e.a)];
-            d["progress"] = e.v[0];
-            d["needed"] = e.v[1];
-            d["done"] = e.v[2] != 0;
+            d[key("actor")] = id(e.a);
+            d[key("weapon")] = nm.weapons[static_cast<std::size_t>(e.a)];
+            d[key("progress")] = e.v[0];
+            d[key("needed")] = e.v[1];
+            d[key("done")] = e.v[2] != 0;
             break;
         case EventType::aim:
-            d["actor"] = id(e.a);
-            d["target"] = id(e.b);
-            d["aim"] = e.v[0];
+            d[key("actor")] = id(e.a);
+            d[key("target")] = id(e.b);
+            d[key("aim")] = e.v[0];
             break;
         case EventType::aim_lost:
         case EventType::bonus_granted:
-            d["actor"] = id(e.a);
-            d["target"] = id(e.b);
+            d[key("actor")] = id(e.a);
+            d[key("target")] = id(e.b);
             break;
         case EventType::leadership:
-            d["actor"] = id(e.a);
-            d["roll"] = roll_obj(e);
-            d["dms"] = dms_obj(e.dms);
-            d["total"] = e.v[0];
-            d["effect"] = e.v[1];
-            d["bonuses"] = e.v[2];
-            d["penalties"] = e.v[3];
+            d[key("actor")] = id(e.a);
+            d[key("roll")] = roll_obj(e);
+            d[key("dms")] = dms_obj(e.dms);
+            d[key("total")] = e.v[0];
+            d[key("effect")] = e.v[1];
+            d[key("bonuses")] = e.v[2];
+            d[key("penalties")] = e.v[3];
             break;
         case EventType::bonus_used:
         case EventType::penalty_used:
-            d["actor"] = id(e.a);
-            d["check"] = kCheckNames[e.v[0]];
+            d[key("actor")] = id(e.a);
+            d[key("check")] = key(kCheckNames[e.v[0]]);
             break;
         case EventType::penalty_imposed:
-            d["actor"] = id(e.a);
-            d["target"] = id(e.b);
-            d["leader"] = id(e.c);
+            d[key("actor")] = id(e.a);
+            d[key("target")] = id(e.b);
+            d[key("leader")] = id(e.c);
             break;
         case EventType::reaction:
-            d["actor"] = id(e.a);
-            d["reaction"] = kReactionNames[e.v[0]];
-            d["attacker"] = id(e.b);
+            d[key("actor")] = id(e.a);
+            d[key("reaction")] = key(kReactionNames[e.v[0]]);
+            d[key("attacker")] = id(e.b);
             break;
         case EventType::attack: {
             const bool melee = e.v[0] != 0;
-            d["actor"] = id(e.a);
-            d["target"] = id(e.b);
-            d["weapon"] = nm.weapons[static_cast<std::size_t>(e.a)];
-            d["damage_dice"] = nm.damage_dice[static_cast<std::size_t>(e.a)];
-            d["melee"] = melee;
-            d["range_m"] = py_round(e.f, 3);
-            d["actor_pos"] = pos(e.v[1], e.v[2]);
-            d["target_pos"] = pos(e.v[3], e.v[4]);
-            d["ammo_left"] = melee ? nb::object(nb::none()) : nb::object(nb::int_(e.v[5]));
-            d["reaction"] = kReactionNames[e.v[6]];
-            d["roll"] = roll_obj(e);
-            d["dms"] = dms_obj(e.dms);
-            d["total"] = e.v[7];
-            d["effect"] = e.v[8];
-            d["hit"] = e.v[9] != 0;
+            d[key("actor")] = id(e.a);
+            d[key("target")] = id(e.b);
+            d[key("weapon")] = nm.weapons[static_cast<std::size_t>(e.a)];
+            d[key("damage_dice")] = nm.damage_dice[static_cast<std::size_t>(e.a)];
+            d[key("melee")] = melee;
+            d[key("range_m")] = py_round(e.f, 3);
+            d[key("actor_pos")] = pos(e.v[1], e.v[2]);
+            d[key("target_pos")] = pos(e.v[3], e.v[4]);
+            d[key("ammo_left")] = melee ? nb::object(nb::none()) : nb::object(nb::int_(e.v[5]));
+            d[key("reaction")] = key(kReactionNames[e.v[6]]);
+            d[key("roll")] = roll_obj(e);
+            d[key("dms")] = dms_obj(e.dms);
+            d[key("total")] = e.v[7];
+            d[key("effect")] = e.v[8];
+            d[key("hit")] = e.v[9] != 0;
             if (e.v[9]) {
                 nb::list dr;
                 for (std::uint32_t k = 0; k < e.pool_n; ++k) dr.append(b.pool_ints()[e.pool_off + k]);
-                d["damage_roll"] = dr;
+                d[key("damage_roll")] = dr;
             } else {
-                d["damage_roll"] = nb::none();
+                d[key("damage_roll")] = nb::none();
             }
-            d["damage"] = e.v[10];
-            d["protection"] = e.v[11];
+            d[key("damage")] = e.v[10];
+            d[key("protection")] = e.v[11];
             nb::dict after;
-            after["STR"] = e.v[12];
-            after["DEX"] = e.v[13];
-            after["END"] = e.v[14];
-            d["target_after"] = after;
+            after[key("STR")] = e.v[12];
+            after[key("DEX")] = e.v[13];
+            after[key("END")] = e.v[14];
+            d[key("target_after")] = after;
             break;
         }
         case EventType::incapacitated:
-            d["actor"] = id(e.a);
-            d["by"] = id(e.b);
-            d["state"] = e.v[0] ? "dead" : "unconscious";
-            d["stays_until_group_ends"] = e.v[1] != 0;
+            d[key("actor")] = id(e.a);
+            d[key("by")] = id(e.b);
+            d[key("state")] = key(e.v[0] ? "dead" : "unconscious");
+            d[key("stays_until_group_ends")] = e.v[1] != 0;
             break;
-        case EventType::out: d["actor"] = id(e.a); break;
+        case EventType::out: d[key("actor")] = id(e.a); break;
         case EventType::lapse:
-            d["actor"] = id(e.a);
-            d["kind"] = kPoolKindNames[e.v[0]];
-            d["count"] = e.v[1];
-            d["reason"] = kLapseReasons[e.v[2]];
+            d[key("actor")] = id(e.a);
+            d[key("kind")] = key(kPoolKindNames[e.v[0]]);
+            d[key("count")] = e.v[1];
+            d[key("reason")] = key(kLapseReasons[e.v[2]]);
             break;
         case EventType::initiative_change:
-            d["actor"] = id(e.a);
-            d["change"] = e.v[0];
-            d["reason"] = kInitChangeReasons[e.v[1]];
-            d["applies_to"] = e.v[2] ? "next_round" : "current_round";
-            d["initiative"] = e.v[3];
-            d["next_round_change"] = e.v[4];
+            d[key("actor")] = id(e.a);
+            d[key("change")] = e.v[0];
+            d[key("reason")] = key(kInitChangeReasons[e.v[1]]);
+            d[key("applies_to")] = key(e.v[2] ? "next_round" : "current_round");
+            d[key("initiative")] = e.v[3];
+            d[key("next_round_change")] = e.v[4];
             break;
         case EventType::illegal_action:
-            d["actor"] = id(e.a);
-            d["label"] = b.strings()[static_cast<std::size_t>(e.v[0])];
-            d["reason"] = b.strings()[static_cast<std::size_t>(e.v[0]) + 1];
+            d[key("actor")] = id(e.a);
+            d[key("label")] = b.strings()[static_cast<std::size_t>(e.v[0])];
+            d[key("reason")] = b.strings()[static_cast<std::size_t>(e.v[0]) + 1];
             break;
         case EventType::end:
-            d["round"] = e.v[0];
-            d["winner"] = e.v[1] < 0 ? nb::object(nb::none()) : nb::object(nb::str(nm.sides[e.v[1]].c_str()));
-            d["reason"] = kEndReasons[e.v[2]];
+            d[key("round")] = e.v[0];
+            d[key("winner")] = e.v[1] < 0 ? nb::object(nb::none()) : nb::object(nb::str(nm.sides[e.v[1]].c_str()));
+            d[key("reason")] = key(kEndReasons[e.v[2]]);
             break;
     }
     return d;
@@ -430,9 +469,8 @@ void bind_battle(nb::module_& m) {
         })
         .def("label", [](const PyBattle& p, nb::handle i) { return p.battle->label(checked_action(*p.battle, i)); })
         .def("mask", [](const PyBattle& p, nb::handle out_obj) {
-            const Buffer<std::uint8_t> out = checked_buffer<std::uint8_t>(
-                out_obj, "Battle.mask", "out", Shape{{p.battle->num_actions()}, {"A"}}, true);
-            p.battle->legal_mask(out.data);
+            const HotBuffer<std::uint8_t> out(out_obj, "Battle.mask", "out", p.battle->num_actions(), "A");
+            p.battle->legal_mask(out.data());
         }, "out"_a.none(), "Write the action mask (1: legal) into out (uint8[num_actions]).")
         .def("why_illegal", [](const PyBattle& p, nb::handle i) -> nb::object {
             const std::string r = p.battle->why_illegal(checked_action(*p.battle, i));
@@ -457,12 +495,32 @@ void bind_battle(nb::module_& m) {
             const Battle& b = *p.battle;
             const auto start = static_cast<std::size_t>(
                 to_count(start_obj, "start", static_cast<std::int64_t>(b.events().size())));
-            // Looked up once and kept for the process (never released: no destructor at exit).
-            static const nb::handle py_round = nb::object(nb::module_::import_("builtins").attr("round")).release();
             nb::list out;
-            for (std::size_t k = start; k < b.events().size(); ++k) out.append(event_obj(b, b.events()[k], py_round));
+            append_events(p, start, out);
             return out;
-        }, "start"_a.none() = 0, "The event log from index `start`, as the Python engine's dicts.");
+        }, "start"_a.none() = 0, "The event log from index `start`, as the Python engine's dicts.")
+        // The AEC env's hot path (traveller_env/core/aec.py): one call per step each.
+        .def("aec_step", [](PyBattle& p, nb::handle i) {
+            Battle& b = *p.battle;
+            const int index = checked_action(b, i);
+            b.legal_mask(p.scratch.data());
+            if (!p.scratch[static_cast<std::size_t>(index)]) return -2;  // refused: nothing changed
+            b.apply(index);
+            return b.decider();
+        }, "action"_a.none(),
+           "Take action `action` when it is legal and return the seat deciding next (-1 once the "
+           "battle is over); return -2 and change nothing when it is illegal (step() says why).")
+        .def("aec_events", [](const PyBattle& p, nb::handle log) {
+            if (!PyList_CheckExact(log.ptr())) bad("Battle.aec_events: log must be a list");
+            const auto have = static_cast<std::size_t>(PyList_GET_SIZE(log.ptr()));
+            if (have > p.battle->events().size()) {
+                bad("Battle.aec_events: log holds " + std::to_string(have) + " events, more than "
+                    "the battle's " + std::to_string(p.battle->events().size()));
+            }
+            append_events(p, have, log);
+        }, "log"_a.none(),
+           "Append to `log` (a list holding the log's first len(log) events) the events recorded "
+           "since, as the Python engine's dicts.");
 }
 
 }  // namespace traveller::binding

@@ -32,35 +32,44 @@ inline std::string py_type_name(nb::handle h) {
 
 // A Python int in [0, 2**64 - 1] as uint64; `name` is the argument's name for the message.
 inline std::uint64_t to_u64(nb::handle value, const char* name) {
-    const std::string allowed = std::string(name) + " must be an int in [0, 2**64 - 1], got ";
+    // The message is built only when refusing (these checks sit on hot paths).
+    auto allowed = [name] { return std::string(name) + " must be an int in [0, 2**64 - 1], got "; };
     if (PyBool_Check(value.ptr())) {
-        throw nb::type_error((allowed + py_type_name(value) + " " + py_repr(value)).c_str());
+        throw nb::type_error((allowed() + py_type_name(value) + " " + py_repr(value)).c_str());
     }
     PyObject* index = PyNumber_Index(value.ptr());
     if (index == nullptr) {
         PyErr_Clear();
-        throw nb::type_error((allowed + py_type_name(value) + " " + py_repr(value)).c_str());
+        throw nb::type_error((allowed() + py_type_name(value) + " " + py_repr(value)).c_str());
     }
     nb::object as_int = nb::steal(index);
     const unsigned long long v = PyLong_AsUnsignedLongLong(as_int.ptr());
     if (v == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
         PyErr_Clear();  // OverflowError: negative or too large
-        throw nb::value_error((allowed + py_repr(as_int)).c_str());
+        throw nb::value_error((allowed() + py_repr(as_int)).c_str());
     }
     return static_cast<std::uint64_t>(v);
 }
 
 // A Python int in [0, limit] as int64 (counts such as a number of dice).
 inline std::int64_t to_count(nb::handle value, const char* name, std::int64_t limit) {
-    const std::string allowed =
-        std::string(name) + " must be an int in [0, " + std::to_string(limit) + "], got ";
+    auto allowed = [name, limit] {
+        return std::string(name) + " must be an int in [0, " + std::to_string(limit) + "], got ";
+    };
+    if (PyLong_CheckExact(value.ptr())) {  // the common case: a plain int, no __index__ call
+        int overflow = 0;
+        const long long v = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+        if (overflow == 0 && v >= 0 && v <= limit) return static_cast<std::int64_t>(v);
+        if (v == -1 && PyErr_Occurred()) PyErr_Clear();
+        throw nb::value_error((allowed() + py_repr(value)).c_str());
+    }
     if (PyBool_Check(value.ptr())) {
-        throw nb::type_error((allowed + py_type_name(value) + " " + py_repr(value)).c_str());
+        throw nb::type_error((allowed() + py_type_name(value) + " " + py_repr(value)).c_str());
     }
     PyObject* index = PyNumber_Index(value.ptr());
     if (index == nullptr) {
         PyErr_Clear();
-        throw nb::type_error((allowed + py_type_name(value) + " " + py_repr(value)).c_str());
+        throw nb::type_error((allowed() + py_type_name(value) + " " + py_repr(value)).c_str());
     }
     nb::object as_int = nb::steal(index);
     int overflow = 0;
@@ -70,7 +79,7 @@ inline std::int64_t to_count(nb::handle value, const char* name, std::int64_t li
         overflow = 1;
     }
     if (overflow != 0 || v < 0 || v > limit) {
-        throw nb::value_error((allowed + py_repr(as_int)).c_str());
+        throw nb::value_error((allowed() + py_repr(as_int)).c_str());
     }
     return static_cast<std::int64_t>(v);
 }
@@ -191,5 +200,51 @@ Buffer<T> checked_buffer(nb::handle obj, const char* fn, const char* name, const
     }
     return buf;
 }
+
+// The buffer-protocol format character of T (NumPy's, for native byte order).
+template <typename T> constexpr char buffer_format();
+template <> constexpr char buffer_format<float>() { return 'f'; }
+template <> constexpr char buffer_format<std::int8_t>() { return 'b'; }
+template <> constexpr char buffer_format<std::uint8_t>() { return 'B'; }
+
+// checked_buffer for a hot path: a writable 1-D buffer of exactly n elements of T, C-contiguous
+// in CPU memory. It asks the buffer protocol directly (no message built, no ndarray cast: a
+// tenth of checked_buffer's cost); whatever that does not accept at once goes through
+// checked_buffer, which accepts it or raises its ValueError, so the same buffers are accepted
+// and refused with the same messages. Use it with the GIL held, for the span of one call.
+template <typename T> class HotBuffer {
+  public:
+    HotBuffer(nb::handle obj, const char* fn, const char* name, std::int64_t n, const char* letter) {
+        if (PyObject_GetBuffer(obj.ptr(), &view_, PyBUF_WRITABLE | PyBUF_FORMAT | PyBUF_ND) == 0) {
+            held_ = true;
+            const char* f = view_.format;
+            // PyBUF_ND without PyBUF_STRIDES: the exporter gives C-contiguous memory or refuses.
+            if (view_.ndim == 1 && view_.shape != nullptr && view_.shape[0] == n &&
+                view_.itemsize == static_cast<Py_ssize_t>(sizeof(T)) && f != nullptr &&
+                f[0] == buffer_format<T>() && f[1] == '\0' && !view_.readonly) {
+                data_ = static_cast<T*>(view_.buf);
+                return;
+            }
+            PyBuffer_Release(&view_);
+            held_ = false;
+        } else {
+            PyErr_Clear();
+        }
+        slow_ = checked_buffer<T>(obj, fn, name, Shape{{n}, {letter}}, true);
+        data_ = slow_.data;
+    }
+    ~HotBuffer() {
+        if (held_) PyBuffer_Release(&view_);
+    }
+    HotBuffer(const HotBuffer&) = delete;
+    HotBuffer& operator=(const HotBuffer&) = delete;
+    T* data() const { return data_; }
+
+  private:
+    Py_buffer view_{};
+    bool held_ = false;
+    Buffer<T> slow_;
+    T* data_ = nullptr;
+};
 
 }  // namespace traveller::binding

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "checks.hpp"
@@ -29,9 +30,28 @@ int checked_seat(const PyBattle& p, nb::handle seat_obj) {
 void observe(const PyBattle& p, nb::handle seat_obj, nb::handle out_obj) {
     const int seat = checked_seat(p, seat_obj);
     const Observer& ob = *p.observer;
-    const Buffer<float> out =
-        checked_buffer<float>(out_obj, "Battle.observe", "out", Shape{{ob.size()}, {"D"}}, true);
-    ob.observe(*p.battle, seat, out.data);
+    const HotBuffer<float> out(out_obj, "Battle.observe", "out", ob.size(), "D");
+    ob.observe(*p.battle, seat, out.data());
+}
+
+// observe and the AEC env's mask in one call (traveller_env/core/aec.py's hot path): seat's
+// observation into obs; into mask (int8[num_actions]) the legal mask when `live` (the env's
+// selected agent) and seat decides now, else zeros. Both buffers are checked before either is
+// written.
+void aec_observe(const PyBattle& p, nb::handle seat_obj, bool live, nb::handle obs_obj,
+                 nb::handle mask_obj) {
+    const int seat = checked_seat(p, seat_obj);
+    const Observer& ob = *p.observer;
+    const Battle& b = *p.battle;
+    const HotBuffer<float> obs(obs_obj, "Battle.aec_observe", "obs", ob.size(), "D");
+    const HotBuffer<std::int8_t> mask(mask_obj, "Battle.aec_observe", "mask", b.num_actions(), "A");
+    ob.observe(b, seat, obs.data());
+    auto* m = reinterpret_cast<std::uint8_t*>(mask.data());
+    if (live && b.decider() == seat) {
+        b.legal_mask(m);
+    } else {
+        std::memset(m, 0, static_cast<std::size_t>(b.num_actions()));
+    }
 }
 
 void state(const PyBattle& p, nb::handle out_obj) {
@@ -95,6 +115,10 @@ void bind_observation(nb::module_& m) {
     add_method(cls, "observe", &observe, "seat"_a.none(), "out"_a.none(),
                "Write seat's observation vector into out (float32[observation_size]), as "
                "ObservationBuilder.observe does.");
+    add_method(cls, "aec_observe", &aec_observe, "seat"_a.none(), "live"_a, "obs"_a.none(),
+               "mask"_a.none(),
+               "observe(seat, obs), plus into mask (int8[num_actions]) the legal mask when live "
+               "and seat decides now, else zeros (the AEC env's observe).");
     add_method(cls, "state", &state, "out"_a.none(),
                "Write the global state into out (float32[state_size]), as "
                "ObservationBuilder.state does.");

@@ -3,6 +3,8 @@
 // policies_binding.cpp (the in-core policies act on it).
 #pragma once
 
+#include <nanobind/nanobind.h>
+
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -17,6 +19,7 @@ struct PyBattle {
     std::unique_ptr<Battle> battle;
     std::unique_ptr<const Observer> observer;  // built from the battle at its start
     std::vector<std::uint8_t> scratch;         // the mask, for a cheap legality test in step
+    mutable nanobind::object id_strs;          // the ids as a list of str (events), made once
 };
 
 }  // namespace traveller::binding

@@ -28,9 +28,12 @@ from ..rules.battle import Battle, BattleSummary, IllegalActionError
 from ..rules.dice import Dice
 from ..scenario import build_battle
 from ..view import BattleView
-from .engine import CoreBattle
+from .engine import CoreBattle, flatten_scenario
 
 __all__ = ["CoreBattleState", "CoreTravellerEnv"]
+
+_empty = np.empty
+_FLOAT32, _INT8 = np.dtype(np.float32), np.dtype(np.int8)
 
 
 class _Out:
@@ -81,6 +84,18 @@ class _LazySummary:
         return self._summary().copy()
 
 
+class _Prepared:
+    """What every battle of one env shares, made once (not at each ``reset``): the scenario's
+    flat data for the core, the catalogue's labels and its actions' indices by identity."""
+
+    __slots__ = ("flat", "index", "labels")
+
+    def __init__(self, scenario: Any, catalogue: Any) -> None:
+        self.flat = flatten_scenario(scenario)
+        self.index = {id(a): i for i, a in enumerate(catalogue.actions)}
+        self.labels = list(catalogue.labels)
+
+
 class CoreBattleState:
     """One battle on the core, with the part of ``Battle``'s interface ``TravellerEnv`` uses.
 
@@ -89,22 +104,25 @@ class CoreBattleState:
     same point (replayed lazily from the same seed and actions).
     """
 
-    def __init__(self, scenario: Any, seed: int, catalogue: Any) -> None:
-        self.core = CoreBattle(scenario, seed)
+    def __init__(self, scenario: Any, seed: int, catalogue: Any, *,
+                 prepared: _Prepared | None = None) -> None:
+        if prepared is None:
+            prepared = _Prepared(scenario, catalogue)
+        self.core = CoreBattle(scenario, seed, flat=prepared.flat)
         self._b = self.core._b
         self._scenario = scenario
         self._seed = seed
         # The catalogue's own action objects, by identity (the env passes them).
-        self._index = {id(a): i for i, a in enumerate(catalogue.actions)}
+        self._index = prepared.index
         self._catalogue = catalogue
-        if list(catalogue.labels) != self.core.labels:
+        if prepared.labels != self.core.labels:
             raise RuntimeError("the core's action catalogue differs from the Python engine's")
         self.ids = self.core.ids
         self.side_names = self.core.side_names
         self.by_id = {cid: _Out(self, i, cid) for i, cid in enumerate(self.ids)}
         self.events: list[dict] = self._b.events(0)
         self.version = 0
-        self._taken: list[tuple] = []  # actions so far: (index,) or (label, reason)
+        self._taken: list[int | tuple] = []  # actions so far: an index, or (label, reason)
         self._python: Battle | None = None
         self._replayed = 0
 
@@ -150,7 +168,7 @@ class CoreBattleState:
         except ValueError:
             raise IllegalActionError(self.current_agent, action.label,
                                      self._b.why_illegal(index) or "refused") from None
-        self._taken.append((index,))
+        self._taken.append(index)
         self._recorded()
 
     def forfeit(self, label: str, reason: str) -> None:
@@ -161,7 +179,7 @@ class CoreBattleState:
 
     def _recorded(self) -> None:
         self.version += 1
-        self.events.extend(self._b.events(len(self.events)))
+        self._b.aec_events(self.events)  # the new events, appended as the engine's dicts
 
     def __getattr__(self, name: str) -> Any:
         """Anything else ``Battle`` has (``combatants``, ``grid``, ``pools``, ...), read from
@@ -181,12 +199,12 @@ class CoreBattleState:
         b = self._python
         actions = None
         for taken in self._taken[self._replayed:]:
-            if len(taken) == 1:
+            if type(taken) is int:
                 if actions is None:
                     from ..encoding import ActionCatalogue
 
                     actions = ActionCatalogue(b).actions
-                b.apply(actions[taken[0]], validated=True)
+                b.apply(actions[taken], validated=True)
             else:
                 b.forfeit(*taken)
         self._replayed = len(self._taken)
@@ -209,13 +227,143 @@ class CoreTravellerEnv(TravellerEnv):
         super().__init__(scenario, render_mode=render_mode, **options)
         self._seat = {a: i for i, a in enumerate(self.possible_agents)}
         self._obs_dim = len(self._obs_builder.labels)
+        self._n_actions = self._catalogue.n
+        self._prepared = _Prepared(self.scenario, self._catalogue)
+        r = self.scenario.rewards
+        self._damage_rewards = bool(r.damage_dealt or r.damage_taken)
+        self._last_dropouts = 0
+        self._last_damage: tuple[list[int], list[int]] | None = None
 
     def _build_battle(self, dice: Dice | None) -> Any:
         if dice is not None:
             raise ValueError("reset options['dice']: scripted dice are not supported on "
                              "backend='core' (the core rolls only the shared PCG32 generator "
                              "from the seed); use backend='python'")
-        return CoreBattleState(self.scenario, self.seed, self._catalogue)
+        state = CoreBattleState(self.scenario, self.seed, self._catalogue,
+                                prepared=self._prepared)
+        # What ``_score`` compares with (the core's summary, read straight from the core).
+        self._last_dropouts = state._b.dropouts
+        self._last_damage = state._b.summary()[:2] if self._damage_rewards else None
+        return state
+
+    # ------------------------------------------------------------------ the hot path
+    # ``step``, ``observe``, ``_score`` and ``_refresh_info`` below do what ``TravellerEnv``'s
+    # do, reading the core directly: one core call takes a legal action (an illegal one, a dead
+    # step or an action that is not a plain int goes through ``TravellerEnv.step``, which
+    # raises or forfeits exactly as on the Python engine), one appends the new events, one
+    # writes an observation and its mask. tests/test_core_aec.py plays both engines in lock
+    # step and compares every observation, mask, reward, done, info and ``state()``.
+
+    def step(self, action: int | np.integer | None) -> None:
+        """Take ``action`` (an index into ``action_labels``) for the selected agent."""
+        b = self.battle
+        if b is None or type(action) is not int or not self.agents:
+            return super().step(action)  # the checks and their errors, or a dead step
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent] or not (
+                0 <= action < self._n_actions):
+            return super().step(action)
+        pb = b._b
+        decider = pb.aec_step(action)
+        if decider == -2:  # illegal (nothing changed): raise or forfeit as TravellerEnv does
+            return super().step(action)
+        # Below: TravellerEnv.step after ``b.apply``, term for term.
+        b._taken.append(action)
+        b.version += 1
+        events = b.events
+        first_event = len(events)
+        pb.aec_events(events)
+        self._cumulative_rewards[agent] = 0.0
+        self._cursor[agent] = first_event
+        if self._rewards_dirty:
+            self._clear_rewards()
+        gained, dones_changed = self._score()
+        self._rewards_dirty = gained
+        if gained:
+            self._accumulate_rewards()
+        if decider >= 0:
+            self.agent_selection = b.ids[decider]
+        if dones_changed:
+            self._update_dones()
+            self._deads_step_first()
+            for a in self.agents:
+                if self.terminations[a] or self.truncations[a]:
+                    self._refresh_info(a)
+        sel = self.agent_selection
+        infos = self.infos
+        if sel in infos:  # _refresh_info(sel), inlined
+            infos[sel] = {"events": events[self._cursor[sel]:], "phase": pb.phase,
+                          "round": pb.round}
+        if self._check_invariants:
+            self._run_invariant_checks(first_event)
+        return None
+
+    def last(self, observe: bool = True) -> tuple:
+        """``(observation, cumulative reward, terminated, truncated, info)`` of the selected
+        agent (PettingZoo's ``last``)."""
+        if self.battle is None:
+            self._require_reset("last()")
+        if not self.agents:
+            raise RuntimeError("last() called after the episode is over (every agent is "
+                               "done): call reset()")
+        agent = self.agent_selection
+        return (self.observe(agent) if observe else None, self._cumulative_rewards[agent],
+                self.terminations[agent], self.truncations[agent], self.infos[agent])
+
+    def _refresh_info(self, agent: str) -> None:
+        infos = self.infos
+        if agent in infos:
+            b = self.battle
+            pb = b._b
+            infos[agent] = {"events": b.events[self._cursor[agent]:], "phase": pb.phase,
+                            "round": pb.round}
+
+    def _score(self) -> tuple[bool, bool]:
+        """``TravellerEnv._score`` on the core's counters (same terms, same order, so the same
+        floats): damage since the last step (read only when damage rewards are on), rounds
+        begun, dropouts, the outcome."""
+        pb = self.battle._b
+        r = self.scenario.rewards
+        live = self.rewards
+        gained = dones = False
+        if self._damage_rewards:
+            dealt, taken, _ = pb.summary()
+            last_dealt, last_taken = self._last_damage
+            if dealt != last_dealt or taken != last_taken:
+                for i, cid in enumerate(self.possible_agents):
+                    d = dealt[i] - last_dealt[i]
+                    if d:
+                        gained = True
+                        self._give(cid, r.damage_dealt * d, r.shared)
+                    t = taken[i] - last_taken[i]
+                    if t:
+                        gained = True
+                        self._give(cid, r.damage_taken * t, r.shared)
+                self._last_damage = (dealt, taken)
+        rnd = pb.round
+        if r.per_round and rnd > self._last_round:
+            gained = True
+            seat = self._seat
+            for a in live:
+                if not pb.out(seat[a]):  # not to one awaiting its dead step
+                    live[a] += r.per_round * (rnd - self._last_round)
+        dropouts = pb.dropouts
+        if dropouts != self._last_dropouts:
+            dones = True
+            self._last_dropouts = dropouts
+        if pb.done:
+            gained = dones = True
+            w = pb.winner
+            names = self.battle.side_names
+            for a in live:
+                if w < 0:
+                    live[a] += r.draw
+                elif names[self._side_of[a]] == names[w]:
+                    live[a] += r.win
+                else:
+                    live[a] += r.loss
+        self._last_round = rnd
+        return gained, dones
 
     @property
     def view(self) -> BattleView:
@@ -225,9 +373,17 @@ class CoreTravellerEnv(TravellerEnv):
         return BattleView(self.battle.python)
 
     def observe(self, agent: str) -> dict[str, np.ndarray]:
-        """``{"observation": float32 vector, "action_mask": int8 mask}`` for ``agent``."""
-        return {"observation": self.observation_vector(agent),
-                "action_mask": self._mask_for(agent)}
+        """``{"observation": float32 vector, "action_mask": int8 mask}`` for ``agent`` (new
+        arrays, written by the core in one call)."""
+        b = self.battle
+        seat = self._seat.get(agent)
+        if b is None or seat is None:
+            self._require_reset("observe()")
+            self._check_agent(agent)
+        obs = _empty(self._obs_dim, _FLOAT32)  # (positional dtype objects: half the cost)
+        mask = _empty(self._n_actions, _INT8)
+        b._b.aec_observe(seat, agent == self.agent_selection, obs, mask)
+        return {"observation": obs, "action_mask": mask}
 
     def observation_vector(self, agent: str) -> np.ndarray:
         """Only the float32 observation vector of ``agent``, from the core."""
@@ -242,15 +398,10 @@ class CoreTravellerEnv(TravellerEnv):
         b = self.battle
         if isinstance(b, Battle):  # the twin, during the invariant checks
             return super()._mask_for(agent)
-        if b.done or agent != b.current_agent or agent != self.agent_selection:
-            return np.zeros(self._catalogue.n, dtype=np.int8)
-        key = (id(b), b.version)
-        if self._mask_key != key:
-            mask = np.empty(self._catalogue.n, dtype=np.int8)
-            b._b.mask(mask.view(np.uint8))
-            self._mask_cache = mask
-            self._mask_key = key
-        return self._mask_cache.copy()
+        mask = np.zeros(self._n_actions, dtype=np.int8)
+        if agent == self.agent_selection and b._b.decider == self._seat[agent]:
+            b._b.mask(mask.view(np.uint8))  # (decider is -1 once the battle is over)
+        return mask
 
     def state(self) -> np.ndarray:
         """The global state vector (see ``state_labels``), from the core."""

@@ -123,9 +123,10 @@ class CoreBattle:
     """
 
     def __init__(self, scenario: str | Path | Mapping[str, Any] | Any, seed: int,
-                 record_events: bool = True) -> None:
+                 record_events: bool = True, *, flat: dict[str, Any] | None = None) -> None:
         check_kinds()
-        flat = flatten_scenario(scenario)
+        if flat is None:  # ``flat``: flatten_scenario(scenario), when the caller keeps it
+            flat = flatten_scenario(scenario)
         self.ids: list[str] = flat["ids"]
         self.side_names: list[str] = flat["side_names"]
         self._b = require().Battle.create(seed=seed, record_events=record_events, **flat)
