@@ -41,6 +41,8 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument("--total-timesteps", type=int, default=2_000_000,
                         help="learner decisions in all (default: 2000000)")
     parser.add_argument("--lr", type=float, default=1e-3, help="learning rate (default: 1e-3)")
+    parser.add_argument("--anneal-lr", action=argparse.BooleanOptionalAction, default=False,
+                        help="anneal the learning rate linearly to 0 (default: held constant)")
     parser.add_argument("--epochs", type=int, default=10, help="PPO epochs (default: 10)")
     parser.add_argument("--minibatches", type=int, default=8,
                         help="minibatches per epoch (default: 8)")
@@ -74,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
     train_ppo.main(["--scenario", scenarios, "--opponents", "red=passive",
                     "--total-timesteps", str(args.total_timesteps), "--seed", str(args.seed),
                     "--out", str(args.out), "--overwrite", "--lr", str(args.lr),
-                    "--no-anneal-lr", "--ent-coef", "0", "--epochs", str(args.epochs),
+                    "--anneal-lr" if args.anneal_lr else "--no-anneal-lr", "--ent-coef", "0",
+                    "--epochs", str(args.epochs),
                     "--minibatches", str(args.minibatches), "--num-envs", str(args.num_envs),
                     "--eval-every", "0", "--eval-vs", "", "--final-eval-battles", "0",
                     "--no-progress"])
@@ -94,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
                    f"--bands {args.bands} --total-timesteps {args.total_timesteps} "
                    f"--seed {args.seed} --eval-battles {args.eval_battles} --lr {args.lr} "
                    f"--epochs {args.epochs} --minibatches {args.minibatches} "
-                   f"--num-envs {args.num_envs}",
+                   f"--num-envs {args.num_envs}"
+                   + (" --anneal-lr" if args.anneal_lr else ""),
                    "run": str(args.out), "train_seconds": trained_s, "range": rows}
         args.json.write_text(json.dumps(payload, indent=2) + "\n")
         print(f"wrote {args.json}")

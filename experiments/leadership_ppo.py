@@ -19,7 +19,7 @@ on, the same battles for every sergeant) through the AEC env, the learned checkp
 it reports the blue side's win rate with a Wilson 95% interval, the sergeant's Leadership
 checks per turn and the bonuses it handed per battle.
 
-    python -m experiments.leadership_ppo --total-timesteps 3000000 --seed 1 \\
+    python -m experiments.leadership_ppo --total-timesteps 4000000 --seed 1 \\
         --json results/leadership_ppo.json
 """
 
@@ -41,18 +41,19 @@ SERGEANT = "blue_0"
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     """The script's options (it writes ``--json`` only when asked)."""
     parser = parser or argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--total-timesteps", type=int, default=3_000_000,
-                        help="sergeant decisions to train for (default: 3000000)")
+    parser.add_argument("--total-timesteps", type=int, default=4_000_000,
+                        help="sergeant decisions to train for (default: 4000000)")
     parser.add_argument("--seed", type=int, default=1, help="training seed (default: 1)")
-    parser.add_argument("--lr", type=float, default=3e-4,
-                        help="learning rate, annealed to 0 (default: 3e-4)")
+    parser.add_argument("--lr", type=float, default=1e-3, help="learning rate (default: 1e-3)")
+    parser.add_argument("--anneal-lr", action=argparse.BooleanOptionalAction, default=False,
+                        help="anneal the learning rate linearly to 0 (default: held constant)")
     parser.add_argument("--hidden", default="128,128",
                         help="hidden layer sizes (default: 128,128)")
     parser.add_argument("--epochs", type=int, default=10, help="PPO epochs (default: 10)")
     parser.add_argument("--minibatches", type=int, default=8,
                         help="minibatches per epoch (default: 8)")
-    parser.add_argument("--ent-coef", type=float, default=0.003,
-                        help="entropy bonus (default: 0.003)")
+    parser.add_argument("--ent-coef", type=float, default=0.001,
+                        help="entropy bonus (default: 0.001)")
     parser.add_argument("--num-envs", type=int, default=128,
                         help="battles per call, half on each scenario (default: 128)")
     parser.add_argument("--mates", default="marksman",
@@ -132,6 +133,7 @@ def run(args: argparse.Namespace) -> int:
             "--scenario", ",".join(SCENARIOS), "--opponents", opponents,
             "--total-timesteps", str(args.total_timesteps), "--seed", str(args.seed),
             "--out", str(args.out), "--overwrite", "--lr", str(args.lr), "--hidden", args.hidden,
+            "--anneal-lr" if args.anneal_lr else "--no-anneal-lr",
             "--ent-coef", str(args.ent_coef), "--epochs", str(args.epochs),
             "--minibatches", str(args.minibatches), "--num-envs", str(args.num_envs),
             "--eval-every", "0", "--eval-vs", "", "--final-eval-battles", "0",
