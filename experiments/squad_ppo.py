@@ -14,8 +14,8 @@ used in training: training battles draw their seeds from the run's seed), in ``-
 processes; win rates with Wilson 95% intervals. With the behaviour module available it also
 measures the policy's and the scripted NPCs' behaviour against ``marksman``.
 
-    python -m experiments.squad_ppo --total-timesteps 20000000 --seed 1 \\
-        --json results/squad_ppo.json
+    python -m experiments.squad_ppo --total-timesteps 40000000 --seed 1 \\
+        --extra '--stop-after-updates 1800' --json results/squad_ppo.json   # the README's run
     python -m experiments.squad_ppo --checkpoint runs/squad_ppo/ppo.pt --json out.json
 """
 
