@@ -23,12 +23,12 @@ Minor action left" and never learn to aim first.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
 from experiments.aiming_optimum import BANDS
 from experiments.train_aiming import optimum_by_scenario, print_range
+from experiments.train_common import write_json
 
 __all__ = ["build_parser", "main", "run"]
 
@@ -92,7 +92,6 @@ def run(args: argparse.Namespace) -> int:
                                    optimum=optimum)[0])
     print_range(rows)
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
         payload = {"command": "python -m experiments.aiming_ppo "
                    f"--bands {args.bands} --total-timesteps {args.total_timesteps} "
                    f"--seed {args.seed} --eval-battles {args.eval_battles} --lr {args.lr} "
@@ -100,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
                    f"--num-envs {args.num_envs}"
                    + (" --anneal-lr" if args.anneal_lr else ""),
                    "run": str(args.out), "train_seconds": trained_s, "range": rows}
-        args.json.write_text(json.dumps(payload, indent=2) + "\n")
+        write_json(args.json, payload)
         print(f"wrote {args.json}")
     return 0
 

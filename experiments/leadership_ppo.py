@@ -26,10 +26,11 @@ checks per turn and the bonuses it handed per battle.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 from typing import Any
+
+from experiments.train_common import write_json
 
 __all__ = ["SCENARIOS", "build_parser", "evaluate_sergeant", "main", "run"]
 
@@ -155,12 +156,11 @@ def run(args: argparse.Namespace) -> int:
                   f"leads/turn {r['leads_per_turn']:.2f}", flush=True)
     print_table(rows)
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
         payload = {"command": "python -m experiments.leadership_ppo "
                    f"--total-timesteps {args.total_timesteps} --seed {args.seed} "
                    f"--eval-battles {args.eval_battles}",
                    "checkpoint": str(checkpoint), "train_seconds": trained_s, "rows": rows}
-        args.json.write_text(json.dumps(payload, indent=2) + "\n")
+        write_json(args.json, payload)
         print(f"wrote {args.json}")
     return 0
 

@@ -171,9 +171,10 @@ def train(config_path: Path, out: Path, seed: int, progress: bool) -> dict[str, 
         for k, learner in enumerate(config["learners"]):
             name = learner["name"]
             member = f"{name}_g{gen}"
+            # every member so far (imports, earlier generations, the others' latest) but its own
+            # latest checkpoint, which it starts from
             others = [m["checkpoint"] for m in league["members"]
                       if m["checkpoint"] != latest.get(name)]
-            others += [latest[n] for n in latest if n != name and latest[n] not in others]
             run_dir = out / "runs" / member
             flags = ["--scenario", config["scenario"], "--pool",
                      "--total-timesteps", str(config["decisions_per_generation"]),

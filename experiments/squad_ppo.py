@@ -22,11 +22,12 @@ measures the policy's and the scripted NPCs' behaviour against ``marksman``.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
+
+from experiments.train_common import write_json
 
 __all__ = ["TRAIN_FLAGS", "build_parser", "evaluate", "main", "run"]
 
@@ -150,14 +151,13 @@ def run(args: argparse.Namespace) -> int:
                                             battles=args.behaviour_battles, seed=EVAL_SEED)
                          for p in [str(checkpoint), *opponents]}
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
         payload = {"command": "python -m experiments.squad_ppo "
                    f"--total-timesteps {args.total_timesteps} --seed {args.seed}"
                    + (f" --extra {shlex.quote(args.extra)}" if args.extra else ""),
                    "train_flags": flags, "checkpoint": str(checkpoint),
                    "train_seconds": trained_s, "eval_seed": EVAL_SEED, "rows": rows,
                    "behaviour": behaviour}
-        args.json.write_text(json.dumps(payload, indent=2) + "\n")
+        write_json(args.json, payload)
         print(f"wrote {args.json}")
     return 0
 

@@ -557,19 +557,12 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
     torch.manual_seed(args.seed)
     gen = torch.Generator().manual_seed(derive_seed(args.seed, 1) & (2**63 - 1))
     rng = np.random.default_rng(derive_seed(args.seed, 2))
-    def load_fitting(path: str, flag: str) -> ActorCritic:
-        """A checkpoint's network, refused (naming ``flag``) unless it fits these battles."""
-        data = read_checkpoint(path)
-        if int(data["obs_dim"]) != obs_dim or list(data["action_labels"]) != \
-                list(first.action_labels):
-            raise ValueError(f"{flag}: {path} was trained on {data.get('scenario')!r} "
-                             f"(observation size {data['obs_dim']}, "
-                             f"{len(data['action_labels'])} actions), which does not fit "
-                             f"{scenario!r} (observation size {obs_dim}, {n_actions} actions)")
-        return network_from_checkpoint(data)
+    def load_fitting(path: str) -> ActorCritic:
+        """A checkpoint's network (``prepare``'s ``check_checkpoints`` checked that it fits)."""
+        return network_from_checkpoint(read_checkpoint(path))
 
     if args.init:
-        net = load_fitting(args.init, "--init")
+        net = load_fitting(args.init)
         net.train()
     else:
         net = ActorCritic(obs_dim, n_actions, hidden_sizes(args.hidden))
@@ -587,7 +580,7 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
 
     # ---- the pool of frozen past selves (pool mode)
     pool_rows = next((g for g in groups if g.kind == "pool"), None)
-    frozen: list[Any] = [load_fitting(p, "--pool-opponents")
+    frozen: list[Any] = [load_fitting(p)
                          for p in names_list(args.pool_opponents)] if args.pool else []
     n_external = len(frozen)
     pool_games: list[int] = [0] * n_external  # training battles against each frozen policy
