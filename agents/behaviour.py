@@ -32,6 +32,11 @@ a share whose denominator is 0 is ``nan``. *Living* means not incapacitated (no
   greatest damage taken so far (starting STR + DEX + END minus the current sum, from the
   ``attack`` events' ``target_after``);
 * ``aims_per_shot``: ``aim`` actions / attacks (melee or ranged);
+* ``hit_rate``: its ranged attacks that hit / its ranged attacks;
+* ``shots_into_cover``: the share of its ranged attacks that met the target's cover (the
+  attack's DMs hold ``cover``, R5.3): shooting at whoever is in the open scores low;
+* ``fired_on_in_cover``: the share of the enemies' ranged attacks on its seats that met its
+  cover: where it stands and lies down relative to who shoots at it;
 * ``shots_per_battle``: ranged attacks per battle (each spends one round, R4.1);
 * ``reloads_per_battle``: completed reloads per battle (a ``reload`` event with ``done``);
 * ``leadership_per_turn``: Leadership checks (``leadership`` events) / turns;
@@ -82,6 +87,7 @@ DESCRIPTORS: tuple[str, ...] = (
     "win_rate", "draw_rate", "prone_share", "crouch_share", "in_cover_share", "cover_moves",
     "focus_fire", "aims_per_shot", "shots_per_battle", "reloads_per_battle",
     "leadership_per_turn", "bonuses_per_battle", "distance_m", "damage_dealt", "damage_taken",
+    "hit_rate", "shots_into_cover", "fired_on_in_cover",
 )
 
 
@@ -112,6 +118,10 @@ class BehaviourTally:
     penalties_imposed: int = 0
     damage_dealt: int = 0
     damage_taken: int = 0
+    hits: int = 0               # its ranged attacks that hit
+    shots_into_cover: int = 0   # its ranged attacks with a cover DM
+    shots_taken: int = 0        # enemy ranged attacks on its seats
+    shots_taken_in_cover: int = 0
 
     def __iadd__(self, other: BehaviourTally) -> BehaviourTally:
         for f in fields(self):
@@ -142,6 +152,9 @@ class BehaviourTally:
             "distance_m": _ratio(self.distance_sum_m, self.distance_turns),
             "damage_dealt": _ratio(self.damage_dealt, n),
             "damage_taken": _ratio(self.damage_taken, n),
+            "hit_rate": _ratio(self.hits, self.shots),
+            "shots_into_cover": _ratio(self.shots_into_cover, self.shots),
+            "fired_on_in_cover": _ratio(self.shots_taken_in_cover, self.shots_taken),
         }
 
 
@@ -338,6 +351,9 @@ def tally_battle(events: Sequence[Mapping[str, Any]], layout: Layout, side: int
                 state.check_square(i, ev, "actor_pos", actor)
                 t.attacks += 1
                 t.shots += not ev["melee"]
+                if not ev["melee"]:
+                    t.hits += bool(ev["hit"])
+                    t.shots_into_cover += "cover" in (ev["dms"] or {})
                 t.damage_dealt += ev["damage"]
                 focus = state.focus(actor, target)
                 if focus is not None:
@@ -345,6 +361,9 @@ def tally_battle(events: Sequence[Mapping[str, Any]], layout: Layout, side: int
                     t.focus_attacks += focus
             if target in mine:
                 t.damage_taken += ev["damage"]
+                if not ev["melee"]:
+                    t.shots_taken += 1
+                    t.shots_taken_in_cover += "cover" in (ev["dms"] or {})
         elif kind in _COUNTED:
             if state.seat(i, ev) in mine and (kind != "reload" or ev["done"]):
                 setattr(t, _COUNTED[kind], getattr(t, _COUNTED[kind]) + 1)
@@ -453,7 +472,8 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "shots_per_battle": ("shots", ".1f"), "reloads_per_battle": ("reloads", ".2f"),
     "leadership_per_turn": ("lead/turn", ".3f"), "bonuses_per_battle": ("bonuses", ".2f"),
     "distance_m": ("dist m", ".1f"), "damage_dealt": ("dealt", ".1f"),
-    "damage_taken": ("taken", ".1f"),
+    "damage_taken": ("taken", ".1f"), "hit_rate": ("hit", ".2f"),
+    "shots_into_cover": ("into cover", ".2f"), "fired_on_in_cover": ("fired on in cover", ".2f"),
 }
 
 

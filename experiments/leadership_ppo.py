@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from experiments.train_common import write_json
 
 __all__ = ["SCENARIOS", "build_parser", "evaluate_sergeant", "main", "run"]
@@ -69,6 +71,37 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     return parser
 
 
+class _ChoiceRecorder:
+    """Plays ``policy`` and notes each turn in which the sergeant chose between leading and
+    shooting (Leadership and an attack on an enemy both legal at one of its decisions), and
+    whether it led in that turn: leading in place of a shot is what costs at Leadership 0."""
+
+    def __init__(self, policy: Any, labels: list[str], enemies: set[str]) -> None:
+        self.policy = policy
+        self.name = getattr(policy, "name", "?")
+        self.needs_observation = getattr(policy, "needs_observation", True)
+        self.lead = labels.index("leadership")
+        self.attacks = np.array([lab.startswith("attack:") and lab[7:] in enemies
+                                 for lab in labels])
+        self.turns: set[tuple[int, int]] = set()   # (battle, turn) with the choice
+        self.led: set[tuple[int, int]] = set()     # ... in which it led
+        self.battle = -1
+
+    def reset(self, seed: int | None = None) -> None:
+        self.battle += 1
+        self.policy.reset(seed)
+
+    def act(self, observation: Any, action_mask: np.ndarray, agent: str, env: Any) -> int:
+        action = self.policy.act(observation, action_mask, agent, env)
+        if action_mask[self.lead] and (action_mask.astype(bool) & self.attacks).any():
+            turn = sum(ev["type"] == "turn" and ev.get("actor") == agent
+                       for ev in env.unwrapped.battle.events)
+            self.turns.add((self.battle, turn))
+            if action == self.lead:
+                self.led.add((self.battle, turn))
+        return action
+
+
 def evaluate_sergeant(sergeant: Any, scenario: str, battles: int, mates: str = "marksman",
                       seed: int = 30_000) -> dict:
     """The blue side's results with ``sergeant`` (a ``Policy``) as ``blue_0`` and ``mates``
@@ -78,11 +111,14 @@ def evaluate_sergeant(sergeant: Any, scenario: str, battles: int, mates: str = "
     from agents.registry import make_policy
 
     env = traveller_env.raw_env(scenario, backend="python")
+    side = SERGEANT.rsplit("_", 1)[0]
+    recorder = _ChoiceRecorder(sergeant, list(env.unwrapped.action_labels),
+                               {a for a in env.possible_agents if not a.startswith(side)})
     wins = draws = leads = turns = bonuses = penalties = 0
     for i in range(battles):
         policies = {a: make_policy(mates, seed=seed + 97 * i + k, scenario=scenario)
                     for k, a in enumerate(env.possible_agents) if a != SERGEANT}
-        policies[SERGEANT] = sergeant
+        policies[SERGEANT] = recorder
         battle = play_battle(env, policies, seed + i)
         wins += battle.winner == "blue"
         draws += battle.winner is None
@@ -97,20 +133,24 @@ def evaluate_sergeant(sergeant: Any, scenario: str, battles: int, mates: str = "
     return {"scenario": scenario, "sergeant": getattr(sergeant, "name", "?"),
             "battles": battles, "wins": wins, "draws": draws,
             "losses": battles - wins - draws, "win_rate": wins / battles, "win_ci95": [lo, hi],
-            "leads_per_turn": leads / max(1, turns), "bonuses_per_battle": bonuses / battles,
+            "leads_per_turn": leads / max(1, turns),
+            "turns_lead_or_shoot": len(recorder.turns),
+            "leads_instead_of_shot": len(recorder.led) / max(1, len(recorder.turns)),
+            "bonuses_per_battle": bonuses / battles,
             "penalties_on_blue_per_battle": penalties / battles}
 
 
 def print_table(rows: list[dict]) -> None:
     """The evaluation as a Markdown table."""
     print("| scenario | sergeant | W / D / L | blue win rate (95% CI) | leads per turn | "
-          "bonuses per battle | penalties on blue per battle |")
-    print("|---|---|---|---|---:|---:|---:|")
+          "leads when it could shoot | bonuses per battle | penalties on blue per battle |")
+    print("|---|---|---|---|---:|---:|---:|---:|")
     for r in rows:
         lo, hi = r["win_ci95"]
         print(f"| {r['scenario']} | {r['sergeant']} | {r['wins']} / {r['draws']} / "
               f"{r['losses']} | {r['win_rate']:.3f} ({lo:.3f}-{hi:.3f}) | "
-              f"{r['leads_per_turn']:.2f} | {r['bonuses_per_battle']:.2f} | "
+              f"{r['leads_per_turn']:.2f} | {r['leads_instead_of_shot']:.2f} | "
+              f"{r['bonuses_per_battle']:.2f} | "
               f"{r['penalties_on_blue_per_battle']:.2f} |")
 
 

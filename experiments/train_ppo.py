@@ -123,8 +123,9 @@ class Args:
     layer sizes replace --hidden) instead of a fresh network"""
     style: str = ""
     """style shaping, TERM=WEIGHT comma-separated, added to the deciding seat's reward at each
-    of its decisions: distance (to the nearest enemy in play, the observation's 0-1 scale),
-    exposure (share of enemies in play with line of sight to it), low_stance (crouched or
+    of its decisions: distance (to the nearest enemy in play, the observation's 0-1 scale:
+    metres over 4x the seat's weapon Range, so small for rifles), distance_m (the same in
+    metres), exposure (share of enemies in play with line of sight to it), low_stance (crouched or
     prone), shots (the decision is an attack), lead (a Leadership check or a bonus handed)"""
     total_timesteps: int = 300_000
     """learner decisions to train for (rounded up to whole rollouts)"""
@@ -241,7 +242,7 @@ class Args:
 #: ``--pool-sampling`` choices.
 POOL_SAMPLING = ("uniform", "pfsp")
 #: ``--style`` terms (see ``StyleShaping``).
-STYLE_TERMS = ("distance", "exposure", "low_stance", "shots", "lead")
+STYLE_TERMS = ("distance", "distance_m", "exposure", "low_stance", "shots", "lead")
 
 
 def parse_style(text: str) -> dict[str, float]:
@@ -269,13 +270,17 @@ class StyleShaping:
     of ``vector.observation_labels``) and its chosen (slot-relative) action."""
 
     def __init__(self, weights: dict[str, float], observation_labels: list[str],
-                 action_labels: list[str]) -> None:
+                 action_labels: list[str], map_size: tuple[int, int] = (1, 1)) -> None:
         self.weights = weights
         col = {label: j for j, label in enumerate(observation_labels)}
         enemies = sorted({label.split(".")[0] for label in observation_labels
                           if label.startswith("enemy")}, key=lambda e: int(e[5:]))
         self.in_play = np.array([col[f"{e}.in_play"] for e in enemies])
         self.distance = np.array([col[f"{e}.distance"] for e in enemies])
+        # dx, dy are offsets over the map's width and height: back to squares, then metres
+        self.dx = np.array([col[f"{e}.dx"] for e in enemies])
+        self.dy = np.array([col[f"{e}.dy"] for e in enemies])
+        self.map_size = map_size
         self.sight = np.array([col[f"{e}.line_of_sight"] for e in enemies])
         self.low = np.array([col["self.stance_crouch"], col["self.stance_prone"]])
         self.shot = np.array([lab.startswith("attack:") for lab in action_labels])
@@ -290,6 +295,13 @@ class StyleShaping:
         if "distance" in w:
             near = np.where(live, obs[:, self.distance], np.inf).min(axis=1)
             out += w["distance"] * np.where(np.isfinite(near), near, 0.0)
+        if "distance_m" in w:
+            from traveller_env.rules.grid import SQUARE_M
+
+            metres = np.hypot(obs[:, self.dx] * self.map_size[0],
+                              obs[:, self.dy] * self.map_size[1]) * SQUARE_M
+            near = np.where(live, metres, np.inf).min(axis=1)
+            out += w["distance_m"] * np.where(np.isfinite(near), near, 0.0)
         if "exposure" in w:
             out += w["exposure"] * ((obs[:, self.sight] > 0.5) & live).sum(axis=1) / count
         if "low_stance" in w:
@@ -675,7 +687,8 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
 
     rollout = SeatRollout(n, s_count, obs_dim, n_actions, args.num_steps)
     style = parse_style(args.style)
-    shaping = StyleShaping(style, first.observation_labels, first.action_labels) \
+    shaping = StyleShaping(style, first.observation_labels, first.action_labels,
+                           (first.scenario.map.width, first.scenario.map.height)) \
         if style else None
     ep_len = np.zeros(n, dtype=np.int64)
     side_weight = np.zeros((len(first.sides), s_count), dtype=np.float32)

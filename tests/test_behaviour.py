@@ -56,12 +56,12 @@ def move(actor, frm, to):
     return ev("move", actor=actor, metres=1.5, **{"from": list(frm), "to": list(to)})
 
 
-def attack(actor, target, apos, tpos, after=VITALS, damage=0, melee=False):
+def attack(actor, target, apos, tpos, after=VITALS, damage=0, melee=False, dms=None):
     """An attack leaving the target with STR + DEX + END = ``after`` (taken from END)."""
     return ev("attack", actor=actor, target=target, weapon="autorifle", damage_dice="3D",
               melee=melee, range_m=0.0, actor_pos=list(apos), target_pos=list(tpos),
-              ammo_left=None if melee else 10, reaction="none", roll=[3, 4], dms={}, total=7,
-              effect=-1, hit=damage > 0, damage_roll=None, damage=damage, protection=0,
+              ammo_left=None if melee else 10, reaction="none", roll=[3, 4], dms=dms or {},
+              total=7, effect=-1, hit=damage > 0, damage_roll=None, damage=damage, protection=0,
               target_after={"STR": 7, "DEX": 7, "END": after - 14})
 
 
@@ -197,6 +197,30 @@ def test_focus_fire_counts_attacks_on_the_most_wounded_visible_enemy():
     assert t.descriptors()["focus_fire"] == pytest.approx(2 / 3)
     assert (t.damage_dealt, t.shots) == (12, 4)
     assert tally_battle(log, lay, 1).damage_taken == 12
+
+
+def test_hit_rate_and_cover_met_by_shots_both_ways():
+    """R5.3: an attack on a target in cover carries the cover DM; hit_rate and
+    shots_into_cover count the side's ranged attacks, fired_on_in_cover the enemy's ranged
+    attacks on it; melee attacks count in neither."""
+    lay = layout_of([(0, 0)], [(5, 0)])
+    b, r = (0, 0), (5, 0)
+    log = [turn("blue_0"),
+           attack("blue_0", "red_0", b, r, after=VITALS - 3, damage=3, dms={"cover": -2}),
+           attack("blue_0", "red_0", b, r, after=VITALS - 3, damage=0),
+           attack("blue_0", "red_0", b, r, after=VITALS - 5, damage=2),
+           end_turn("blue_0"), turn("red_0"),
+           attack("red_0", "blue_0", r, b, after=VITALS - 1, damage=1, dms={"cover": -2}),
+           attack("red_0", "blue_0", r, b, after=VITALS - 1, damage=0, melee=True,
+                  dms={"cover": -2}),
+           end_turn("red_0"), end()]
+    blue = tally_battle(log, lay, 0).descriptors()
+    assert blue["hit_rate"] == pytest.approx(2 / 3)
+    assert blue["shots_into_cover"] == pytest.approx(1 / 3)
+    assert blue["fired_on_in_cover"] == 1.0
+    red = tally_battle(log, lay, 1).descriptors()
+    assert red["hit_rate"] == 1.0 and red["shots_into_cover"] == 1.0
+    assert red["fired_on_in_cover"] == pytest.approx(1 / 3)
 
 
 def test_an_enemy_out_of_sight_is_no_choice():

@@ -45,6 +45,10 @@ def test_leadership_evaluation_counts_the_sergeants_checks():
     assert always["leads_per_turn"] > 0.9 and always["bonuses_per_battle"] > 0
     assert never["leads_per_turn"] == 0 and never["bonuses_per_battle"] == 0
     assert always["battles"] == 2 and 0 <= always["win_ci95"][0] <= always["win_rate"]
+    # R4.2/R2.1: leading spends the Significant action a shot would use; the choice is
+    # counted per turn in which both were legal.
+    assert always["turns_lead_or_shoot"] > 0 and always["leads_instead_of_shot"] > 0.9
+    assert never["turns_lead_or_shoot"] > 0 and never["leads_instead_of_shot"] == 0
 
 
 def test_squad_evaluation_plays_both_sides_on_held_out_seeds(tmp_path, capsys):

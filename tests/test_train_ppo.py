@@ -345,6 +345,24 @@ def test_style_shaping_reads_the_deciding_seats_observation_and_action():
     assert np.allclose(got, [0.2 + 10 * 2 / 3 + 1000, 0.2 + 10 * 2 / 3 + 100 + 10000])
 
 
+def test_style_distance_in_metres_uses_the_map_size():
+    """distance_m: metres (R8.1, 1.5 m squares) to the nearest enemy in play, from the slot's
+    offset (dx, dy over the map's width and height), whatever the seat's weapon."""
+    from experiments.train_ppo import StyleShaping, parse_style
+
+    venv = vector.make("squad", num_envs=1, seed=0, backend="python", relative_actions=True)
+    labels, actions = venv.observation_labels, venv.action_labels
+    col = {lab: j for j, lab in enumerate(labels)}
+    obs = np.zeros((1, len(labels)), dtype=np.float32)
+    for e, (play, dx, dy) in enumerate([(1, 6, 8), (0, 1, 0), (1, 20, 0), (1, -3, -4)]):
+        obs[0, col[f"enemy{e}.in_play"]] = play
+        obs[0, col[f"enemy{e}.dx"]] = dx / 30
+        obs[0, col[f"enemy{e}.dy"]] = dy / 16
+    shaping = StyleShaping(parse_style("distance_m=-0.5"), labels, actions, (30, 16))
+    # in play: 10, 20 and 5 squares away; nearest 5 squares = 7.5 m
+    assert np.allclose(shaping(obs, np.zeros(1, dtype=np.int64)), [-0.5 * 7.5])
+
+
 @pytest.mark.parametrize(("flags", "message"), [
     (["--style", "speed=1"], "--style: unknown term 'speed'"),
     (["--style", "distance=x"], "--style: 'distance=x' is not TERM=WEIGHT"),
