@@ -192,9 +192,13 @@ def vector_winrate(net: Any, venv: Any, learner_side: int, battles: int,
 
 
 # ============================================================================ the curve
-def plot_curve(history: Sequence[dict], png: Path, title: str) -> None:
+def plot_curve(history: Sequence[dict], png: Path, title: str,
+               training: Sequence[dict] = ()) -> None:
     """Win rate (with its 95% interval) against each evaluation opponent, over learner
-    decisions (left) and wall-clock seconds (right); written atomically."""
+    decisions (left) and wall-clock seconds (right); written atomically. ``training``: one
+    point per update (``decisions``, ``seconds``, ``train_win_rate`` and, with several
+    training groups, ``groups``: label -> win rate), drawn dotted: the training battles'
+    win rate, the curve of a run without periodic evaluations."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -213,10 +217,16 @@ def plot_curve(history: Sequence[dict], png: Path, title: str) -> None:
             hi = [h["eval"][name]["win_ci95"][1] for h in pts]
             line, = ax.plot(x, y, marker="o", ms=3, label=f"vs {name}")
             ax.fill_between(x, lo, hi, alpha=0.2, color=line.get_color())
-        train = [h for h in history if h.get("train_win_rate") is not None]
+        train = [h for h in (training or history) if h.get("train_win_rate") is not None]
         if train:
             ax.plot([h[key] for h in train], [h["train_win_rate"] for h in train], ":",
                     color="grey", label="training battles")
+        groups = list(dict.fromkeys(g for h in training for g in h.get("groups", {})))
+        for g in groups if len(groups) > 1 else ():
+            pts = [h for h in training if g in h.get("groups", {})]
+            short = g.rsplit(" on ", 1)[-1]  # several scenarios: "vs ... on <scenario>"
+            ax.plot([h[key] for h in pts], [h["groups"][g] for h in pts], ":", lw=1,
+                    label=f"training {short}")
         ax.set_xlabel(xlabel)
         ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)

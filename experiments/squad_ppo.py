@@ -151,9 +151,11 @@ def run(args: argparse.Namespace) -> int:
                                             battles=args.behaviour_battles, seed=EVAL_SEED)
                          for p in [str(checkpoint), *opponents]}
     if args.json:
-        payload = {"command": "python -m experiments.squad_ppo "
+        command = (f"--checkpoint {shlex.quote(str(args.checkpoint))}" if args.checkpoint else
                    f"--total-timesteps {args.total_timesteps} --seed {args.seed}"
-                   + (f" --extra {shlex.quote(args.extra)}" if args.extra else ""),
+                   + (f" --extra {shlex.quote(args.extra)}" if args.extra else ""))
+        payload = {"command": f"python -m experiments.squad_ppo {command} "
+                   f"--eval-battles {args.eval_battles} --vs {shlex.quote(args.vs)}",
                    "train_flags": flags, "checkpoint": str(checkpoint),
                    "train_seconds": trained_s, "eval_seed": EVAL_SEED, "rows": rows,
                    "behaviour": behaviour}

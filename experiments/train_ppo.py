@@ -55,7 +55,9 @@ loaded back as an NPC policy (``agents.trained.load_policy``) and played through
 ``ppo.pt`` (the checkpoint, ``agents.ppo_policy``'s format, written atomically every
 evaluation and at the end: ``traveller eval DIR/ppo.pt``, ``--policies DIR/ppo.pt`` in the
 tournament), ``config.json`` (every argument, the resolved layout, package versions), ``tb/``
-(TensorBoard), ``progress.jsonl`` (one line per evaluation), ``learning_curve.png`` and
+(TensorBoard), ``progress.jsonl`` (one line per evaluation), ``training.jsonl`` (one line
+per update: decisions, seconds, the training battles' win rate, per group when there are
+several), ``learning_curve.png`` (evaluations with intervals, training win rates dotted) and
 ``evaluation.json``. The same seed and flags on one thread (``--threads 1``) give the same
 ``ppo.pt``, byte for byte, on either backend (the backends play the same battles).
 """
@@ -79,7 +81,8 @@ from experiments.train_common import add_dataclass_args, atomic_write_bytes, ver
 __all__ = ["Args", "build_parser", "main", "prepare", "run", "train"]
 
 #: The files a run writes in its folder (besides the folders tb/ and pool/).
-OUTPUTS = ("config.json", "ppo.pt", "progress.jsonl", "evaluation.json", "learning_curve.png")
+OUTPUTS = ("config.json", "ppo.pt", "progress.jsonl", "training.jsonl", "evaluation.json",
+           "learning_curve.png")
 #: Seed of the held-out evaluation battles (vector seed ``derive_seed(EVAL_SEED, side)``).
 EVAL_SEED = 20_000
 
@@ -633,6 +636,7 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
 
     # ---- evaluation
     history: list[dict] = []
+    training_curve: list[dict] = []  # one point per update: the training battles' win rate
     t_start = time.perf_counter()
     timers = {"env": 0.0, "inference": 0.0, "update": 0.0, "eval": 0.0}
 
@@ -660,6 +664,7 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
         return record
 
     (out / "progress.jsonl").unlink(missing_ok=True)
+    (out / "training.jsonl").unlink(missing_ok=True)
 
     # ---- the batch: every group's rows side by side
     curve_label = (groups[0].label if len(groups) == 1
@@ -853,11 +858,17 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
                               decisions)
         if train_win is not None:
             writer.add_scalar("charts/train_win_rate", train_win, decisions)
+        point = {"update": update, "decisions": decisions, "seconds": round(elapsed, 2),
+                 "train_win_rate": train_win, "groups": {}}
         if len(groups) > 1:
             for g, won, of in zip(groups, stats["wins"], stats["decided"], strict=True):
                 if of:
                     writer.add_scalar(f"train_win_rate/{g.label.replace(' ', '_')}",
                                       won / of, decisions)
+                    point["groups"][g.label] = won / of
+        training_curve.append(point)
+        with (out / "training.jsonl").open("a") as fh:
+            fh.write(json.dumps(point) + "\n")
         writer.add_scalar("charts/battles", stats["battles"], decisions)
         writer.add_scalar("losses/policy", pg_loss.item(), decisions)
         writer.add_scalar("losses/value", v_loss.item(), decisions)
@@ -883,7 +894,7 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
                     + "  ".join(f"vs {k} {v['win_rate']:.3f}" for k, v in rec["eval"].items()))
             plot_curve(history, out / "learning_curve.png",
                        f"PPO {scenario} ({curve_label}, "
-                       f"seed {args.seed})")
+                       f"seed {args.seed})", training_curve)
             timers["eval"] += time.perf_counter() - t  # checkpoint and curve: not training
     if bar is not None:
         bar.close()

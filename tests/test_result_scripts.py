@@ -58,7 +58,9 @@ def test_squad_evaluation_plays_both_sides_on_held_out_seeds(tmp_path, capsys):
     out = tmp_path / "squad.json"
     assert main(["--checkpoint", str(ckpt), "--vs", "rush", "--eval-battles", "4",
                  "--workers", "1", "--behaviour-battles", "0", "--json", str(out)]) == 0
-    rows = json.loads(out.read_text())["rows"]
+    data = json.loads(out.read_text())
+    rows = data["rows"]
+    assert data["command"].startswith(f"python -m experiments.squad_ppo --checkpoint {ckpt}")
     assert rows[0]["opponent"] == "rush" and rows[0]["battles"] == 4
     assert rows[0]["wins"] + rows[0]["draws"] + rows[0]["losses"] == 4
     assert "| rush |" in capsys.readouterr().out

@@ -115,6 +115,11 @@ def test_a_tiny_run_writes_config_checkpoint_curve_and_tensorboard(tiny_run):
     progress = [json.loads(x) for x in (tiny_run / "progress.jsonl").read_text().splitlines()]
     assert [p["update"] for p in progress] == [0, 2, 4]
     assert all(p["eval"]["rush"]["battles"] == 4 for p in progress)
+    curve = [json.loads(x) for x in (tiny_run / "training.jsonl").read_text().splitlines()]
+    assert [p["update"] for p in curve] == [1, 2, 3, 4]  # one point per update
+    assert [p["decisions"] for p in curve] == sorted(p["decisions"] for p in curve)
+    assert curve[-1]["decisions"] == 2048
+    assert all(p["train_win_rate"] is None or 0 <= p["train_win_rate"] <= 1 for p in curve)
     ev = json.loads((tiny_run / "evaluation.json").read_text())
     assert ev["decisions"] == 2048 and ev["updates"] == 4
     assert ev["final_evaluation"][0]["battles"] == 2
@@ -316,6 +321,10 @@ def test_one_policy_trains_on_several_scenarios(tmp_path):
     assert [g["rows"] for g in config["groups"]] == [3, 2]
     first = json.loads((out / "progress.jsonl").read_text().splitlines()[0])
     assert set(first["eval"]) == {"passive@range_short", "passive@range_long"}
+    curve = [json.loads(x) for x in (out / "training.jsonl").read_text().splitlines()]
+    labels = {g["label"] for g in config["groups"]}
+    assert curve and all(set(p["groups"]) <= labels for p in curve)  # per scenario
+    assert any(p["groups"] for p in curve)
     for scenario in ("range_short", "range_long"):
         row = evaluate_matchup(make_policy(str(out / "ppo.pt"), scenario=scenario),
                                make_policy("passive"), scenario, battles=2)
