@@ -129,7 +129,8 @@ class Args:
     of its decisions: distance (to the nearest enemy in play, the observation's 0-1 scale:
     metres over 4x the seat's weapon Range, so small for rifles), distance_m (the same in
     metres), exposure (share of enemies in play with line of sight to it), low_stance (crouched or
-    prone), shots (the decision is an attack), lead (a Leadership check or a bonus handed)"""
+    prone), shots (the decision is an attack), lead (a Leadership check or a bonus handed),
+    shots_into_cover (an attack on an enemy in cover from it, R5.3)"""
     total_timesteps: int = 300_000
     """learner decisions to train for (rounded up to whole rollouts)"""
     stop_after_updates: int = 0
@@ -245,7 +246,8 @@ class Args:
 #: ``--pool-sampling`` choices.
 POOL_SAMPLING = ("uniform", "pfsp")
 #: ``--style`` terms (see ``StyleShaping``).
-STYLE_TERMS = ("distance", "distance_m", "exposure", "low_stance", "shots", "lead")
+STYLE_TERMS = ("distance", "distance_m", "exposure", "low_stance", "shots", "lead",
+               "shots_into_cover")
 
 
 def parse_style(text: str) -> dict[str, float]:
@@ -287,6 +289,11 @@ class StyleShaping:
         self.sight = np.array([col[f"{e}.line_of_sight"] for e in enemies])
         self.low = np.array([col["self.stance_crouch"], col["self.stance_prone"]])
         self.shot = np.array([lab.startswith("attack:") for lab in action_labels])
+        # per action: the observation column of the attacked enemy's "in cover from me" flag
+        # (-1: not an attack on an enemy slot)
+        self.target_cover = np.array([col[f"{lab[7:]}.in_cover"]
+                                      if lab.startswith("attack:enemy") else -1
+                                      for lab in action_labels])
         self.lead = np.array([lab == "leadership" or lab.startswith("direct:")
                               for lab in action_labels])
 
@@ -313,6 +320,10 @@ class StyleShaping:
             out += w["shots"] * self.shot[actions]
         if "lead" in w:
             out += w["lead"] * self.lead[actions]
+        if "shots_into_cover" in w:
+            cols = self.target_cover[actions]
+            covered = (cols >= 0) & (obs[np.arange(len(obs)), np.maximum(cols, 0)] > 0.5)
+            out += w["shots_into_cover"] * covered
         return out
 
 

@@ -354,6 +354,22 @@ def test_style_shaping_reads_the_deciding_seats_observation_and_action():
     assert np.allclose(got, [0.2 + 10 * 2 / 3 + 1000, 0.2 + 10 * 2 / 3 + 100 + 10000])
 
 
+def test_style_shots_into_cover_reads_the_target_slots_cover_flag():
+    """shots_into_cover: an attack on an enemy slot whose "in cover from me" flag is set (R5.3)
+    scores the weight; an attack on an exposed enemy, or any other action, scores nothing."""
+    from experiments.train_ppo import StyleShaping, parse_style
+
+    venv = vector.make("squad", num_envs=1, seed=0, backend="python", relative_actions=True)
+    labels, actions = venv.observation_labels, venv.action_labels
+    col = {lab: j for j, lab in enumerate(labels)}
+    obs = np.zeros((4, len(labels)), dtype=np.float32)
+    obs[:, col["enemy1.in_cover"]] = 1.0
+    act = np.array([actions.index(a) for a in
+                    ("attack:enemy1", "attack:enemy0", "aim:enemy1", "end_turn")])
+    shaping = StyleShaping(parse_style("shots_into_cover=-0.5"), labels, actions)
+    assert np.allclose(shaping(obs, act), [-0.5, 0.0, 0.0, 0.0])
+
+
 def test_style_distance_in_metres_uses_the_map_size():
     """distance_m: metres (R8.1, 1.5 m squares) to the nearest enemy in play, from the slot's
     offset (dx, dy over the map's width and height), whatever the seat's weapon."""
