@@ -92,7 +92,8 @@ class _ChoiceRecorder:
         self.lead = labels.index("leadership")
         self.attacks = np.array([lab.startswith("attack:") and lab[7:] in enemies
                                  for lab in labels])
-        self.turns: set[tuple[int, int]] = set()   # (battle, turn) with the choice
+        self.turns: set[tuple[int, int]] = set()   # (battle, round) with the choice (R2:
+        # one turn a round)
         self.led: set[tuple[int, int]] = set()     # ... in which it led
         self.battle = -1
 
@@ -103,8 +104,7 @@ class _ChoiceRecorder:
     def act(self, observation: Any, action_mask: np.ndarray, agent: str, env: Any) -> int:
         action = self.policy.act(observation, action_mask, agent, env)
         if action_mask[self.lead] and (action_mask.astype(bool) & self.attacks).any():
-            turn = sum(ev["type"] == "turn" and ev.get("actor") == agent
-                       for ev in env.unwrapped.battle.events)
+            turn = env.unwrapped.battle.round
             self.turns.add((self.battle, turn))
             if action == self.lead:
                 self.led.add((self.battle, turn))

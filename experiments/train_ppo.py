@@ -283,9 +283,16 @@ class StyleShaping:
         self.in_play = np.array([col[f"{e}.in_play"] for e in enemies])
         self.distance = np.array([col[f"{e}.distance"] for e in enemies])
         # dx, dy are offsets over the map's width and height: back to squares, then metres
+        # from the rule itself (R8.1), tabulated once per offset
         self.dx = np.array([col[f"{e}.dx"] for e in enemies])
         self.dy = np.array([col[f"{e}.dy"] for e in enemies])
         self.map_size = map_size
+        if "distance_m" in weights:
+            from traveller_env.rules.grid import GridMap
+
+            w, h = map_size
+            self.metres = np.array([[GridMap.distance_m((0, 0), (dx, dy))
+                                     for dy in range(-h, h + 1)] for dx in range(-w, w + 1)])
         self.sight = np.array([col[f"{e}.line_of_sight"] for e in enemies])
         self.low = np.array([col["self.stance_crouch"], col["self.stance_prone"]])
         self.shot = np.array([lab.startswith("attack:") for lab in action_labels])
@@ -306,10 +313,11 @@ class StyleShaping:
             near = np.where(live, obs[:, self.distance], np.inf).min(axis=1)
             out += w["distance"] * np.where(np.isfinite(near), near, 0.0)
         if "distance_m" in w:
-            from traveller_env.rules.grid import SQUARE_M
-
-            metres = np.hypot(obs[:, self.dx] * self.map_size[0],
-                              obs[:, self.dy] * self.map_size[1]) * SQUARE_M
+            width, height = self.map_size
+            dx = np.rint(obs[:, self.dx] * width).astype(np.int64)
+            dy = np.rint(obs[:, self.dy] * height).astype(np.int64)
+            metres = self.metres[np.clip(dx, -width, width) + width,
+                                 np.clip(dy, -height, height) + height]
             near = np.where(live, metres, np.inf).min(axis=1)
             out += w["distance_m"] * np.where(np.isfinite(near), near, 0.0)
         if "exposure" in w:
