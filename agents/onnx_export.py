@@ -68,6 +68,7 @@ class ExportedNetwork:
     focus: list[str] = field(default_factory=list)
     assist: str = ""
     training: dict[str, Any] = field(default_factory=dict)
+    move_view: bool = False  # trained on observations with the move view
 
     @property
     def obs_dim(self) -> int:
@@ -116,7 +117,8 @@ def read_ppo_checkpoint(path: str | Path) -> ExportedNetwork:
     _check_chain(path, layers)
     training = {k: data[k] for k in ("decisions", "update", "seed") if k in data}
     return ExportedNetwork(layers, list(data["action_labels"]), "relative",
-                           str(data.get("scenario", "")), "traveller-ppo", training=training)
+                           str(data.get("scenario", "")), "traveller-ppo", training=training,
+                           move_view=bool(data.get("move_view", False)))
 
 
 def _zip_entry(path: Path, archive: zipfile.ZipFile, name: str) -> bytes:
@@ -276,7 +278,7 @@ def export_onnx(policy: str | Path, out: str | Path,
         raise ValueError(f"{policy}: the checkpoint records no scenario (no .meta.json beside "
                          "it?): pass the scenario it plays (--scenario)")
     try:
-        env = TravellerEnv(source)
+        env = TravellerEnv(source, move_view=net.move_view)
     except (ValueError, FileNotFoundError) as exc:
         raise ValueError(f"{policy}: scenario {source!r} cannot be loaded ({exc}); pass the "
                          "scenario it plays (--scenario)") from exc
@@ -305,7 +307,8 @@ def export_onnx(policy: str | Path, out: str | Path,
         "focus": _json(net.focus), "assist": net.assist,
         "masked_logit": repr(MASKED_LOGIT), "source_format": net.source_format,
         "source": policy.name, "hidden": _json([int(w.shape[0]) for w, _ in net.layers[:-1]]),
-        "activation": "tanh", "training": _json(net.training)}
+        "activation": "tanh", "training": _json(net.training),
+        "move_view": _json(net.move_view)}
     data = onnx_bytes(net, metadata)
     _verify(out, net, data)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,10 @@ The file format (written by ``agents.onnx_export``):
 * inputs ``observation`` (float32 ``[batch, obs_dim]``, the observation vector of
   ``TravellerEnv.observe``) and ``action_mask`` (float32 ``[batch, n_actions]``; any non-zero
   entry is a legal action), in the policy's own action space (slot-relative or absolute,
-  metadata ``action_targets``);
+  metadata ``action_targets``; with metadata ``move_view`` ``true``, the observation
+  includes the move view, ``TravellerEnv(move_view=True)``: a game computes it as
+  ``traveller_env.observations.move_view`` does, and in a ``TravellerEnv`` without it
+  ``act`` asks ``env.move_view_vector``);
 * outputs ``masked_logits`` (float32 ``[batch, n_actions]``, illegal actions at ``-1e9``) and
   ``action`` (int64 ``[batch]``: the argmax, the deterministic choice; the first on a tie);
 * metadata (``metadata_props``, all strings): ``format`` (``"traveller-onnx-policy"``),
@@ -104,7 +107,8 @@ def read_metadata(path: str | Path, session: Any = None) -> dict[str, Any]:
     if meta["format_version"] != FORMAT_VERSION:
         raise ValueError(f"{path}: ONNX policy format version {meta['format_version']}; this "
                          f"code reads version {FORMAT_VERSION}")
-    for key in ("action_labels", "observation_labels", "focus", "hidden", "training"):
+    for key in ("action_labels", "observation_labels", "focus", "hidden", "training",
+                "move_view"):
         if key not in raw:
             continue
         try:
@@ -118,6 +122,9 @@ def read_metadata(path: str | Path, session: Any = None) -> dict[str, Any]:
     if meta["action_targets"] not in ("relative", "absolute"):
         raise ValueError(f"{path}: metadata action_targets={meta['action_targets']!r}; "
                          "allowed: relative, absolute")
+    meta.setdefault("move_view", False)
+    if not isinstance(meta["move_view"], bool):
+        raise ValueError(f"{path}: metadata move_view={raw['move_view']!r}; allowed: true, false")
     meta.setdefault("focus", [])
     meta.setdefault("assist", "")
     if meta["focus"] and (not meta["assist"] or labels[-1] != DELEGATE):
@@ -184,6 +191,8 @@ class OnnxPolicy:
         self.action_labels: list[str] = list(meta["action_labels"])
         self.relative = meta["action_targets"] == "relative"
         self.focus: tuple[str, ...] = tuple(meta["focus"])
+        self.move_view: bool = meta["move_view"]
+        self.move_view_size = 0  # entries the env's observation may lack (set by the check)
         _check_graph(self.path, self.session, self.obs_dim, self.n_actions)
         self._check_scenario(scenario)
         self.assist = None
@@ -197,9 +206,12 @@ class OnnxPolicy:
 
     def _check_scenario(self, scenario: ScenarioSource) -> None:
         """``ValueError`` unless the file's observation and actions are the scenario's."""
-        env = TravellerEnv(scenario)
+        env = TravellerEnv(scenario, move_view=self.move_view)
         label = env.scenario.name
         meta = self.metadata
+        if self.move_view:
+            self.move_view_size = (len(env.observation_labels)
+                                   - len(TravellerEnv(scenario).observation_labels))
         kind = "slot-relative" if self.relative else "absolute"
         want_labels = list(env.relative_actions.labels if self.relative else env.action_labels)
         if self.focus:
@@ -299,6 +311,9 @@ class OnnxPolicy:
         """The policy's action for ``agent`` as an index of the environment's (absolute)
         actions."""
         env = getattr(env, "unwrapped", env)
+        if self.move_view_size and np.shape(observation) == (self.obs_dim - self.move_view_size,):
+            # Exported with the move view, playing in an env without it: ask the env for it.
+            observation = np.concatenate([observation, env.move_view_vector(agent)])
         mask = self.model_mask(action_mask, agent, env)
         if not self.focus:
             return self.to_env_action(self.choose(observation, mask), agent, env)

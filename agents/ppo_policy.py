@@ -13,7 +13,10 @@ tensors, no pickled code) holding a dict:
   labels, ``TravellerEnv.relative_actions.labels``: one policy plays any seat), ``hidden``
   (layer sizes), ``activation`` (``"tanh"``);
 * ``actor`` and ``critic``: the two networks' ``state_dict``s;
-* ``decisions``, ``update``, ``seed``: how far training had got.
+* ``decisions``, ``update``, ``seed``: how far training had got;
+* ``move_view``: ``True`` when it was trained on observations with the move view
+  (``TravellerEnv(move_view=True)``; absent otherwise). Such a policy plays in any env: where
+  the env's observation lacks the view, it asks ``env.move_view_vector(agent)`` for it.
 
 Nothing in it depends on the wall clock or the run folder, so the same seed on one thread
 gives the same bytes.
@@ -153,8 +156,10 @@ class PPOPolicy:
     needs_observation = True
 
     def __init__(self, layers: list[tuple[np.ndarray, np.ndarray]], action_labels: list[str],
-                 name: str, deterministic: bool = True, seed: int | None = None) -> None:
+                 name: str, deterministic: bool = True, seed: int | None = None,
+                 move_view_size: int = 0) -> None:
         self.layers = layers
+        self.move_view_size = int(move_view_size)
         self.action_labels = list(action_labels)
         self.name = name
         self.deterministic = deterministic
@@ -206,6 +211,9 @@ class PPOPolicy:
             raise ValueError(f"{self.name}: the environment {type(env).__name__} has no "
                              "relative_actions translation; play this policy in a TravellerEnv")
         obs_dim = self.layers[0][0].shape[1]
+        if self.move_view_size and np.shape(observation) == (obs_dim - self.move_view_size,):
+            # Trained with the move view, playing in an env without it: ask the env for it.
+            observation = np.concatenate([observation, env.move_view_vector(agent)])
         if np.shape(observation) != (obs_dim,):
             raise ValueError(f"{self.name}: observation of shape {np.shape(observation)}, but "
                              f"the policy expects ({obs_dim},)")
@@ -223,7 +231,8 @@ def load_ppo_policy(path: str | Path, scenario: ScenarioSource, deterministic: b
     """
     path = Path(path)
     data = read_checkpoint(path)
-    env = TravellerEnv(scenario)
+    move_view = bool(data.get("move_view", False))
+    env = TravellerEnv(scenario, move_view=move_view)
     label = env.scenario.name
     trained_on = f" (trained on {data['scenario']!r})" if data.get("scenario") else ""
     want_labels = list(env.relative_actions.labels)
@@ -239,5 +248,6 @@ def load_ppo_policy(path: str | Path, scenario: ScenarioSource, deterministic: b
     keys = sorted({k.rsplit(".", 1)[0] for k in actor}, key=lambda k: int(k))
     layers = [(actor[f"{k}.weight"].numpy().astype(np.float64),
                actor[f"{k}.bias"].numpy().astype(np.float64)) for k in keys]
+    extra = len(env.observation_labels) - len(TravellerEnv(scenario).observation_labels)
     return PPOPolicy(layers, data["action_labels"], name or path.stem,
-                     deterministic=deterministic, seed=seed)
+                     deterministic=deterministic, seed=seed, move_view_size=extra)

@@ -131,6 +131,9 @@ class Args:
     metres), exposure (share of enemies in play with line of sight to it), low_stance (crouched or
     prone), shots (the decision is an attack), lead (a Leadership check or a bonus handed),
     shots_into_cover (an attack on an enemy in cover from it, R5.3)"""
+    move_view: bool = False
+    """observe the move view too (traveller_env.observations.move_view: line of sight and
+    cover at each square a move could end on); the checkpoint records it, and plays in any env"""
     total_timesteps: int = 300_000
     """learner decisions to train for (rounded up to whole rollouts)"""
     stop_after_updates: int = 0
@@ -410,13 +413,15 @@ def make_vector(args: Args, seed: int, num_envs: int, opponents: dict[str, str] 
     scenario = scenario or scenario_list(args)[0]
     try:
         return vector.make(scenario, num_envs=num_envs, seed=seed, backend=args.backend,
-                           opponents=opponents, relative_actions=True), args.backend
+                           opponents=opponents, relative_actions=True,
+                           move_view=args.move_view), args.backend
     except (ValueError, TypeError) as exc:
         if not (fallback and args.backend != "python"):
             raise ValueError(f"{flag}: {exc}") from None
         try:
             venv = vector.make(scenario, num_envs=num_envs, seed=seed, backend="python",
-                               opponents=opponents, relative_actions=True)
+                               opponents=opponents, relative_actions=True,
+                               move_view=args.move_view)
         except (ValueError, TypeError):
             raise ValueError(f"{flag}: {exc}") from None
         print(f"train_ppo: note: {flag} {opponents}: not on backend {args.backend!r} ({exc}); "
@@ -511,6 +516,11 @@ def check_checkpoints(args: Args, venv: Any) -> None:
         except Exception as exc:  # a corrupt file: say which flag and file
             raise ValueError(f"{flag}: {path}: not a readable train_ppo checkpoint "
                              f"({exc})") from None
+        if bool(data.get("move_view", False)) != args.move_view:
+            said = "with" if data.get("move_view") else "without"
+            raise ValueError(f"{flag}: {path} was trained {said} the move view; pass "
+                             f"{'--move-view' if data.get('move_view') else 'no --move-view'} "
+                             "to train beside it")
         if int(data["obs_dim"]) != venv.obs_dim or \
                 list(data["action_labels"]) != list(venv.action_labels):
             raise ValueError(f"{flag}: {path} was trained on {data.get('scenario')!r} "
@@ -610,7 +620,9 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
     def save(path: Path, update: int, decisions: int) -> None:
         atomic_write_bytes(path, checkpoint_bytes(net, scenario, first.action_labels,
                                                   decisions=int(decisions), update=int(update),
-                                                  seed=int(args.seed)))
+                                                  seed=int(args.seed),
+                                                  **({"move_view": True} if args.move_view
+                                                     else {})))
 
     # ---- the pool of frozen past selves (pool mode)
     pool_rows = next((g for g in groups if g.kind == "pool"), None)

@@ -62,6 +62,17 @@ def lockstep(sc, seed: int, *, illegal_rate: float = 0.0, steps: int = 100_000,
     return n
 
 
+def test_the_move_view_is_the_same_on_the_core_aec_env():
+    assert lockstep("squad", 5, move_view=True) > 50
+    env = traveller_env.raw_env("squad", backend="core")
+    env.reset(seed=2)
+    twin = traveller_env.raw_env("squad", backend="python", move_view=True)
+    twin.reset(seed=2)
+    agent = env.agent_selection  # the move view alone, asked of an env without it
+    assert env.move_view_vector(agent).tobytes() == twin.observe(agent)["observation"][
+        -len(env.move_view_vector(agent)):].tobytes()
+
+
 @pytest.mark.parametrize("name", traveller_env.builtin_scenarios())
 def test_every_builtin_scenario_gives_the_same_aec_steps(name):
     assert lockstep(name, seed=3) > 10

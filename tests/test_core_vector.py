@@ -49,6 +49,7 @@ def lockstep(sc, steps: int, num_envs: int = 8, seed: int = 11, threads: int = 1
 def test_the_backends_play_the_same_battles(threads):
     assert lockstep("duel", 200, threads=threads) >= 1
     lockstep("squad", 150, threads=threads, relative_actions=True)
+    lockstep("squad", 150, threads=threads, relative_actions=True, move_view=True)
 
 
 def test_every_reward_term_and_penalties_agree():

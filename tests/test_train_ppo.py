@@ -295,6 +295,27 @@ def test_the_core_and_python_backends_give_the_same_checkpoint(tmp_path):
         (tmp_path / "python" / "ppo.pt").read_bytes()
 
 
+def test_move_view_runs_train_the_same_on_both_backends_and_say_so(tmp_path):
+    """``--move-view``: both backends observe the move view alike (same checkpoint bytes); the
+    checkpoint records it and its observation size includes it."""
+    from agents.ppo_policy import read_checkpoint
+    from experiments.train_ppo import build_parser, run
+    from traveller_env.env import TravellerEnv
+
+    common = ["--scenario", "duel", "--opponents", "red=rush", "--total-timesteps", "1024",
+              "--seed", "4", "--num-envs", "16", "--num-steps", "16", "--eval-every", "0",
+              "--eval-battles", "0", "--final-eval-battles", "0", "--no-progress",
+              "--move-view"]
+    for backend in ("python", "core"):
+        assert run(build_parser().parse_args(
+            [*common, "--backend", backend, "--out", str(tmp_path / backend)])) == 0
+    data = (tmp_path / "core" / "ppo.pt").read_bytes()
+    assert data == (tmp_path / "python" / "ppo.pt").read_bytes()
+    ckpt = read_checkpoint(tmp_path / "core" / "ppo.pt")
+    assert ckpt["move_view"] is True
+    assert ckpt["obs_dim"] == len(TravellerEnv("duel", move_view=True).observation_labels)
+
+
 # ============================================================================ several scenarios
 def test_one_policy_trains_on_several_scenarios(tmp_path):
     """``--scenario a,b``: the rows are shared out over the scenarios (one vector each), the

@@ -16,7 +16,7 @@ from pettingzoo.utils.env_logger import EnvLogger
 
 from .encoding import ActionCatalogue, RelativeActions
 from .invariants import InvariantError, check_invariants, check_new_events
-from .observations import ObservationBuilder
+from .observations import ObservationBuilder, move_view
 from .rules.battle import Battle, IllegalActionError
 from .rules.dice import Dice
 from .scenario import Scenario, build_battle, load_scenario, with_options
@@ -71,6 +71,12 @@ class TravellerEnv(AECEnv):
       adjacent, line of sight, in cover from the observer, stance, wounds, weapon drawn,
       melee weapon, aimed at by the observer, bonus / penalty held, has acted this round,
       haste, Initiative (/ 30), and whether it is the attacker awaiting the observer's reaction.
+    * with ``move_view=True`` (off by default), the move view: for the observer's square and
+      the end square of each move action (``move.here.*``, ``move.N:1.*``, ...), the shares of
+      the enemies in play that have line of sight to it (``seen_by``), that it would be in cover
+      from there when crouched or prone (``covered_from``), and that it would see out of cover
+      from there (``clear_shots``): what the map offers a move, which the rest of the vector
+      does not say (``observations.move_view``).
 
     Every entry lies in [-1, 1] (clamped in the rare extremes of Initiative, leadership pools
     and skill DMs).
@@ -103,7 +109,8 @@ class TravellerEnv(AECEnv):
     events, the selected agent's mask never all zero, every observation within [-1, 1], finite
     rewards) and raises
     ``InvariantError`` (an ``AssertionError``) naming the invariant and the combatant; off, it
-    costs nothing.
+    costs nothing. ``move_view`` (default ``False``; a constructor keyword) appends the move
+    view to every observation vector (see Observation Space).
 
     ## Misuse
     ``step``/``observe``/``last``/``state``/``action_mask`` before ``reset`` raise
@@ -130,6 +137,10 @@ class TravellerEnv(AECEnv):
         if not isinstance(check, bool):
             raise TypeError(f"check_invariants must be True or False, got {check!r}")
         self._check_invariants = check
+        move_view = options.pop("move_view", False)
+        if not isinstance(move_view, bool):
+            raise TypeError(f"move_view must be True or False, got {move_view!r}")
+        self.move_view: bool = move_view
         sc = load_scenario(scenario)
         max_rounds = options.pop("max_rounds", None)
         if max_rounds is not None:
@@ -140,7 +151,7 @@ class TravellerEnv(AECEnv):
         self.render_mode = render_mode
         template = build_battle(self.scenario, seed=0)
         self._catalogue = ActionCatalogue(template)
-        self._obs_builder = ObservationBuilder(template)
+        self._obs_builder = ObservationBuilder(template, move_view=move_view)
         self.possible_agents = [c.id for c in template.combatants]
         self.agents = []
         self._side_of = {c.id: c.side for c in template.combatants}
@@ -295,6 +306,19 @@ class TravellerEnv(AECEnv):
             self._require_reset("observation_vector()")
             self._check_agent(agent)
         return self._obs_builder.observe(self.battle, agent)
+
+    def move_view_vector(self, agent: str) -> np.ndarray:
+        """The move view of ``agent`` alone (float32; the entries ``move_view=True`` appends to
+        its observation), whatever this env's own ``move_view``: for policies trained with it
+        that play in an env without it (``agents.ppo_policy``)."""
+        if self.battle is None or agent not in self._side_of:
+            self._require_reset("move_view_vector()")
+            self._check_agent(agent)
+        return np.asarray(move_view(self._python_battle(), agent), dtype=np.float32)
+
+    def _python_battle(self) -> Battle:
+        """The Python engine's battle (the core env answers with its Python twin)."""
+        return self.battle
 
     def action_mask(self, agent: str | None = None) -> np.ndarray:
         """The action mask of ``agent`` (default: the selected agent)."""

@@ -17,10 +17,11 @@ from .rules.actions import STANCES
 from .rules.attack import range_dm
 from .rules.battle import Battle
 from .rules.checks import skill_dm
-from .rules.grid import GridMap
+from .rules.grid import DIRECTIONS, GridMap
 from .rules.leadership import leadership_dms
 
-__all__ = ["PHASES", "SELF_FIELDS", "SLOT_FIELDS", "ObservationBuilder"]
+__all__ = ["MOVE_VIEW_FIELDS", "PHASES", "SELF_FIELDS", "SLOT_FIELDS", "ObservationBuilder",
+           "move_view", "move_view_labels", "move_view_squares"]
 
 PHASES = ("haste", "turn", "reaction")
 _frombuffer, _FLOAT32 = np.frombuffer, np.float32
@@ -64,6 +65,16 @@ SLOT_FIELDS = (
     "hasty",
     "initiative",  # / 30
     "attacking_me",  # its attack on me awaits my reaction
+)
+
+#: The optional move view (``move_view=True``): for the observer's own square and the end
+#: square of each move action (catalogue order: direction, then squares), three shares of the
+#: enemies in play (0 when none is, or when the square is off the map or a wall).
+MOVE_VIEW_FIELDS = (
+    "seen_by",       # enemies with line of sight to the square (R8.1): who could shoot me there
+    "covered_from",  # of those, the ones whose line passes low cover next to the square: in
+                     # cover from them there when crouched or prone (R5.3, R8.1)
+    "clear_shots",   # enemies I would see from there that are not in cover from it
 )
 
 # Position of each R5.1 band DM among the slot's five band flags (None: beyond 4x Range).
@@ -110,10 +121,55 @@ STATE_FIELDS = ("side", "in_play", "x", "y", "wound_STR", "wound_DEX", "wound_EN
                 "initiative", "hasty", "holds_bonus", "holds_penalty", "acted", "deciding")
 
 
+def move_view_squares(battle: Battle, agent: str) -> list[tuple[int, int]]:
+    """The squares the move view describes: ``agent``'s own, then the end square of each
+    move action in catalogue order (``DIRECTIONS`` x 1..``max_move_squares``), whether or not
+    that move is legal now (the action mask says that)."""
+    x, y = battle.by_id[agent].pos
+    n = battle.max_move_squares
+    return [(x, y)] + [(x + dx * k, y + dy * k) for dx, dy in DIRECTIONS.values()
+                       for k in range(1, n + 1)]
+
+
+def move_view_labels(max_move_squares: int) -> list[str]:
+    """The labels of the move view's entries (``move.here.seen_by``, ``move.N:1.seen_by``, ...)."""
+    names = ["here"] + [f"{d}:{k}" for d in DIRECTIONS for k in range(1, max_move_squares + 1)]
+    return [f"move.{n}.{f}" for n in names for f in MOVE_VIEW_FIELDS]
+
+
+def move_view(battle: Battle, agent: str) -> list[float]:
+    """The move view of ``agent`` (``MOVE_VIEW_FIELDS`` for each of ``move_view_squares``): what
+    the map offers at each square it could end a move on, asked of the map's own line-of-sight
+    and cover rules (``GridMap.line_of_sight``, ``GridMap.cover_between``)."""
+    me = battle.by_id[agent]
+    grid = battle.grid
+    enemies = [c for c in battle.combatants if c.side != me.side and not c.out]
+    out: list[float] = []
+    if not enemies:
+        return [0.0] * (len(MOVE_VIEW_FIELDS) * (1 + 8 * battle.max_move_squares))
+    n = len(enemies)
+    los, cover = grid.line_of_sight, grid.cover_between
+    for sq in move_view_squares(battle, agent):
+        if not grid.passable(sq):
+            out += (0.0, 0.0, 0.0)
+            continue
+        seen = covered = clear = 0
+        for e in enemies:
+            if los(e.pos, sq):
+                seen += 1
+                if cover(e.pos, sq):
+                    covered += 1
+                if not (e.stance != "stand" and cover(sq, e.pos)):
+                    clear += 1
+        out += (seen / n, covered / n, clear / n)
+    return out
+
+
 class ObservationBuilder:
     """Builds per-agent observation vectors and the global state for one scenario."""
 
-    def __init__(self, battle: Battle) -> None:
+    def __init__(self, battle: Battle, move_view: bool = False) -> None:
+        self.move_view = bool(move_view)
         self.ids = [c.id for c in battle.combatants]
         sides = [[c.id for c in battle.combatants if c.side == s] for s in (0, 1)]
         self.side_of = {c.id: c.side for c in battle.combatants}
@@ -130,6 +186,8 @@ class ObservationBuilder:
         for k in range(self.n_slots):
             name = f"ally{k}" if k < self.n_ally_slots else f"enemy{k - self.n_ally_slots}"
             self.labels += [f"{name}.{f}" for f in SLOT_FIELDS]
+        if self.move_view:
+            self.labels += move_view_labels(battle.max_move_squares)
         self.size = len(self.labels)
         # Native float32 (one type, so no padding): a plain cast per entry, the same bytes as
         # the standard size's rounding for values in [-1, 1], and cheaper.
@@ -241,6 +299,8 @@ class ObservationBuilder:
             v.append(1.0 if aim_target == oid else 0.0)
             v += block[1]  # bonus, penalty, acted, hasty, Initiative
             v.append(1.0 if attacker == oid else 0.0)
+        if self.move_view:
+            v += move_view(battle, agent)
         # Every entry is in [-1, 1] (see ``_unit``). Packing straight into float32 bytes is
         # faster than NumPy's conversion of a mixed list, with the same rounding.
         buf = bytearray(self._pack_size)

@@ -29,7 +29,7 @@ constexpr int band_index(int dm) noexcept {
 
 }  // namespace
 
-Observer::Observer(const Battle& b) {
+Observer::Observer(const Battle& b, bool move_view) : move_view_(move_view) {
     n_ = b.num_combatants();
     int per_side[2] = {0, 0};
     for (int i = 0; i < n_; ++i) ++per_side[b.combatant(i).side];
@@ -37,6 +37,7 @@ Observer::Observer(const Battle& b) {
     n_ally_slots_ = biggest - 1;
     n_slots_ = n_ally_slots_ + biggest;
     size_ = kSelfFields + n_slots_ * kSlotFields;
+    if (move_view_) size_ += kMoveViewFields * (1 + kNumDirs * b.max_move_squares());
     state_size_ = n_ * kStateFields + 4;
     slots_.assign(static_cast<std::size_t>(n_ * n_slots_), -1);
     for (int seat = 0; seat < n_; ++seat) {
@@ -171,6 +172,51 @@ void Observer::observe(const Battle& b, int seat, float* out) const noexcept {
         *o++ = f32(unit(c.current_initiative() / kInitScale));
         *o++ = flag(attacker == oid);
     }
+    if (move_view_) write_move_view(b, seat, o);
+}
+
+float* Observer::write_move_view(const Battle& b, int seat, float* o) const noexcept {
+    const Combatant& me = b.combatant(seat);
+    const Grid& g = b.grid();
+    const int squares = 1 + kNumDirs * b.max_move_squares();
+    int n = 0;  // enemies in play
+    for (int i = 0; i < n_; ++i) {
+        const Combatant& c = b.combatant(i);
+        if (c.side != me.side && !c.out) ++n;
+    }
+    if (n == 0) {
+        std::fill(o, o + kMoveViewFields * squares, 0.0f);
+        return o + kMoveViewFields * squares;
+    }
+    const double count = n;
+    for (int k = 0; k < squares; ++k) {
+        int x = me.x, y = me.y;
+        if (k > 0) {  // move_view_squares: direction (k - 1) / max, then (k - 1) % max + 1 squares
+            const int dir = (k - 1) / b.max_move_squares(), steps = (k - 1) % b.max_move_squares() + 1;
+            x += kDirDx[dir] * steps;
+            y += kDirDy[dir] * steps;
+        }
+        if (!g.in_bounds(x, y) || g.is_wall(x, y)) {  // GridMap.passable
+            *o++ = 0.0f;
+            *o++ = 0.0f;
+            *o++ = 0.0f;
+            continue;
+        }
+        int seen = 0, covered = 0, clear = 0;
+        for (int i = 0; i < n_; ++i) {
+            const Combatant& e = b.combatant(i);
+            if (e.side == me.side || e.out) continue;
+            if (g.line_of_sight(e.x, e.y, x, y)) {
+                ++seen;
+                if (g.cover_between(e.x, e.y, x, y)) ++covered;
+                if (!(e.stance != kStand && g.cover_between(x, y, e.x, e.y))) ++clear;
+            }
+        }
+        *o++ = f32(seen / count);
+        *o++ = f32(covered / count);
+        *o++ = f32(clear / count);
+    }
+    return o;
 }
 
 void Observer::state(const Battle& b, float* out) const noexcept {

@@ -105,10 +105,10 @@ class CoreBattleState:
     """
 
     def __init__(self, scenario: Any, seed: int, catalogue: Any, *,
-                 prepared: _Prepared | None = None) -> None:
+                 prepared: _Prepared | None = None, move_view: bool = False) -> None:
         if prepared is None:
             prepared = _Prepared(scenario, catalogue)
-        self.core = CoreBattle(scenario, seed, flat=prepared.flat)
+        self.core = CoreBattle(scenario, seed, flat=prepared.flat, move_view=move_view)
         self._b = self.core._b
         self._scenario = scenario
         self._seed = seed
@@ -234,13 +234,16 @@ class CoreTravellerEnv(TravellerEnv):
         self._last_dropouts = 0
         self._last_damage: tuple[list[int], list[int]] | None = None
 
+    def _python_battle(self) -> Battle:
+        return self.battle.python
+
     def _build_battle(self, dice: Dice | None) -> Any:
         if dice is not None:
             raise ValueError("reset options['dice']: scripted dice are not supported on "
                              "backend='core' (the core rolls only the shared PCG32 generator "
                              "from the seed); use backend='python'")
         state = CoreBattleState(self.scenario, self.seed, self._catalogue,
-                                prepared=self._prepared)
+                                prepared=self._prepared, move_view=self.move_view)
         # What ``_score`` compares with (the core's summary, read straight from the core).
         self._last_dropouts = state._b.dropouts
         self._last_damage = state._b.summary()[:2] if self._damage_rewards else None

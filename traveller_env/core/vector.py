@@ -44,7 +44,8 @@ class CoreBackend:
         self._vec = require().VecBattles.create(
             rewards=(float(r.win), float(r.loss), float(r.draw), float(r.damage_dealt),
                      float(r.damage_taken), float(r.per_round), bool(r.shared)),
-            opponents=list(policy_names), num_envs=num_envs, **flat)
+            opponents=list(policy_names), num_envs=num_envs, move_view=template.move_view,
+            **flat)
         self.threads = threads
         self._vec.attach(out.obs, out.mask.view(np.uint8), out.rewards, out.terminated,
                          out.truncated, out.agent, out.episode, out.battle_seed, out.winner)

@@ -8,7 +8,9 @@
 // Layout (ObservationBuilder.labels): the observer's own block (kSelfFields entries, SELF_FIELDS
 // order), then one block of kSlotFields entries (SLOT_FIELDS order) per slot. Slots are relative
 // to the observer: its allies in scenario order without itself, padded to (largest side - 1),
-// then its enemies in scenario order, padded to the largest side. The state
+// then its enemies in scenario order, padded to the largest side. With the move view on
+// (observations.move_view), kMoveViewFields entries follow for the observer's square and the end
+// square of each move action (kDir order, then 1..max_move_squares). The state
 // (ObservationBuilder.state_labels): kStateFields entries (STATE_FIELDS order) per combatant in
 // scenario order, then the three phase flags and the round.
 //
@@ -27,12 +29,13 @@ namespace traveller {
 inline constexpr int kSelfFields = 31;   // len(SELF_FIELDS)
 inline constexpr int kSlotFields = 28;   // len(SLOT_FIELDS)
 inline constexpr int kStateFields = 19;  // len(STATE_FIELDS)
+inline constexpr int kMoveViewFields = 3;  // len(MOVE_VIEW_FIELDS)
 inline constexpr double kInitScale = 30.0;
 inline constexpr double kPoolScale = 10.0;
 
 class Observer {
 public:
-    explicit Observer(const Battle& b);
+    explicit Observer(const Battle& b, bool move_view = false);
 
     int size() const noexcept { return size_; }              // len(ObservationBuilder.labels)
     int state_size() const noexcept { return state_size_; }  // ObservationBuilder.state_size
@@ -58,6 +61,10 @@ private:
         double leadership_dm;    // _unit(sum(leadership_dms(c, hasty=False)) / 10)
     };
 
+    // observations.move_view: the shares for each square the observer could end a move on.
+    float* write_move_view(const Battle& b, int seat, float* o) const noexcept;
+
+    bool move_view_ = false;
     int n_ = 0;
     int n_ally_slots_ = 0;
     int n_slots_ = 0;
