@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from experiments.train_common import write_json
+from experiments.train_common import result_command, write_json
 
 __all__ = ["SCENARIOS", "build_parser", "evaluate_sergeant", "main", "run"]
 
@@ -206,10 +206,10 @@ def run(args: argparse.Namespace) -> int:
                   f"leads/turn {r['leads_per_turn']:.2f}", flush=True)
     print_table(rows)
     if args.json:
-        command = (f"--checkpoint {args.checkpoint}" if args.checkpoint else
-                   f"--total-timesteps {args.total_timesteps} --seed {args.seed}")
-        payload = {"command": f"python -m experiments.leadership_ppo {command} "
-                   f"--eval-battles {args.eval_battles}",
+        command = result_command("experiments.leadership_ppo", args.checkpoint,
+                                 f"--total-timesteps {args.total_timesteps} --seed {args.seed}",
+                                 f"--eval-battles {args.eval_battles}")
+        payload = {"command": command,
                    "checkpoint": str(checkpoint), "train_seconds": trained_s, "rows": rows}
         write_json(args.json, payload)
         print(f"wrote {args.json}")

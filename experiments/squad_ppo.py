@@ -11,8 +11,8 @@ The evaluation loads the checkpoint as an NPC (greedy) and plays ``--eval-battle
 against each ``--vs`` policy through the AEC env (``agents.evaluation.evaluate_matchup``:
 sides alternate, so half the battles as blue and half as red), on seeds from 200,000 (never
 used in training: training battles draw their seeds from the run's seed), in ``--workers``
-processes; win rates with Wilson 95% intervals. With the behaviour module available it also
-measures the policy's and the scripted NPCs' behaviour against ``marksman``.
+processes; win rates with Wilson 95% intervals. It also measures the policy's and the
+scripted NPCs' behaviour against ``marksman``.
 
     python -m experiments.squad_ppo --total-timesteps 40000000 --seed 1 \\
         --extra '--stop-after-updates 1800' --json results/squad_ppo.json   # the README's run
@@ -27,7 +27,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from experiments.train_common import write_json
+from experiments.train_common import result_command, write_json
 
 __all__ = ["TRAIN_FLAGS", "build_parser", "evaluate", "main", "run"]
 
@@ -142,20 +142,17 @@ def run(args: argparse.Namespace) -> int:
     print(f"evaluated in {time.perf_counter() - t:.0f} s")
     behaviour = None
     if args.behaviour_battles:
-        try:
-            from agents.behaviour import behaviour_stats
-        except ImportError:
-            behaviour_stats = None
-        if behaviour_stats is not None:
-            behaviour = {p: behaviour_stats(p, "squad", vs="marksman",
-                                            battles=args.behaviour_battles, seed=EVAL_SEED)
-                         for p in [str(checkpoint), *opponents]}
+        from agents.behaviour import behaviour_stats
+
+        behaviour = {p: behaviour_stats(p, "squad", vs="marksman",
+                                        battles=args.behaviour_battles, seed=EVAL_SEED)
+                     for p in [str(checkpoint), *opponents]}
     if args.json:
-        command = (f"--checkpoint {shlex.quote(str(args.checkpoint))}" if args.checkpoint else
-                   f"--total-timesteps {args.total_timesteps} --seed {args.seed}"
-                   + (f" --extra {shlex.quote(args.extra)}" if args.extra else ""))
-        payload = {"command": f"python -m experiments.squad_ppo {command} "
-                   f"--eval-battles {args.eval_battles} --vs {shlex.quote(args.vs)}",
+        training = (f"--total-timesteps {args.total_timesteps} --seed {args.seed}"
+                    + (f" --extra {shlex.quote(args.extra)}" if args.extra else ""))
+        command = result_command("experiments.squad_ppo", args.checkpoint, training,
+                                 f"--eval-battles {args.eval_battles} --vs {shlex.quote(args.vs)}")
+        payload = {"command": command,
                    "train_flags": flags, "checkpoint": str(checkpoint),
                    "train_seconds": trained_s, "eval_seed": EVAL_SEED, "rows": rows,
                    "behaviour": behaviour}

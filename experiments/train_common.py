@@ -155,6 +155,35 @@ def versions() -> dict[str, str]:
     return out
 
 
+def hidden_sizes(text: str) -> list[int]:
+    """``"64,64"`` -> ``[64, 64]`` (``ValueError`` naming ``--hidden`` otherwise)."""
+    try:
+        sizes = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        sizes = []
+    if not sizes or min(sizes) < 1:
+        raise ValueError(f"--hidden must be positive layer sizes separated by commas, got "
+                         f"{text!r}")
+    return sizes
+
+
+def check_minimums(values: tuple[tuple[str, float, float], ...]) -> None:
+    """``ValueError`` naming the first ``(flag, value, lowest allowed)`` whose value is below
+    its lowest allowed one."""
+    for flag, value, low in values:
+        if value < low:
+            raise ValueError(f"{flag} must be at least {low}, got {value}")
+
+
+def result_command(module: str, checkpoint: Path | None, training: str, evaluation: str) -> str:
+    """The command that reruns a result script's evaluation: ``--checkpoint`` when it
+    evaluated one, else its ``training`` flags, then its ``evaluation`` flags."""
+    import shlex
+
+    head = f"--checkpoint {shlex.quote(str(checkpoint))}" if checkpoint else training
+    return f"python -m {module} {head} {evaluation}"
+
+
 def write_json(path: Path, payload: dict, with_versions: bool = False) -> None:
     """Write JSON atomically (with package versions when asked)."""
     if with_versions:

@@ -76,7 +76,14 @@ from typing import Any
 
 import numpy as np
 
-from experiments.train_common import add_dataclass_args, atomic_write_bytes, versions, write_json
+from experiments.train_common import (
+    add_dataclass_args,
+    atomic_write_bytes,
+    check_minimums,
+    hidden_sizes,
+    versions,
+    write_json,
+)
 
 __all__ = ["Args", "build_parser", "main", "prepare", "run", "train"]
 
@@ -192,22 +199,20 @@ class Args:
         """``ValueError`` naming the flag for any value out of range."""
         from traveller_env import vector
 
-        for flag, value, low in (("--total-timesteps", self.total_timesteps, 1),
-                                 ("--num-envs", self.num_envs, 1),
-                                 ("--num-steps", self.num_steps, 1),
-                                 ("--epochs", self.epochs, 1),
-                                 ("--minibatches", self.minibatches, 1),
-                                 ("--threads", self.threads, 1),
-                                 ("--pool-every", self.pool_every, 1),
-                                 ("--pool-size", self.pool_size, 0),
-                                 ("--eval-every", self.eval_every, 0),
-                                 ("--eval-battles", self.eval_battles, 0),
-                                 ("--eval-envs", self.eval_envs, 1),
-                                 ("--final-eval-battles", self.final_eval_battles, 0),
-                                 ("--seed", self.seed, 0),
-                                 ("--stop-after-updates", self.stop_after_updates, 0)):
-            if value < low:
-                raise ValueError(f"{flag} must be at least {low}, got {value}")
+        check_minimums((("--total-timesteps", self.total_timesteps, 1),
+                        ("--num-envs", self.num_envs, 1),
+                        ("--num-steps", self.num_steps, 1),
+                        ("--epochs", self.epochs, 1),
+                        ("--minibatches", self.minibatches, 1),
+                        ("--threads", self.threads, 1),
+                        ("--pool-every", self.pool_every, 1),
+                        ("--pool-size", self.pool_size, 0),
+                        ("--eval-every", self.eval_every, 0),
+                        ("--eval-battles", self.eval_battles, 0),
+                        ("--eval-envs", self.eval_envs, 1),
+                        ("--final-eval-battles", self.final_eval_battles, 0),
+                        ("--seed", self.seed, 0),
+                        ("--stop-after-updates", self.stop_after_updates, 0)))
         for flag, value in (("--lr", self.lr), ("--clip-coef", self.clip_coef)):
             if not value > 0:
                 raise ValueError(f"{flag} must be positive, got {value}")
@@ -336,18 +341,6 @@ class StyleShaping:
             covered = (cols >= 0) & (obs[np.arange(len(obs)), np.maximum(cols, 0)] > 0.5)
             out += w["shots_into_cover"] * covered
         return out
-
-
-def hidden_sizes(text: str) -> list[int]:
-    """``"64,64"`` -> ``[64, 64]`` (``ValueError`` naming ``--hidden`` otherwise)."""
-    try:
-        sizes = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        sizes = []
-    if not sizes or min(sizes) < 1:
-        raise ValueError(f"--hidden must be positive layer sizes separated by commas, got "
-                         f"{text!r}")
-    return sizes
 
 
 def parse_opponents(text: str) -> dict[str, str]:

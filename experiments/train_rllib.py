@@ -44,7 +44,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from experiments.train_common import add_dataclass_args, versions, write_json
+from experiments.train_common import (
+    add_dataclass_args,
+    check_minimums,
+    hidden_sizes,
+    versions,
+    write_json,
+)
 
 MAPPINGS = ("shared", "per-side")
 META_FILE = "traveller.json"  # the same name as agents.rllib_policy.META_FILE
@@ -102,30 +108,16 @@ class Args:
         if self.policy_mapping not in MAPPINGS:
             raise ValueError(f"--policy-mapping must be one of {', '.join(MAPPINGS)}, got "
                              f"{self.policy_mapping!r}")
-        for flag, value, low in (("--num-env-runners", self.num_env_runners, 0),
-                                 ("--num-envs-per-env-runner", self.num_envs_per_env_runner, 1),
-                                 ("--total-timesteps", self.total_timesteps, 1),
-                                 ("--learner-decisions", self.learner_decisions, 0),
-                                 ("--train-batch-size", self.train_batch_size, 1),
-                                 ("--minibatch-size", self.minibatch_size, 1),
-                                 ("--num-epochs", self.num_epochs, 1),
-                                 ("--eval-battles", self.eval_battles, 0),
-                                 ("--torch-threads", self.torch_threads, 1)):
-            if value < low:
-                raise ValueError(f"{flag} must be at least {low}, got {value}")
+        check_minimums((("--num-env-runners", self.num_env_runners, 0),
+                        ("--num-envs-per-env-runner", self.num_envs_per_env_runner, 1),
+                        ("--total-timesteps", self.total_timesteps, 1),
+                        ("--learner-decisions", self.learner_decisions, 0),
+                        ("--train-batch-size", self.train_batch_size, 1),
+                        ("--minibatch-size", self.minibatch_size, 1),
+                        ("--num-epochs", self.num_epochs, 1),
+                        ("--eval-battles", self.eval_battles, 0),
+                        ("--torch-threads", self.torch_threads, 1)))
         hidden_sizes(self.hidden)
-
-
-def hidden_sizes(text: str) -> list[int]:
-    """``"64,64"`` -> ``[64, 64]`` (``ValueError`` naming ``--hidden`` otherwise)."""
-    try:
-        sizes = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        sizes = []
-    if not sizes or min(sizes) < 1:
-        raise ValueError(f"--hidden must be positive layer sizes separated by commas, got "
-                         f"{text!r}")
-    return sizes
 
 
 def parse_opponents(text: str) -> dict[str, str]:

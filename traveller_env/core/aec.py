@@ -96,6 +96,11 @@ class _Prepared:
         self.labels = list(catalogue.labels)
 
 
+def _from_core(name: str) -> property:
+    """A read-only property answered by ``CoreBattle.<name>`` of the state's ``core``."""
+    return property(lambda self: getattr(self.core, name), doc=f"``CoreBattle.{name}``.")
+
+
 class CoreBattleState:
     """One battle on the core, with the part of ``Battle``'s interface ``TravellerEnv`` uses.
 
@@ -127,31 +132,13 @@ class CoreBattleState:
         self._replayed = 0
 
     # ------------------------------------------------------------------ Battle's interface
-    @property
-    def current_agent(self) -> str | None:
-        d = self._b.decider
-        return None if d < 0 else self.ids[d]
-
-    @property
-    def done(self) -> bool:
-        return self._b.done
-
-    @property
-    def truncated(self) -> bool:
-        return self._b.truncated
-
-    @property
-    def winner(self) -> str | None:
-        w = self._b.winner
-        return None if w < 0 else self.side_names[w]
-
-    @property
-    def round(self) -> int:
-        return self._b.round
-
-    @property
-    def phase(self) -> str:
-        return self._b.phase
+    # What ``CoreBattle`` answers already (one home for the seat -> id and side-name mapping).
+    current_agent = _from_core("current_agent")
+    done = _from_core("done")
+    truncated = _from_core("truncated")
+    winner = _from_core("winner")
+    round = _from_core("round")
+    phase = _from_core("phase")
 
     @property
     def summary(self) -> _LazySummary:
