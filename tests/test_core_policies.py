@@ -53,12 +53,15 @@ class _Env:
 
 def _python_policy(name: str, seed: int) -> Any:
     """The Python policy (imported directly: the sanitizer's venv has no training extras)."""
+    from agents.leader import LeaderPolicy
     from agents.marksman import MarksmanPolicy
     from agents.rush import RushPolicy
+    from agents.tactician import TacticianPolicy
     from traveller_env.policy import PassivePolicy, RandomPolicy
 
     classes = {"random": RandomPolicy, "passive": PassivePolicy, "rush": RushPolicy,
-               "marksman": MarksmanPolicy}
+               "marksman": MarksmanPolicy, "leader": LeaderPolicy,
+               "tactician": TacticianPolicy}
     return classes[name](seed=seed)
 
 

@@ -1,6 +1,7 @@
 // The in-core scripted policies (include/traveller/policies.hpp): agents/common.py, rush.py,
-// marksman.py and traveller_env/policy.py, function for function. Python names are kept (with
-// the Python they mirror quoted where the arithmetic must match bit for bit).
+// marksman.py, leader.py, tactician.py and traveller_env/policy.py, function for function.
+// Python names are kept (with the Python they mirror quoted where the arithmetic must match bit
+// for bit); the leader's and tactician's functions carry their class's name as a prefix.
 #include "traveller/policies.hpp"
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include "traveller/checks.hpp"
 #include "traveller/damage.hpp"
 #include "traveller/grid.hpp"
+#include "traveller/leadership.hpp"
 #include "traveller/movement.hpp"
 #include "traveller/reactions.hpp"
 
@@ -49,12 +51,98 @@ struct Outcome {
     double p_hit = 0.0, expected = 0.0, p_down = 0.0;
 };
 
+// A hash table from 64-bit keys to values that is emptied in O(1) (a generation stamp) and keeps
+// its storage from one decision to the next: the tactician's per-decision memo tables (its
+// Python dicts _base, _incoming, _end and memo).
+template <class V>
+class KeyCache {
+public:
+    // Forget every entry (the next decision starts empty).
+    void clear() noexcept {
+        if (++gen_ == 0) {  // the stamp wrapped: really clear
+            for (Slot& s : slots_) s.gen = 0;
+            gen_ = 1;
+        }
+        count_ = 0;
+    }
+    // The value stored under key, or nullptr.
+    const V* find(std::uint64_t key) const noexcept {
+        if (slots_.empty()) return nullptr;
+        const std::size_t mask = slots_.size() - 1;
+        for (std::size_t i = hash(key) & mask;; i = (i + 1) & mask) {
+            const Slot& s = slots_[i];
+            if (s.gen != gen_) return nullptr;
+            if (s.key == key) return &s.value;
+        }
+    }
+    void put(std::uint64_t key, const V& value) {
+        if (2 * (count_ + 1) > slots_.size()) grow();
+        const std::size_t mask = slots_.size() - 1;
+        for (std::size_t i = hash(key) & mask;; i = (i + 1) & mask) {
+            Slot& s = slots_[i];
+            if (s.gen != gen_) {
+                s = Slot{key, gen_, value};
+                ++count_;
+                return;
+            }
+            if (s.key == key) {
+                s.value = value;
+                return;
+            }
+        }
+    }
+
+private:
+    struct Slot {
+        std::uint64_t key = 0;
+        std::uint32_t gen = 0;
+        V value{};
+    };
+    static std::size_t hash(std::uint64_t k) noexcept {
+        k ^= k >> 33;
+        k *= 0xff51afd7ed558ccdULL;
+        k ^= k >> 33;
+        return static_cast<std::size_t>(k);
+    }
+    void grow() {
+        std::vector<Slot> old;
+        old.swap(slots_);
+        slots_.assign(old.empty() ? 256 : 2 * old.size(), Slot{});
+        const std::uint32_t live = gen_;
+        gen_ = 1;
+        count_ = 0;
+        for (const Slot& s : old) {
+            if (s.gen == live) put(s.key, s.value);
+        }
+    }
+
+    std::vector<Slot> slots_;
+    std::uint32_t gen_ = 1;
+    std::size_t count_ = 0;
+};
+
+// One result of the tactician's search: a value and its plan (the labels, catalogue indices).
+struct PlanValue {
+    double value = 0.0;
+    int n = 0;
+    int actions[TacticianPlan::kMax] = {};
+};
+
 // Per-thread caches: what is fixed for a scenario (exact damage distributions, attack outcomes,
 // path-cost fields around walls) and the scratch lists of one decision. Shared by every policy
 // on the thread (a batched stepper runs thousands), so a policy itself stays small.
 class Workspace {
 public:
     std::vector<int> enemies, allies;  // of the decision being made
+    // The tactician's (and leader's) scratch: per-seat values, sorted gains and losses, the
+    // signature of the battle, and the plan search's memo tables.
+    std::vector<double> threat, others, gains, losses;
+    std::vector<int> receivers;
+    std::vector<std::int32_t> signature;
+    KeyCache<int> base;          // _Planner._base
+    KeyCache<double> incoming;   // _Planner._incoming
+    KeyCache<double> end;        // _Planner._end
+    KeyCache<PlanValue> memo;    // _Planner.memo
 
     Workspace() : outcomes_(kOutcomeSlots) {}
 
@@ -325,9 +413,10 @@ int damage_to_down(const Combatant& c) {
 }
 
 // common.attack_dm: the total DM of a's attack on t with a at (ax, ay), t at (tx, ty), an aim
-// DM (-1: the aim a holds on t) and the held leadership bonus/penalty; kNoShot out of reach.
+// DM (-1: the aim a holds on t), the held leadership bonus/penalty, a target stance (tstance;
+// -1: t's own) and haste (hasty; -1: a's own, 0 False, 1 True); kNoShot out of reach.
 int attack_dm(const Ctx& ctx, int ai, int ti, int ax, int ay, int tx, int ty, int aim = -1,
-              bool held = true) {
+              bool held = true, int tstance = -1, int hasty = -1) {
     const Combatant& a = ctx.c(ai);
     if (!in_attack_reach(a.weapon, ctx.g, ax, ay, tx, ty)) return kNoShot;
     Combatant ha = a;  // the hypothetical attacker and target (attack_dms reads them)
@@ -337,18 +426,21 @@ int attack_dm(const Ctx& ctx, int ai, int ti, int ax, int ay, int tx, int ty, in
         ha.aim_target = ti;
         ha.aim_dm = aim;
     }
+    if (hasty >= 0) ha.hasty = hasty != 0;
     Combatant ht = ctx.c(ti);
     ht.x = tx;
     ht.y = ty;
+    if (tstance >= 0) ht.stance = tstance;
     Dms dms = attack_dms(ha, ht, ti, ctx.g);
     if (held) held_dms(a, dms);
     return dms.total();
 }
 
-int attack_dm_now(const Ctx& ctx, int ai, int ti, int aim = -1, bool held = true) {
+int attack_dm_now(const Ctx& ctx, int ai, int ti, int aim = -1, bool held = true,
+                  int hasty = -1) {
     const Combatant& a = ctx.c(ai);
     const Combatant& t = ctx.c(ti);
-    return attack_dm(ctx, ai, ti, a.x, a.y, t.x, t.y, aim, held);
+    return attack_dm(ctx, ai, ti, a.x, a.y, t.x, t.y, aim, held, -1, hasty);
 }
 
 // common.attack_value: expected damage (capped) + kill_weight x the chance of a knock-out.
@@ -747,6 +839,607 @@ Prefs marksman_turn(const Ctx& ctx) {
     return {end};
 }
 
+// ============================================================================ leader
+// LeaderPolicy's defaults (min_success, value_ratio; keep_away_m and kill_weight as marksman).
+constexpr double kLeaderMinSuccess = 0.5, kLeaderValueRatio = 1.0;
+
+// LeaderPolicy.leadership_dm: DM of its Leadership check now (R4.2) + the held bonus/penalty.
+int leader_leadership_dm(const Ctx& ctx) {
+    Dms held;
+    held_dms(ctx.m, held);
+    return leadership_dms(ctx.m).total() + held.total();
+}
+
+// LeaderPolicy.receivers: allies that could take a bonus now (in comms range or both with radios,
+// R7.2, and not already holding one, R7.3), into out.
+void leader_receivers(const Ctx& ctx, std::vector<int>& out) {
+    out.clear();
+    for (int a : ctx.allies()) {
+        const Combatant& al = ctx.c(a);
+        if (al.bonus) continue;
+        if (can_communicate(ctx.m, al, ctx.b.options().comms_range_m)) out.push_back(a);
+    }
+}
+
+// LeaderPolicy.penalty_cost: what DM -1 would take from member's best attack now.
+double leader_penalty_cost(const Ctx& ctx, int member) {
+    double best = 0.0;
+    for (int e : ctx.enemies()) {
+        const int dm = attack_dm_now(ctx, member, e, -1, false);
+        if (dm == kNoShot) continue;
+        const double loss = (attack_value(ctx, member, e, dm, kKillWeight) -
+                             attack_value(ctx, member, e, dm - 1, kKillWeight));
+        best = std::max(best, loss);
+    }
+    return best;
+}
+
+// sum(values[:k]) (values sorted in descending order, as sorted(..., reverse=True)).
+double sum_first(const std::vector<double>& values, int k) {
+    double total = 0.0;
+    for (int i = 0; i < k && i < static_cast<int>(values.size()); ++i) {
+        total += values[static_cast<std::size_t>(i)];
+    }
+    return total;
+}
+
+// LeaderPolicy.leadership_value: (chance of a positive Effect, expected value of the check).
+//     for effect, p in effect_distribution(self.leadership_dm(ctx)).items():
+//         if effect > 0: p_pos += p; value += p * sum(gains[:effect])
+//         elif effect < 0: value -= p * sum(losses[:-effect])
+void leader_leadership_value(const Ctx& ctx, double& p_pos, double& value) {
+    std::vector<double>& gains = ctx.ws.gains;
+    std::vector<double>& losses = ctx.ws.losses;
+    leader_receivers(ctx, ctx.ws.receivers);
+    gains.clear();
+    for (int a : ctx.ws.receivers) gains.push_back(bonus_value(ctx, a));
+    std::sort(gains.begin(), gains.end(), [](double x, double y) { return x > y; });
+    losses.clear();
+    losses.push_back(leader_penalty_cost(ctx, ctx.me));
+    for (int a : ctx.allies()) losses.push_back(leader_penalty_cost(ctx, a));
+    std::sort(losses.begin(), losses.end(), [](double x, double y) { return x > y; });
+    p_pos = value = 0.0;
+    const int dm = leader_leadership_dm(ctx);
+    for (int s = 2; s <= 12; ++s) {  // effect_distribution(dm), in 2D order
+        const int effect = s + dm - kTargetNumber;
+        const double p = p2d6(s);
+        if (effect > 0) {
+            p_pos += p;
+            value += p * sum_first(gains, effect);
+        } else if (effect < 0) {
+            value -= p * sum_first(losses, -effect);
+        }
+    }
+}
+
+// LeaderPolicy.own_shot_value: its best attack this turn (one more aim if it can still aim).
+double leader_own_shot_value(const Ctx& ctx) {
+    const Target best = marksman_best_target(ctx);
+    if (best.e < 0) return 0.0;
+    const int aim = std::min(kMaxAim, best.held + (ctx.m.minors == 0 ? 1 : 0));
+    return attack_value(ctx, ctx.me, best.e, best.base + aim, kKillWeight);
+}
+
+// LeaderPolicy.should_lead: criteria (a)-(c) of its docstring.
+bool leader_should_lead(const Ctx& ctx) {
+    if (!ctx.sig || !ctx.legal(ctx.index(Kind::leadership))) return false;
+    leader_receivers(ctx, ctx.ws.receivers);
+    if (ctx.ws.receivers.empty()) return false;
+    double p_pos, value;
+    leader_leadership_value(ctx, p_pos, value);
+    return p_pos >= kLeaderMinSuccess && value > 0 &&
+           value >= kLeaderValueRatio * leader_own_shot_value(ctx);
+}
+
+// LeaderPolicy.free_action: bonuses to the allies whose attack gains most; penalties on the worst
+// threats (sorted by (-threat, id)); -1 for none.
+int leader_free_action(const Ctx& ctx) {
+    int bonuses = 0, penalties = 0;
+    if (!ctx.b.pools().empty()) ctx.b.pools().held(ctx.me, ctx.m.side, bonuses, penalties);
+    if (bonuses) {
+        int best = -1, best_a = -1;
+        double best_v = 0.0;
+        for (int a : ctx.allies()) {  // sorted(((bonus_value, id), ...), reverse=True)[0]
+            const int index = ctx.index(Kind::direct, a);
+            if (!ctx.legal(index)) continue;
+            const double v = bonus_value(ctx, a);
+            if (best < 0 || v > best_v || (v == best_v && ctx.id_less(best_a, a))) {
+                best = index;
+                best_a = a;
+                best_v = v;
+            }
+        }
+        if (best >= 0) return best;
+    }
+    if (penalties) {
+        int best = -1, best_e = -1;
+        double best_t = 0.0;
+        for (int e : ctx.enemies()) {  // the first legal in order of (-threat, id)
+            const int index = ctx.index(Kind::hamper, e);
+            if (!ctx.legal(index)) continue;
+            const double t = threat(ctx, e);
+            if (best < 0 || -t < -best_t || (-t == -best_t && ctx.id_less(e, best_e))) {
+                best = index;
+                best_e = e;
+                best_t = t;
+            }
+        }
+        if (best >= 0) return best;
+    }
+    return -1;
+}
+
+// LeaderPolicy.turn: lead when it pays, else fight like a marksman.
+Prefs leader_turn(const Ctx& ctx) {
+    if (leader_should_lead(ctx)) {
+        const Prefs rest = marksman_turn(ctx);
+        Prefs prefs{ctx.index(Kind::leadership)};
+        for (int k = 0; k < rest.n; ++k) prefs.add(rest.v[k]);
+        return prefs;
+    }
+    return marksman_turn(ctx);
+}
+
+// ============================================================================ tactician
+// TacticianPolicy's defaults.
+constexpr double kFuture = 0.9, kDefence = 2.0, kKillHorizon = 2.0, kApproach = 0.05;
+// (use_leadership=True; reaction_cost=1.0, so its reactions are best_reaction's defaults.)
+
+// (a0, a1) < (b0, b1) for tuples of ints.
+bool pair_less(int a0, int a1, int b0, int b1) { return a0 < b0 || (a0 == b0 && a1 < b1); }
+
+// TacticianPolicy.haste: haste when overtaking an enemy is worth the DM -1.
+int tactician_haste(const Ctx& ctx) {
+    const int yes = ctx.index(Kind::haste, 0), no = ctx.index(Kind::haste, 1);
+    const Combatant& me = ctx.m;
+    if (me.down || ctx.enemies().empty()) return no;
+    const int mine0 = me.current_initiative(), mine1 = me.chars[kDEX];
+    const int hasted0 = me.current_initiative() + 2;
+    double gain = 0.0, best_now = 0.0, best_hasty = 0.0;
+    for (int e : ctx.enemies()) {
+        const int dm = attack_dm_now(ctx, ctx.me, e, -1, true, 0);  // hasty=False
+        if (dm == kNoShot) continue;
+        const double kw = kKillHorizon * threat(ctx, e);
+        best_now = std::max(best_now, attack_value(ctx, ctx.me, e, dm, kw));
+        best_hasty = std::max(best_hasty, attack_value(ctx, ctx.me, e, dm - 1, kw));
+        const Combatant& en = ctx.c(e);
+        const int theirs0 = en.current_initiative(), theirs1 = en.chars[kDEX];
+        // mine < theirs < hasted or (theirs == mine and e.id < me.id)
+        if ((pair_less(mine0, mine1, theirs0, theirs1) && pair_less(theirs0, theirs1, hasted0, mine1)) ||
+            (theirs0 == mine0 && theirs1 == mine1 && ctx.id_less(e, ctx.me))) {
+            const Weapon& w = me.weapon;
+            const double p_down = ctx.ws.outcome(dm - 1, w.damage_count, w.damage_modifier,
+                                                 en.protection, damage_to_down(en))
+                                      .p_down;
+            const int their = attack_dm_now(ctx, e, ctx.me);
+            if (their != kNoShot) gain += p_down * attack_value(ctx, e, ctx.me, their, 0.0);
+        }
+    }
+    const double loss = best_now - best_hasty;
+    return gain > loss && gain > 0 ? yes : no;
+}
+
+// TacticianPolicy._signature: (round, agent, per other combatant (id, pos, stance, out, down,
+// aim_target, aim_dm, END, STR, DEX)), the id being the seat's place in the list.
+void tactician_signature(const Ctx& ctx, std::vector<std::int32_t>& out) {
+    out.clear();
+    out.push_back(ctx.b.round());
+    out.push_back(ctx.me);
+    for (int i = 0; i < ctx.b.num_combatants(); ++i) {
+        if (i == ctx.me) continue;
+        const Combatant& c = ctx.c(i);
+        for (const int v : {c.x, c.y, c.stance, static_cast<int>(c.out), static_cast<int>(c.down),
+                            c.aim_target, c.aim_dm, c.chars[kEND], c.chars[kSTR], c.chars[kDEX]}) {
+            out.push_back(v);
+        }
+    }
+}
+
+// tactician._State: a hypothetical state of the deciding combatant within its turn.
+struct TState {
+    int x = 0, y = 0;
+    int stance = 0;
+    bool drawn = false, loaded = false;
+    int aim_t = -1;  // None
+    int aim_dm = 0;
+    int minors = 0;
+    bool sig = false;
+    bool moved = false;
+    bool aimed = false;  // aimed this turn (only aim/attack may follow)
+    int changes = 0;     // stance changes this turn
+};
+
+// tactician._Planner: one turn's plan search (memoised over hypothetical states).
+class Planner {
+public:
+    explicit Planner(const Ctx& ctx)
+        : ctx_(ctx), me_(ctx.m), melee_(ctx.m.weapon.melee), needs_draw_(ctx.m.weapon.needs_draw) {
+        Workspace& ws = ctx.ws;
+        ws.base.clear();
+        ws.incoming.clear();
+        ws.end.clear();
+        ws.memo.clear();
+        const auto n = static_cast<std::size_t>(ctx.b.num_combatants());
+        ws.threat.assign(n, 0.0);
+        ws.others.assign(n, 0.0);
+        for (int e : ctx.enemies()) ws.threat[static_cast<std::size_t>(e)] = threat(ctx, e);
+        // What the enemies' attacks on the rest of the side are worth (for target shares).
+        for (int e : ctx.enemies()) {
+            double total = 0.0;
+            for (int a : ctx.allies()) {
+                const Combatant& al = ctx.c(a);
+                const int dm = enemy_dm(e, a, al.x, al.y, al.stance);
+                if (dm != kNoShot) total += attack_value(ctx, e, a, dm, 0.0);
+            }
+            ws.others[static_cast<std::size_t>(e)] = total;
+        }
+        double own = 0.0;
+        for (int e : ctx.enemies()) {
+            const Combatant& en = ctx.c(e);
+            const int dm = melee_ ? attack_dm(ctx, ctx.me, e, en.x, en.y, en.x, en.y)
+                                  : attack_dm_now(ctx, ctx.me, e);
+            if (dm != kNoShot) own = std::max(own, attack_value(ctx, ctx.me, e, dm, 0.0));
+        }
+        self_value_ = own;
+        if (me_.skills.leadership != kNoSkill) {  // use_leadership, skill_level(...) is not None
+            leader_receivers(ctx, ws.receivers);
+            if (!ws.receivers.empty()) {
+                double p_pos, value;
+                leader_leadership_value(ctx, p_pos, value);
+                if (p_pos >= 0.5 && value > 0) {
+                    has_lead_ = true;
+                    lead_value_ = value;
+                }
+            }
+        }
+        // The memo's key packs a state into 64 bits; for a battle too large for it (never in
+        // practice) the search simply runs unmemoised, with the same result.
+        memo_ok_ = ctx.g.width() <= 1024 && ctx.g.height() <= 1024 && ctx.b.num_combatants() < 65535;
+    }
+
+    // _Planner.best_plan: the labels of the best plan (the first one is legal now).
+    PlanValue best_plan() {
+        TState root;
+        root.x = me_.x;
+        root.y = me_.y;
+        root.stance = me_.stance;
+        root.drawn = me_.drawn || !needs_draw_;
+        root.loaded = melee_ || me_.ammo > 0;
+        root.aim_t = me_.aim_target;
+        root.aim_dm = me_.aim_dm;
+        root.minors = me_.minors;
+        root.sig = me_.significant;
+        PlanValue best = search(root, true);
+        if (best.n == 0) {  // `plan or ["end_turn"]` (never empty)
+            best.n = 1;
+            best.actions[0] = ctx_.index(Kind::end_turn);
+        }
+        return best;
+    }
+
+private:
+    const Ctx& ctx_;
+    const Combatant& me_;
+    bool melee_, needs_draw_;
+    double self_value_ = 0.0;
+    bool has_lead_ = false;
+    double lead_value_ = 0.0;
+    bool memo_ok_ = true;
+
+    double threat_of(int t) const { return ctx_.ws.threat[static_cast<std::size_t>(t)]; }
+    double others_of(int e) const { return ctx_.ws.others[static_cast<std::size_t>(e)]; }
+
+    // _Planner._enemy_dm: e's attack DM on target standing at (x, y) in stance (melee: if it can
+    // close in).
+    int enemy_dm(int e, int target, int x, int y, int stance) const {
+        const Combatant& en = ctx_.c(e);
+        if (en.weapon.melee) {
+            const int reach = 1 + squares_per_move(en.movement_m);
+            if (chebyshev(en.x, en.y, x, y) > reach) return kNoShot;
+            return attack_dm(ctx_, e, target, x, y, x, y);
+        }
+        return attack_dm(ctx_, e, target, en.x, en.y, x, y, -1, true, stance);
+    }
+
+    // _Planner.base_dm: my attack DM on t from (x, y) without aim (hasty: -1 None, 0 False).
+    int base_dm(int x, int y, int t, int hasty = -1) const {
+        const std::uint64_t key = static_cast<std::uint64_t>(static_cast<std::uint32_t>(x)) |
+                                  static_cast<std::uint64_t>(static_cast<std::uint32_t>(y)) << 16 |
+                                  static_cast<std::uint64_t>(static_cast<std::uint32_t>(t)) << 32 |
+                                  static_cast<std::uint64_t>(hasty + 1) << 62;
+        const bool cacheable = memo_ok_;
+        if (cacheable) {
+            if (const int* hit = ctx_.ws.base.find(key)) return *hit;
+        }
+        const Combatant& tc = ctx_.c(t);
+        const int dm = attack_dm(ctx_, ctx_.me, t, x, y, tc.x, tc.y, 0, false, -1, hasty);
+        if (cacheable) ctx_.ws.base.put(key, dm);
+        return dm;
+    }
+
+    // _Planner.attack_worth: expected damage + knock-out chance x kill_horizon x its threat.
+    double attack_worth(int t, int dm) const {
+        return attack_value(ctx_, ctx_.me, t, dm, kKillHorizon * threat_of(t));
+    }
+
+    // _Planner.incoming: damage (and knock-out risk) expected before its next turn at (x, y) in
+    // stance.
+    double incoming(int x, int y, int stance) const {
+        const std::uint64_t key = static_cast<std::uint64_t>(static_cast<std::uint32_t>(x)) |
+                                  static_cast<std::uint64_t>(static_cast<std::uint32_t>(y)) << 20 |
+                                  static_cast<std::uint64_t>(stance) << 40;
+        if (memo_ok_) {
+            if (const double* hit = ctx_.ws.incoming.find(key)) return *hit;
+        }
+        double total = 0.0;
+        const double kill = kKillHorizon * self_value_;
+        const int hp = damage_to_down(me_);
+        for (int e : ctx_.enemies()) {
+            const int dm = enemy_dm(e, ctx_.me, x, y, stance);
+            if (dm == kNoShot) continue;
+            const Weapon& w = ctx_.c(e).weapon;
+            const Outcome o = ctx_.ws.outcome(dm, w.damage_count, w.damage_modifier, me_.protection, hp);
+            const double ed = o.expected;
+            if (ed <= 0) continue;
+            const double share = ed / (ed + others_of(e));
+            total += share * (ed + kill * o.p_down);
+        }
+        if (memo_ok_) ctx_.ws.incoming.put(key, total);
+        return total;
+    }
+
+    // _Planner.next_offence: the value of its best attack next turn from the end state.
+    double next_offence(const TState& s) const {
+        double best = 0.0;
+        if (melee_) {
+            const int reach = 1 + squares_per_move(move_budget_m(me_.movement_m, s.stance));
+            for (int t : ctx_.enemies()) {
+                const Combatant& tc = ctx_.c(t);
+                const int d = chebyshev(s.x, s.y, tc.x, tc.y);
+                if (d > reach) continue;
+                const int dm = base_dm(tc.x, tc.y, t, 0);
+                if (dm != kNoShot) best = std::max(best, attack_worth(t, dm) * (d <= 1 ? 1.0 : 0.9));
+            }
+            return best;
+        }
+        const bool ready = (s.drawn || !needs_draw_) && s.loaded;
+        for (int t : ctx_.enemies()) {
+            const int dm = base_dm(s.x, s.y, t, 0);
+            if (dm == kNoShot) continue;
+            const int held = s.aim_t == t ? s.aim_dm : 0;
+            const int aim = ready ? next_aim_dm(t, held, t) : held;
+            // A held aim beyond what next turn needs frees its Minor action: a small tie-break.
+            best = std::max(best, attack_worth(t, dm + aim) + 0.01 * held);
+        }
+        return best;
+    }
+
+    // _Planner.end_value: the value of ending the turn in state s.
+    //     value = p.future * off - p.defence * self.incoming(s.pos, s.stance)
+    //     if (off <= 0 or self.melee) and self.enemies: value -= p.approach * near (if finite)
+    double end_value(const TState& s) const {
+        const std::uint64_t key =
+            static_cast<std::uint64_t>(static_cast<std::uint32_t>(s.x)) |
+            static_cast<std::uint64_t>(static_cast<std::uint32_t>(s.y)) << 10 |
+            static_cast<std::uint64_t>(s.stance) << 20 | static_cast<std::uint64_t>(s.drawn) << 22 |
+            static_cast<std::uint64_t>(s.loaded) << 23 |
+            static_cast<std::uint64_t>(static_cast<std::uint32_t>(s.aim_dm)) << 24 |
+            static_cast<std::uint64_t>(static_cast<std::uint32_t>(s.aim_t + 1)) << 32;
+        if (memo_ok_) {
+            if (const double* hit = ctx_.ws.end.find(key)) return *hit;
+        }
+        const double off = next_offence(s);
+        double value = kFuture * off - kDefence * incoming(s.x, s.y, s.stance);
+        if ((off <= 0 || melee_) && !ctx_.enemies().empty()) {
+            double near = kInf;
+            for (int t : ctx_.enemies()) {
+                const Combatant& tc = ctx_.c(t);
+                near = std::min(near, ctx_.ws.path_cost(ctx_.b, tc.x, tc.y, s.x, s.y));
+            }
+            if (near != kInf) value -= kApproach * near;
+        }
+        if (memo_ok_) ctx_.ws.end.put(key, value);
+        return value;
+    }
+
+    // The memo's key: every field of the state (x, y < 1024; aim_t + 1 < 65536).
+    static std::uint64_t state_key(const TState& s) {
+        return static_cast<std::uint64_t>(static_cast<std::uint32_t>(s.x)) |
+               static_cast<std::uint64_t>(static_cast<std::uint32_t>(s.y)) << 10 |
+               static_cast<std::uint64_t>(s.stance) << 20 | static_cast<std::uint64_t>(s.drawn) << 22 |
+               static_cast<std::uint64_t>(s.loaded) << 23 |
+               static_cast<std::uint64_t>(static_cast<std::uint32_t>(s.aim_dm) & 7u) << 24 |
+               static_cast<std::uint64_t>(static_cast<std::uint32_t>(s.minors) & 7u) << 27 |
+               static_cast<std::uint64_t>(s.sig) << 30 | static_cast<std::uint64_t>(s.moved) << 31 |
+               static_cast<std::uint64_t>(s.aimed) << 32 |
+               static_cast<std::uint64_t>(static_cast<std::uint32_t>(s.changes) & 3u) << 33 |
+               static_cast<std::uint64_t>(static_cast<std::uint32_t>(s.aim_t + 1) & 0xffffu) << 35;
+    }
+    // Whether state_key represents s exactly (aim DM and minors stay small by construction).
+    bool keyable(const TState& s) const {
+        return memo_ok_ && s.aim_dm >= 0 && s.aim_dm < 8 && s.minors >= 0 && s.minors < 8 &&
+               s.changes < 4;
+    }
+
+    // _Planner.search: the best (value, plan) from state s.
+    PlanValue search(const TState& s, bool top) {
+        const bool memo = !top && keyable(s);
+        const std::uint64_t key = memo ? state_key(s) : 0;
+        if (memo) {
+            if (const PlanValue* hit = ctx_.ws.memo.find(key)) return *hit;
+        }
+        PlanValue best;
+        best.value = end_value(s);
+        best.n = 1;
+        best.actions[0] = ctx_.index(Kind::end_turn);
+        children(s, top, [&](int label, double value, const TState& nxt) {
+            if (top && !ctx_.legal(label)) return;
+            const PlanValue rest = search(nxt, false);
+            const double v = rest.value + value;  // v, rest = self.search(nxt); v += value
+            if (v > best.value + 1e-9 && rest.n < TacticianPlan::kMax) {
+                best.value = v;
+                best.n = rest.n + 1;
+                best.actions[0] = label;
+                for (int k = 0; k < rest.n; ++k) best.actions[k + 1] = rest.actions[k];
+            }
+        });
+        if (memo) ctx_.ws.memo.put(key, best);
+        return best;
+    }
+
+    // The catalogue index of move:<dir>:<n> (-1 when the catalogue has no such move: not legal).
+    int move_index(int dir, int n) const {
+        if (n < 1 || n > ctx_.b.max_move_squares()) return -1;
+        Action a;
+        a.kind = Kind::move;
+        a.dir = dir;
+        a.squares = n;
+        return ctx_.b.encode(a);
+    }
+
+    // _Planner.moves_from: the moves from a hypothetical state (the engine's path rules,
+    // read-only): f(label, destination x, destination y).
+    template <class F>
+    void moves_from(const TState& s, F&& f) const {
+        const double budget = move_budget_m(me_.movement_m, s.stance);
+        const int n_max = squares_per_move(me_.movement_m);
+        Walk w;
+        for (int d = 0; d < kNumDirs; ++d) {
+            for (int n = 1; n <= n_max; ++n) {
+                ctx_.g.walk(s.x, s.y, d, budget, n, w);  // move_path: None -> break
+                if (w.stop != WalkStop::none || w.n == 0) break;
+                bool blocked = false;
+                for (int k = 0; k < w.n && !blocked; ++k) blocked = ctx_.occupied(w.px[k], w.py[k]);
+                if (blocked) break;
+                f(move_index(d, n), w.px[w.n - 1], w.py[w.n - 1]);
+            }
+        }
+    }
+
+    // _Planner.children: visit(label, immediate value, next state) for each action worth
+    // considering, in the Python's order.
+    template <class Visit>
+    void children(const TState& s, bool top, Visit&& visit) {
+        const int minors_left = (s.sig ? 1 : 3) - s.minors;
+        const bool sig_avail = !s.sig && s.minors <= 1;
+        const auto cleared = [&](TState n) {  // **aim_cleared
+            if (s.aim_t >= 0) {
+                n.aim_t = -1;
+                n.aim_dm = 0;
+            }
+            return n;
+        };
+        if (minors_left > 0 && !s.aimed) {
+            if (!s.moved) {
+                const auto on_move = [&](int label, int x, int y) {
+                    TState n = s;
+                    n.x = x;
+                    n.y = y;
+                    n.minors = s.minors + 1;
+                    n.moved = true;
+                    visit(label, 0.0, cleared(n));
+                };
+                if (top) {
+                    for_each_move(ctx_, on_move);  // move_options(ctx)
+                } else {
+                    moves_from(s, on_move);
+                }
+            }
+            if (s.changes < 2) {
+                for (int st = 0; st < 3; ++st) {  // STANCES
+                    if (st == s.stance) continue;
+                    TState n = s;
+                    n.stance = st;
+                    n.minors = s.minors + 1;
+                    n.changes = s.changes + 1;
+                    visit(ctx_.index(Kind::stance, st), 0.0, cleared(n));
+                }
+            }
+            if (!s.drawn) {
+                TState n = s;
+                n.drawn = true;
+                n.minors = s.minors + 1;
+                visit(ctx_.index(Kind::draw), 0.0, cleared(n));
+            }
+            if (!s.loaded && me_.spares > 0) {
+                TState n = s;
+                n.loaded = true;
+                n.minors = s.minors + 1;
+                visit(ctx_.index(Kind::reload), 0.0, cleared(n));
+            }
+        }
+        if (minors_left > 0 && !melee_ && s.drawn) {
+            for (int t : ctx_.enemies()) {
+                const Combatant& tc = ctx_.c(t);
+                if (!ctx_.g.line_of_sight(s.x, s.y, tc.x, tc.y)) continue;
+                int dm;
+                if (s.aim_t == t) {
+                    if (s.aim_dm >= 6) continue;
+                    dm = s.aim_dm + 1;
+                } else {
+                    dm = 1;
+                }
+                if (base_dm(s.x, s.y, t) == kNoShot && s.aim_t != t) continue;  // could not shoot
+                TState n = s;
+                n.aim_t = t;
+                n.aim_dm = dm;
+                n.minors = s.minors + 1;
+                n.aimed = true;
+                visit(ctx_.index(Kind::aim, t), 0.0, n);
+            }
+        }
+        if (sig_avail) {
+            if (s.drawn && s.loaded) {
+                Dms held;
+                held_dms(me_, held);
+                for (int t : ctx_.enemies()) {
+                    int dm = base_dm(s.x, s.y, t);
+                    if (dm == kNoShot) continue;
+                    if (s.aim_t == t) dm += s.aim_dm;
+                    dm += held.total();
+                    TState n = s;
+                    n.sig = true;
+                    n.aim_t = -1;
+                    n.aim_dm = 0;
+                    n.aimed = false;
+                    n.loaded = melee_ || me_.ammo > 1;
+                    visit(ctx_.index(Kind::attack, t), attack_worth(t, dm), n);
+                }
+            }
+            if (has_lead_) {
+                TState n = s;
+                n.sig = true;
+                n.aim_t = -1;
+                n.aim_dm = 0;
+                n.aimed = false;
+                visit(ctx_.index(Kind::leadership), lead_value_, n);
+            }
+        }
+    }
+};
+
+// TacticianPolicy.turn: the first action of the best plan, or the next one of the current plan
+// when the battle has not changed under it (_signature) and that action is legal.
+Prefs tactician_turn(const Ctx& ctx, TacticianPlan& plan) {
+    const int end = ctx.index(Kind::end_turn);
+    std::vector<std::int32_t>& sig = ctx.ws.signature;
+    tactician_signature(ctx, sig);
+    if (plan.active && plan.signature == sig && plan.n > 0) {
+        const int nxt = plan.actions[0];
+        if (ctx.legal(nxt)) {
+            for (int k = 1; k < plan.n; ++k) plan.actions[k - 1] = plan.actions[k];
+            plan.n -= 1;
+            return {nxt, end};
+        }
+    }
+    const PlanValue best = Planner(ctx).best_plan();
+    plan.active = true;
+    plan.signature = sig;
+    plan.n = best.n - 1;
+    for (int k = 1; k < best.n; ++k) plan.actions[k - 1] = best.actions[k];
+    return {best.actions[0], end};
+}
+
 // The k-th legal action (k < number of legal actions).
 int nth_legal(const std::uint8_t* mask, int n_actions, std::uint32_t k) {
     for (int i = 0; i < n_actions; ++i) {
@@ -766,7 +1459,15 @@ int count_legal(const std::uint8_t* mask, int n_actions) {
 // ============================================================================ CorePolicy
 CorePolicy::CorePolicy(PolicyKind k) noexcept : kind_(k), rng_(rng::Pcg32::from_seed(0)) {}
 
-void CorePolicy::reset(std::uint64_t seed) noexcept { rng_ = rng::Pcg32::from_seed(seed); }
+void CorePolicy::reset(std::uint64_t seed) noexcept {
+    rng_ = rng::Pcg32::from_seed(seed);
+    forget();
+}
+
+void CorePolicy::forget() noexcept {
+    plan_.active = false;
+    plan_.n = 0;
+}
 
 int CorePolicy::act(const Battle& b, int seat, const std::uint8_t* mask) {
     const int n_actions = b.num_actions();
@@ -788,23 +1489,30 @@ int CorePolicy::act(const Battle& b, int seat, const std::uint8_t* mask) {
     // ScriptedPolicy.decide
     Prefs prefs;
     const Phase phase = b.phase();
+    const bool leads = kind_ == PolicyKind::leader || kind_ == PolicyKind::tactician;
     if (phase == Phase::haste) {
-        prefs = {haste_no};  // rush (haste=False) and marksman never hasten
+        // rush (haste=False), marksman and leader never hasten
+        prefs = {kind_ == PolicyKind::tactician ? tactician_haste(ctx) : haste_no};
     } else if (phase == Phase::reaction) {
         if (kind_ == PolicyKind::rush) {
             const int parry = ctx.index(Kind::react, kReactParry);
             prefs = {ctx.legal(parry) ? parry : react_none};
-        } else {
+        } else {  // tactician: best_reaction(ctx, reaction_cost, reaction_cost / 2) = defaults
             prefs = {best_reaction(ctx)};
         }
     } else {
-        const int free = free_action(ctx);
+        const int free = leads ? leader_free_action(ctx) : free_action(ctx);
         if (free >= 0) {
             prefs = {free};
         } else if (!ctx.sig && ctx.minors <= 0) {  // R2.3: only free actions and end_turn
             prefs = {end};
         } else {
-            prefs = kind_ == PolicyKind::rush ? rush_turn(ctx) : marksman_turn(ctx);
+            switch (kind_) {
+                case PolicyKind::rush: prefs = rush_turn(ctx); break;
+                case PolicyKind::leader: prefs = leader_turn(ctx); break;
+                case PolicyKind::tactician: prefs = tactician_turn(ctx, plan_); break;
+                default: prefs = marksman_turn(ctx); break;
+            }
         }
     }
     // ScriptedPolicy.choose: the first legal preference, else a legal fallback.

@@ -1,9 +1,9 @@
 // The in-core policies' Python binding: _core.Policy (include/traveller/policies.hpp).
 //
-// Policy(name, seed=None) for a name that runs in the core (random, passive, rush, marksman;
-// anything else: ValueError naming those); reset(seed) as the Python policy's; act(battle, seat)
-// the action index for the deciding seat of a _core.Battle (seat checked: out of range, or not
-// the seat that decides now, is a ValueError). play_policies (for experiments/
+// Policy(name, seed=None) for a name that runs in the core (random, passive, rush, marksman,
+// leader, tactician; anything else: ValueError naming those); reset(seed) as the Python
+// policy's; act(battle, seat) the action index for the deciding seat of a _core.Battle (seat
+// checked: out of range, or not the seat that decides now, is a ValueError). play_policies (for experiments/
 // bench_core_policies.py) plays a battle to its end with one policy per seat, timing act alone.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
@@ -70,13 +70,14 @@ int checked_seat(const Battle& b, nb::handle seat_obj) {
 }  // namespace
 
 void bind_policies(nb::module_& m) {
-    nb::tuple names = nb::make_tuple(kPolicyKindNames[0], kPolicyKindNames[1], kPolicyKindNames[2],
-                                     kPolicyKindNames[3]);
-    m.attr("CORE_POLICIES") = names;
+    nb::list names;
+    for (const char* name : kPolicyKindNames) names.append(name);
+    m.attr("CORE_POLICIES") = nb::tuple(names);
 
     nb::class_<PyPolicy>(m, "Policy",
-                         "A scripted policy run inside the core (random, passive, rush, marksman): "
-                         "the same choices as its Python version in the same state.")
+                         "A scripted policy run inside the core (random, passive, rush, marksman, "
+                         "leader, tactician): the same choices as its Python version in the same "
+                         "state.")
         .def(
             "__init__",
             [](PyPolicy* self, nb::handle name, nb::handle seed) {
@@ -91,11 +92,15 @@ void bind_policies(nb::module_& m) {
         .def(
             "reset",
             [](PyPolicy& p, nb::handle seed) {
-                if (!seed.is_none()) p.policy.reset(to_u64(seed, "seed"));
+                if (seed.is_none()) {
+                    p.policy.forget();
+                } else {
+                    p.policy.reset(to_u64(seed, "seed"));
+                }
             },
             "seed"_a.none() = nb::none(),
-            "Re-seed the policy's generator (None keeps the current stream), as the Python "
-            "policy's reset(seed).")
+            "Re-seed the policy's generator (None keeps the current stream) and forget any plan "
+            "(tactician), as the Python policy's reset(seed).")
         .def(
             "getstate",
             [](const PyPolicy& p) {

@@ -45,7 +45,7 @@ struct PyVec {
     }
 };
 
-const char* const kCorePolicies = "random, passive, rush, marksman";
+const char* const kCorePolicies = kCorePolicyNames;
 
 PyVec* make_vec(std::shared_ptr<Grid> grid, nb::handle ints, nb::handle floats,
                 std::vector<std::string> ids, std::vector<std::string> weapons,

@@ -1,44 +1,67 @@
-// Scripted policies inside the compiled core: random, passive, rush and marksman.
+// Scripted policies inside the compiled core: random, passive, rush, marksman, leader and
+// tactician.
 //
 // Each makes, in the same state, the same choice as its Python version (traveller_env/policy.py
-// RandomPolicy and PassivePolicy; agents/rush.py RushPolicy and agents/marksman.py
-// MarksmanPolicy with their default parameters, on agents/common.py ScriptedPolicy):
-// tests/test_core_policies.py plays battles on the Python engine and checks every decision of a
-// policy seat against the core's. The arithmetic is the Python toolkit's, operation for
-// operation (attack_outcome's sums in the same order, aim_plan's tolerances, the tie-breaks of
-// min/sort by path cost, distance and combatant id), on the core's own rule functions
-// (attack_dms, in_attack_reach, reaction_dm, Grid::walk, ...).
+// RandomPolicy and PassivePolicy; agents/rush.py RushPolicy, agents/marksman.py MarksmanPolicy,
+// agents/leader.py LeaderPolicy and agents/tactician.py TacticianPolicy with their default
+// parameters, on agents/common.py ScriptedPolicy): tests/test_core_policies.py plays battles on
+// the Python engine and checks every decision of a policy seat against the core's. The
+// arithmetic is the Python toolkit's, operation for operation (attack_outcome's sums in the same
+// order, aim_plan's tolerances, the tie-breaks of min/sort by path cost, distance and combatant
+// id, the tactician's plan search in the same child order with the same 1e-9 tolerance), on the
+// core's own rule functions (attack_dms, in_attack_reach, reaction_dm, Grid::walk, ...).
 //
-//   random    legal[rng.below(len(legal))] from the policy's PCG32 (Pcg32::boundedrand).
-//   passive   the first legal of end_turn, haste:no, react:none (else the first legal action).
-//   rush      draw/reload; close in on the nearest enemy (by path around walls) unless close
-//             enough; attack the most valuable target; parry melee; never hastens.
-//   marksman  aim while aiming pays (aim_plan), fire, back away from close enemies, dodge or
-//             parry when it pays (best_reaction).
-// rush and marksman take the free leadership actions ScriptedPolicy.free_action takes and fall
+//   random     legal[rng.below(len(legal))] from the policy's PCG32 (Pcg32::boundedrand).
+//   passive    the first legal of end_turn, haste:no, react:none (else the first legal action).
+//   rush       draw/reload; close in on the nearest enemy (by path around walls) unless close
+//              enough; attack the most valuable target; parry melee; never hastens.
+//   marksman   aim while aiming pays (aim_plan), fire, back away from close enemies, dodge or
+//              parry when it pays (best_reaction).
+//   leader     marksman plus a Leadership check when it pays; bonuses to the allies whose attack
+//              gains most, penalties on the worst threats (LeaderPolicy.free_action).
+//   tactician  scores every plan for the rest of its turn (moves, stances, draw/reload, aims,
+//              attack or Leadership) by expected damage dealt and taken and plays the best one;
+//              the plan is kept for the rest of the turn unless the battle changes under it
+//              (TacticianPolicy._signature); hastens when overtaking an enemy pays; free actions
+//              as leader.
+// rush and marksman take the free leadership actions ScriptedPolicy.free_action takes; all fall
 // back to end_turn, react:none, haste:no, else a random legal action from the policy's PCG32.
 //
-// A CorePolicy is small (its kind and its generator) and copyable; the Python policies keep no
-// other state between decisions (no plan outlives a decision), so neither does it. What is per
-// scenario (path-cost fields around walls per goal square, the exact attack outcomes) is cached
-// per thread, shared by every policy on that thread, keyed by the battle's Grid; act() allocates
-// nothing once those caches are warm.
+// A CorePolicy is small (its kind, its generator and, for tactician, the plan of the turn in
+// progress) and copyable; the Python policies keep no other state between decisions, so neither
+// does it. What is per scenario (path-cost fields around walls per goal square, the exact attack
+// outcomes) is cached per thread, shared by every policy on that thread, keyed by the battle's
+// Grid, and so are the tactician's per-decision tables; act() allocates nothing once those
+// caches are warm.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "battle.hpp"
 #include "rng.hpp"
 
 namespace traveller {
 
-enum class PolicyKind : std::uint8_t { random, passive, rush, marksman };
-inline constexpr int kNumPolicyKinds = 4;
+enum class PolicyKind : std::uint8_t { random, passive, rush, marksman, leader, tactician };
+inline constexpr int kNumPolicyKinds = 6;
 inline const char* const kPolicyKindNames[kNumPolicyKinds] = {"random", "passive", "rush",
-                                                              "marksman"};
+                                                              "marksman", "leader", "tactician"};
 // For error messages: the names that run in the core.
-inline constexpr const char* kCorePolicyNames = "random, passive, rush, marksman";
+inline constexpr const char* kCorePolicyNames =
+    "random, passive, rush, marksman, leader, tactician";
+
+// TacticianPolicy._plan: the rest of the plan being played this turn (catalogue indices, -1 for a
+// label the catalogue lacks) and the signature of the battle it was made in (round, seat, and
+// per other combatant its square, stance, out, down, aim and END/STR/DEX).
+struct TacticianPlan {
+    static constexpr int kMax = 8;  // a plan holds at most 3 actions and end_turn
+    bool active = false;            // _plan is not None
+    int n = 0;                      // actions left
+    int actions[kMax] = {};
+    std::vector<std::int32_t> signature;
+};
 
 // The kind of the in-core policy called `name`; false (and *out untouched) for any other name.
 bool core_policy_kind(const std::string& name, PolicyKind* out);
@@ -51,8 +74,11 @@ public:
     PolicyKind kind() const noexcept { return kind_; }
     const char* name() const noexcept { return kPolicyKindNames[static_cast<int>(kind_)]; }
 
-    // As the Python policy's reset(seed): its generator becomes Pcg32(seed).
+    // As the Python policy's reset(seed): its generator becomes Pcg32(seed); any plan is
+    // forgotten.
     void reset(std::uint64_t seed) noexcept;
+    // As the Python policy's reset(None): the generator keeps its stream; any plan is forgotten.
+    void forget() noexcept;
 
     // The action (an index into b's catalogue) for `seat`, which must be b.decider(), given
     // mask = b.legal_mask(); -1 only if the mask allows nothing (never for the decider).
@@ -63,6 +89,7 @@ public:
 private:
     PolicyKind kind_;
     rng::Pcg32 rng_;
+    TacticianPlan plan_;
 };
 
 }  // namespace traveller
