@@ -1,13 +1,15 @@
 """The in-core policies make the same choices as their Python versions (recorded decisions).
 
 Battles are played on the Python engine (``Dice(seed, generator="pcg")``) with the Python
-policies (``random``, ``passive``, ``rush``, ``marksman``) on some seats and random legal actions
-on the others, and a ``CoreBattle`` with the same seed is driven in lock step with the same
+policies (``random``, ``passive``, ``rush``, ``marksman``, ``leader``, ``tactician``) on some
+seats and random legal actions on the others, and a ``CoreBattle`` with the same seed is driven in lock step with the same
 actions. At every decision of a policy seat the in-core policy of that seat (``_core.Policy``,
 reset with the same seed as the Python one and asked at every decision of its seat, in the same
 order) must return the same action index; at the end both policies' generators must be in the
-same state (``random`` draws, and the scripted fallbacks, consumed the same stream). A mismatch
-fails printing the scenario, seed, step, seat and both labels.
+same state (``random`` draws, and the scripted fallbacks, consumed the same stream). The
+tactician keeps a plan for the rest of its turn: the core's must be kept and dropped at the same
+decisions, which the test follows too (``PLAN_REUSED``: turn decisions played from a kept plan).
+A mismatch fails printing the scenario, seed, step, seat and both labels.
 """
 
 from __future__ import annotations
@@ -35,8 +37,11 @@ FUZZ = settings(deadline=None, derandomize=True, database=None,
 
 #: Decisions compared, per policy name, over the whole module (checked at the end).
 COMPARED: Counter = Counter()
-#: Label kinds each policy chose (e.g. ``("marksman", "aim")``), to show the tests reach them.
+#: Label kinds each policy chose (e.g. ``("marksman", "aim")``; haste and reactions also by
+#: label, e.g. ``("tactician", "haste:yes")``), to show the tests reach them.
 CHOSEN: Counter = Counter()
+#: Tactician turn decisions played from the plan kept from an earlier decision (no new search).
+PLAN_REUSED: Counter = Counter()
 
 
 class _Env:
@@ -59,9 +64,19 @@ def _python_policy(name: str, seed: int) -> Any:
     from agents.tactician import TacticianPolicy
     from traveller_env.policy import PassivePolicy, RandomPolicy
 
+    class CountingTactician(TacticianPolicy):
+        """The tactician, counting the turn decisions it plays from a kept plan."""
+
+        def turn(self, ctx: Any) -> Any:
+            kept = self._plan
+            if kept is not None and kept[1] and kept[0] == self._signature(ctx) \
+                    and ctx.legal(kept[1][0]):
+                PLAN_REUSED["tactician"] += 1
+            return super().turn(ctx)
+
     classes = {"random": RandomPolicy, "passive": PassivePolicy, "rush": RushPolicy,
                "marksman": MarksmanPolicy, "leader": LeaderPolicy,
-               "tactician": TacticianPolicy}
+               "tactician": CountingTactician}
     return classes[name](seed=seed)
 
 
@@ -108,7 +123,10 @@ def lockstep(scenario: Any, seed: int, policies: dict[int, str], name: str = "",
                             f"phase {py.phase}, round {py.round}): python "
                             f"{cat.labels[want]!r}, core {cat.labels[got]!r}")
             COMPARED[pname] += 1
-            CHOSEN[pname, cat.labels[want].split(":")[0]] += 1
+            kind = cat.labels[want].split(":")[0]
+            CHOSEN[pname, kind] += 1
+            if kind in ("haste", "react"):
+                CHOSEN[pname, cat.labels[want]] += 1
             compared += 1
             action = want
             if explore and rng.random() < explore:
@@ -129,53 +147,89 @@ def lockstep(scenario: Any, seed: int, policies: dict[int, str], name: str = "",
 PAIRS = [("rush", "marksman"), ("marksman", "rush"), ("random", "rush"),
          ("passive", "marksman"), ("marksman", "random"), ("rush", "rush"),
          ("marksman", "marksman"), ("rush", None), ("marksman", None), ("random", "passive")]
+#: Pairings with the planner (and the leader whose free actions and Leadership scoring it uses).
+TACTICIAN_PAIRS = [("tactician", "marksman"), ("rush", "tactician"), ("leader", "tactician"),
+                   ("tactician", "tactician"), ("tactician", None), ("marksman", "leader"),
+                   ("tactician", "random")]
+
+BUILTIN = ["duel", "squad", "ambush", "melee", "range_short", "range_long", "squad_commander"]
 
 
-@pytest.mark.parametrize("scenario", ["duel", "squad", "ambush", "melee", "range_short",
-                                      "range_long", "squad_commander"])
+def _policies(pair: tuple[str, str | None]) -> dict[int, str]:
+    return {0: pair[0], 1: pair[1]} if pair[1] else {0: pair[0]}
+
+
+@pytest.mark.parametrize("scenario", BUILTIN)
 @pytest.mark.parametrize("pair", PAIRS[:4], ids=lambda p: f"{p[0]}-{p[1]}")
 def test_builtin_scenarios_same_choices(scenario, pair):
     for seed in (1, 2):
-        lockstep(scenario, seed, {0: pair[0], 1: pair[1]} if pair[1] else {0: pair[0]})
+        lockstep(scenario, seed, _policies(pair))
+
+
+@pytest.mark.parametrize("scenario", BUILTIN + ["squad_commander0", "range_medium",
+                                                "range_extreme"])
+@pytest.mark.parametrize("pair", TACTICIAN_PAIRS[:3], ids=lambda p: f"{p[0]}-{p[1]}")
+def test_builtin_scenarios_tactician_same_choices(scenario, pair):
+    for seed in (1, 2, 3, 4):
+        lockstep(scenario, seed, _policies(pair))
 
 
 @pytest.mark.parametrize("scenario", ["squad", "squad_commander0", "ambush", "duel",
                                       "range_medium", "range_extreme"])
-@pytest.mark.parametrize("pair", PAIRS[4:], ids=lambda p: f"{p[0]}-{p[1]}")
+@pytest.mark.parametrize("pair", PAIRS[4:] + TACTICIAN_PAIRS[3:], ids=lambda p: f"{p[0]}-{p[1]}")
 def test_more_pairings_same_choices(scenario, pair):
-    lockstep(scenario, 3, {0: pair[0], 1: pair[1]} if pair[1] else {0: pair[0]})
+    lockstep(scenario, 3, _policies(pair))
 
 
 @settings(FUZZ, max_examples=120)
 @given(sc=valid_scenarios(max_side=4, max_map=16), seed=st.integers(0, 2**64 - 1),
        pair=st.sampled_from(PAIRS))
 def test_fuzzed_scenarios_same_choices(sc, seed, pair):
-    policies = {0: pair[0], 1: pair[1]} if pair[1] else {0: pair[0]}
-    lockstep(sc, seed, policies, name=f"fuzzed {sc}")
+    lockstep(sc, seed, _policies(pair), name=f"fuzzed {sc}")
 
 
 @settings(FUZZ, max_examples=60)
 @given(sc=valid_scenarios(max_side=3, max_map=8, max_char=6), seed=st.integers(0, 2**64 - 1),
        pair=st.sampled_from(PAIRS))
 def test_crowded_fuzzed_scenarios_same_choices(sc, seed, pair):
-    policies = {0: pair[0], 1: pair[1]} if pair[1] else {0: pair[0]}
-    lockstep(sc, seed, policies, name=f"fuzzed {sc}")
+    lockstep(sc, seed, _policies(pair), name=f"fuzzed {sc}")
+
+
+@settings(FUZZ, max_examples=100)
+@given(sc=valid_scenarios(max_side=4, max_map=16), seed=st.integers(0, 2**64 - 1),
+       pair=st.sampled_from(TACTICIAN_PAIRS))
+def test_fuzzed_scenarios_tactician_same_choices(sc, seed, pair):
+    lockstep(sc, seed, _policies(pair), name=f"fuzzed {sc}")
+
+
+@settings(FUZZ, max_examples=50)
+@given(sc=valid_scenarios(max_side=3, max_map=8, max_char=6), seed=st.integers(0, 2**64 - 1),
+       pair=st.sampled_from(TACTICIAN_PAIRS))
+def test_crowded_fuzzed_scenarios_tactician_same_choices(sc, seed, pair):
+    lockstep(sc, seed, _policies(pair), name=f"fuzzed {sc}")
 
 
 @pytest.mark.parametrize("scenario", ["squad_commander", "squad", "ambush", "melee", "duel"])
-@pytest.mark.parametrize("pair", [("rush", "marksman"), ("marksman", "rush")],
+@pytest.mark.parametrize("pair", [("rush", "marksman"), ("marksman", "rush"),
+                                  ("tactician", "leader"), ("leader", "tactician")],
                          ids=lambda p: f"{p[0]}-{p[1]}")
 def test_perturbed_battles_same_choices(scenario, pair):
     for seed in (5, 6, 7):
-        lockstep(scenario, seed, {0: pair[0], 1: pair[1]}, explore=0.3)
+        lockstep(scenario, seed, _policies(pair), explore=0.3)
 
 
 @settings(FUZZ, max_examples=80)
 @given(sc=valid_scenarios(max_side=4, max_map=12), seed=st.integers(0, 2**64 - 1),
        pair=st.sampled_from(PAIRS[:2] + PAIRS[5:9]))
 def test_perturbed_fuzzed_scenarios_same_choices(sc, seed, pair):
-    policies = {0: pair[0], 1: pair[1]} if pair[1] else {0: pair[0]}
-    lockstep(sc, seed, policies, name=f"fuzzed {sc}", explore=0.3)
+    lockstep(sc, seed, _policies(pair), name=f"fuzzed {sc}", explore=0.3)
+
+
+@settings(FUZZ, max_examples=60)
+@given(sc=valid_scenarios(max_side=4, max_map=12), seed=st.integers(0, 2**64 - 1),
+       pair=st.sampled_from(TACTICIAN_PAIRS))
+def test_perturbed_fuzzed_scenarios_tactician_same_choices(sc, seed, pair):
+    lockstep(sc, seed, _policies(pair), name=f"fuzzed {sc}", explore=0.3)
 
 
 def test_the_recorded_decisions_cover_every_policy_and_kind():
@@ -183,7 +237,7 @@ def test_the_recorded_decisions_cover_every_policy_and_kind():
     and the scripted ones chose every kind of their repertoire."""
     if sum(COMPARED.values()) == 0:
         pytest.skip("run with the lock-step tests above")
-    for name in ("random", "passive", "rush", "marksman"):
+    for name in ("random", "passive", "rush", "marksman", "leader", "tactician"):
         assert COMPARED[name] >= 500, COMPARED
     for kind in ("move", "attack", "end_turn", "haste", "react", "draw", "reload", "hamper"):
         assert CHOSEN["rush", kind] > 0, (kind, CHOSEN)
@@ -191,7 +245,15 @@ def test_the_recorded_decisions_cover_every_policy_and_kind():
         assert CHOSEN["marksman", kind] > 0, (kind, CHOSEN)
     assert CHOSEN["rush", "direct"] + CHOSEN["marksman", "direct"] > 0, CHOSEN
     assert CHOSEN["rush", "hamper"] + CHOSEN["marksman", "hamper"] > 0, CHOSEN
-    print(f"\nrecorded decisions compared: {dict(COMPARED)}; kinds chosen: {dict(CHOSEN)}")
+    for kind in ("move", "stance", "aim", "attack", "leadership", "draw", "reload", "end_turn",
+                 "haste:yes", "haste:no", "react:none", "react:dodge", "react:parry", "direct",
+                 "hamper"):
+        assert CHOSEN["tactician", kind] > 0, (kind, CHOSEN)
+    for kind in ("move", "aim", "attack", "leadership", "direct", "hamper", "react:dodge"):
+        assert CHOSEN["leader", kind] > 0, (kind, CHOSEN)
+    assert PLAN_REUSED["tactician"] >= 100, PLAN_REUSED
+    print(f"\nrecorded decisions compared: {dict(COMPARED)}; tactician turn decisions from a "
+          f"kept plan: {PLAN_REUSED['tactician']}; kinds chosen: {dict(CHOSEN)}")
 
 
 # ---------------------------------------------------------------------------- the boundary
@@ -203,8 +265,9 @@ def _battle(name: str = "duel", seed: int = 1) -> Any:
 
 def test_unknown_names_are_refused_naming_the_core_policies():
     c = core.require()
-    for bad in ("tactician", "Rush", "", "rush "):
-        with pytest.raises(ValueError, match="runs in the core: random, passive, rush, marksman"):
+    for bad in ("cover", "always_lead", "Rush", "", "tactician "):
+        with pytest.raises(ValueError, match="runs in the core: random, passive, rush, marksman, "
+                                             "leader, tactician$"):
             c.Policy(bad)
     with pytest.raises(TypeError, match="name must be a string"):
         c.Policy(3)
