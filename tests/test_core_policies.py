@@ -81,12 +81,14 @@ def _python_policy(name: str, seed: int) -> Any:
 
 
 def lockstep(scenario: Any, seed: int, policies: dict[int, str], name: str = "",
-             explore: float = 0.0) -> int:
+             explore: float = 0.0, forget: float = 0.0) -> int:
     """Play one battle; ``policies`` maps a side (0, 1) to a policy name (absent: random legal
     actions from a NumPy generator). With ``explore`` > 0 a policy seat's choice is compared
     and then, with that probability, replaced by a random legal action (from the test's own
     generator), to reach states the policy would not steer into (a scripted leader's bonus to
-    hand out, a prone marksman...). Returns the number of policy decisions compared."""
+    hand out, a prone marksman...). With ``forget`` > 0 both policies of a seat are
+    ``reset(None)`` before a decision with that probability (the tactician drops its plan, the
+    generators keep their streams). Returns the number of policy decisions compared."""
     from traveller_env.core.engine import CoreBattle
 
     c = core.require()
@@ -116,6 +118,9 @@ def lockstep(scenario: Any, seed: int, policies: dict[int, str], name: str = "",
         assert np.array_equal(mask, cb.mask()), f"{where} seed {seed} step {step}: masks differ"
         if seat in pols:
             py_pol, core_pol, pname = pols[seat]
+            if forget and rng.random() < forget:
+                py_pol.reset(None)
+                core_pol.reset(None)
             want = int(py_pol.act(None, mask, agent, env))
             got = core_pol.act(cb.handle, seat)
             if want != got:
@@ -218,6 +223,12 @@ def test_perturbed_battles_same_choices(scenario, pair):
         lockstep(scenario, seed, _policies(pair), explore=0.3)
 
 
+@pytest.mark.parametrize("scenario", ["squad", "squad_commander", "ambush"])
+def test_a_reset_without_seed_forgets_the_plan_on_both(scenario):
+    for seed in (8, 9):
+        lockstep(scenario, seed, {0: "tactician", 1: "tactician"}, forget=0.3)
+
+
 @settings(FUZZ, max_examples=80)
 @given(sc=valid_scenarios(max_side=4, max_map=12), seed=st.integers(0, 2**64 - 1),
        pair=st.sampled_from(PAIRS[:2] + PAIRS[5:9]))
@@ -271,6 +282,10 @@ def test_unknown_names_are_refused_naming_the_core_policies():
             c.Policy(bad)
     with pytest.raises(TypeError, match="name must be a string"):
         c.Policy(3)
+    from traveller_env.core.vector import CORE_POLICIES
+
+    assert c.CORE_POLICIES == CORE_POLICIES
+    assert all(c.Policy(name, 0).name == name for name in CORE_POLICIES)
 
 
 def test_seats_are_checked():

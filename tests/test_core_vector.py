@@ -52,6 +52,15 @@ def test_the_backends_play_the_same_battles(threads):
     lockstep("squad", 150, threads=threads, relative_actions=True, move_view=True)
 
 
+def test_in_core_tactician_and_leader_opponents_agree():
+    """The planner (and the leader) as opponents: the python backend plays the Python
+    ``TacticianPolicy``/``LeaderPolicy`` in each row, the core its own; every output agrees."""
+    assert lockstep("squad", 120, opponents={"red": "tactician"}) >= 1
+    lockstep("squad_commander", 80, num_envs=4, opponents={"blue": "tactician", "red_0": "leader"},
+             relative_actions=True)
+    lockstep("ambush", 60, num_envs=4, threads=2, opponents={"guards": "tactician"})
+
+
 def test_every_reward_term_and_penalties_agree():
     sc = load_scenario("squad").model_dump()
     sc["rewards"] = {"win": 2.0, "loss": -1.5, "draw": -0.25, "damage_dealt": 0.1,

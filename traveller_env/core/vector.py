@@ -20,8 +20,9 @@ from .engine import check_kinds, flatten_scenario
 
 __all__ = ["CORE_POLICIES", "CoreBackend"]
 
-#: The opponent policies that run inside the core.
-CORE_POLICIES = ("random", "passive", "rush", "marksman")
+#: The opponent policies that run inside the core (``_core.Policy``; each makes its Python
+#: version's choices, tests/test_core_policies.py).
+CORE_POLICIES = ("random", "passive", "rush", "marksman", "leader", "tactician")
 
 
 class CoreBackend:
