@@ -1053,7 +1053,11 @@ struct TState {
 class Planner {
 public:
     explicit Planner(const Ctx& ctx)
-        : ctx_(ctx), me_(ctx.m), melee_(ctx.m.weapon.melee), needs_draw_(ctx.m.weapon.needs_draw) {
+        : ctx_(ctx),
+          me_(ctx.m),
+          melee_(ctx.m.weapon.melee),
+          needs_draw_(ctx.m.weapon.needs_draw),
+          hypothetical_(ctx.m) {
         Workspace& ws = ctx.ws;
         ws.base.clear();
         ws.incoming.clear();
@@ -1125,6 +1129,7 @@ private:
     bool has_lead_ = false;
     double lead_value_ = 0.0;
     bool memo_ok_ = true;
+    Combatant hypothetical_;  // base_dm's attacker: itself elsewhere
 
     double threat_of(int t) const { return ctx_.ws.threat[static_cast<std::size_t>(t)]; }
     double others_of(int e) const { return ctx_.ws.others[static_cast<std::size_t>(e)]; }
@@ -1141,8 +1146,10 @@ private:
         return attack_dm(ctx_, e, target, en.x, en.y, x, y, -1, true, stance);
     }
 
-    // _Planner.base_dm: my attack DM on t from (x, y) without aim (hasty: -1 None, 0 False).
-    int base_dm(int x, int y, int t, int hasty = -1) const {
+    // _Planner.base_dm: my attack DM on t from (x, y) without aim (hasty: -1 None, 0 False):
+    // attack_dm(view, me, t, apos=pos, aim=0, hasty=hasty, held=False), on a copy of itself kept
+    // for the search (attack_dm's hypothetical attacker, without copying it at every call).
+    int base_dm(int x, int y, int t, int hasty = -1) {
         const std::uint64_t key = static_cast<std::uint64_t>(static_cast<std::uint32_t>(x)) |
                                   static_cast<std::uint64_t>(static_cast<std::uint32_t>(y)) << 16 |
                                   static_cast<std::uint64_t>(static_cast<std::uint32_t>(t)) << 32 |
@@ -1152,7 +1159,16 @@ private:
             if (const int* hit = ctx_.ws.base.find(key)) return *hit;
         }
         const Combatant& tc = ctx_.c(t);
-        const int dm = attack_dm(ctx_, ctx_.me, t, x, y, tc.x, tc.y, 0, false, -1, hasty);
+        int dm = kNoShot;
+        if (in_attack_reach(me_.weapon, ctx_.g, x, y, tc.x, tc.y)) {
+            Combatant& ha = hypothetical_;
+            ha.x = x;
+            ha.y = y;
+            ha.aim_target = t;
+            ha.aim_dm = 0;
+            ha.hasty = hasty < 0 ? me_.hasty : hasty != 0;
+            dm = attack_dms(ha, tc, t, ctx_.g).total();
+        }
         if (cacheable) ctx_.ws.base.put(key, dm);
         return dm;
     }
@@ -1189,7 +1205,7 @@ private:
     }
 
     // _Planner.next_offence: the value of its best attack next turn from the end state.
-    double next_offence(const TState& s) const {
+    double next_offence(const TState& s) {
         double best = 0.0;
         if (melee_) {
             const int reach = 1 + squares_per_move(move_budget_m(me_.movement_m, s.stance));
@@ -1217,7 +1233,7 @@ private:
     // _Planner.end_value: the value of ending the turn in state s.
     //     value = p.future * off - p.defence * self.incoming(s.pos, s.stance)
     //     if (off <= 0 or self.melee) and self.enemies: value -= p.approach * near (if finite)
-    double end_value(const TState& s) const {
+    double end_value(const TState& s) {
         const std::uint64_t key =
             static_cast<std::uint64_t>(static_cast<std::uint32_t>(s.x)) |
             static_cast<std::uint64_t>(static_cast<std::uint32_t>(s.y)) << 10 |
@@ -1299,19 +1315,26 @@ private:
 
     // _Planner.moves_from: the moves from a hypothetical state (the engine's path rules,
     // read-only): f(label, destination x, destination y).
+    //     for n in range(1, n_max + 1):
+    //         path = move_path(self.grid, occupied, s.pos, d, n, budget)
+    //         if path is None: break
+    // The walk of n squares is the first n steps of the walk of n_max (each step's checks do
+    // not depend on how many follow), and its path is blocked once any of its squares is
+    // occupied: so one walk per direction gives every n, in the same order.
     template <class F>
     void moves_from(const TState& s, F&& f) const {
         const double budget = move_budget_m(me_.movement_m, s.stance);
         const int n_max = squares_per_move(me_.movement_m);
         Walk w;
         for (int d = 0; d < kNumDirs; ++d) {
-            for (int n = 1; n <= n_max; ++n) {
-                ctx_.g.walk(s.x, s.y, d, budget, n, w);  // move_path: None -> break
-                if (w.stop != WalkStop::none || w.n == 0) break;
-                bool blocked = false;
-                for (int k = 0; k < w.n && !blocked; ++k) blocked = ctx_.occupied(w.px[k], w.py[k]);
-                if (blocked) break;
-                f(move_index(d, n), w.px[w.n - 1], w.py[w.n - 1]);
+            ctx_.g.walk(s.x, s.y, d, budget, n_max, w);
+            // Steps passed: all of them, or those before the refused one (a cost refusal
+            // appends the square it could not pay for).
+            const int passed = w.stop == WalkStop::none ? w.n : w.cost_failure() ? w.n - 1 : w.n;
+            for (int n = 1; n <= passed; ++n) {
+                const int x = w.px[n - 1], y = w.py[n - 1];
+                if (ctx_.occupied(x, y)) break;
+                f(move_index(d, n), x, y);
             }
         }
     }
