@@ -151,8 +151,8 @@ def main(argv: list[str] | None = None) -> dict:
     """Run and print the table; write the JSON."""
     args = build_parser().parse_args(argv)
     result = run(args.scenarios, args.battles, args.python_battles, args.repeats, args.matchups)
-    print("| scenario | matchup | policy | core µs/act (median) | cold first pass | core decisions/s "
-          "| Python µs/act | Python decisions/s | x |")
+    print("| scenario | matchup | policy | core µs/act (median) | cold first pass "
+          "| core decisions/s | Python µs/act | Python decisions/s | x |")
     print("|---|---|---|---:|---:|---:|---:|---:|---:|")
     for name, by_matchup in result["scenarios"].items():
         for matchup, rows in by_matchup.items():

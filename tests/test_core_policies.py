@@ -2,14 +2,15 @@
 
 Battles are played on the Python engine (``Dice(seed, generator="pcg")``) with the Python
 policies (``random``, ``passive``, ``rush``, ``marksman``, ``leader``, ``tactician``) on some
-seats and random legal actions on the others, and a ``CoreBattle`` with the same seed is driven in lock step with the same
-actions. At every decision of a policy seat the in-core policy of that seat (``_core.Policy``,
-reset with the same seed as the Python one and asked at every decision of its seat, in the same
-order) must return the same action index; at the end both policies' generators must be in the
-same state (``random`` draws, and the scripted fallbacks, consumed the same stream). The
-tactician keeps a plan for the rest of its turn: the core's must be kept and dropped at the same
-decisions, which the test follows too (``PLAN_REUSED``: turn decisions played from a kept plan).
-A mismatch fails printing the scenario, seed, step, seat and both labels.
+seats and random legal actions on the others, and a ``CoreBattle`` with the same seed is driven
+in lock step with the same actions. At every decision of a policy seat the in-core policy of
+that seat (``_core.Policy``, reset with the same seed as the Python one and asked at every
+decision of its seat, in the same order) must return the same action index; at the end both
+policies' generators must be in the same state (``random`` draws, and the scripted fallbacks,
+consumed the same stream). The tactician keeps a plan for the rest of its turn: the core's must
+be kept and dropped at the same decisions, which the test follows too (``PLAN_REUSED``: turn
+decisions played from a kept plan). A mismatch fails printing the scenario, seed, step, seat and
+both labels.
 """
 
 from __future__ import annotations
@@ -171,8 +172,8 @@ def test_builtin_scenarios_same_choices(scenario, pair):
         lockstep(scenario, seed, _policies(pair))
 
 
-@pytest.mark.parametrize("scenario", BUILTIN + ["squad_commander0", "range_medium",
-                                                "range_extreme"])
+@pytest.mark.parametrize("scenario", [*BUILTIN, "squad_commander0", "range_medium",
+                                      "range_extreme"])
 @pytest.mark.parametrize("pair", TACTICIAN_PAIRS[:3], ids=lambda p: f"{p[0]}-{p[1]}")
 def test_builtin_scenarios_tactician_same_choices(scenario, pair):
     for seed in (1, 2, 3, 4):
@@ -277,8 +278,8 @@ def _battle(name: str = "duel", seed: int = 1) -> Any:
 def test_unknown_names_are_refused_naming_the_core_policies():
     c = core.require()
     for bad in ("cover", "always_lead", "Rush", "", "tactician "):
-        with pytest.raises(ValueError, match="runs in the core: random, passive, rush, marksman, "
-                                             "leader, tactician$"):
+        with pytest.raises(ValueError, match=r"runs in the core: random, passive, rush, "
+                                             r"marksman, leader, tactician$"):
             c.Policy(bad)
     with pytest.raises(TypeError, match="name must be a string"):
         c.Policy(3)
