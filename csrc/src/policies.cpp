@@ -1005,7 +1005,8 @@ int tactician_haste(const Ctx& ctx) {
         const Combatant& en = ctx.c(e);
         const int theirs0 = en.current_initiative(), theirs1 = en.chars[kDEX];
         // mine < theirs < hasted or (theirs == mine and e.id < me.id)
-        if ((pair_less(mine0, mine1, theirs0, theirs1) && pair_less(theirs0, theirs1, hasted0, mine1)) ||
+        if ((pair_less(mine0, mine1, theirs0, theirs1) &&
+             pair_less(theirs0, theirs1, hasted0, mine1)) ||
             (theirs0 == mine0 && theirs1 == mine1 && ctx.id_less(e, ctx.me))) {
             const Weapon& w = me.weapon;
             const double p_down = ctx.ws.outcome(dm - 1, w.damage_count, w.damage_modifier,
@@ -1033,6 +1034,11 @@ void tactician_signature(const Ctx& ctx, std::vector<std::int32_t>& out) {
             out.push_back(v);
         }
     }
+}
+
+// v (a small non-negative number) at bit `shift` of a memo table's key.
+constexpr std::uint64_t bits(int v, int shift) noexcept {
+    return static_cast<std::uint64_t>(static_cast<std::uint32_t>(v)) << shift;
 }
 
 // tactician._State: a hypothetical state of the deciding combatant within its turn.
@@ -1098,7 +1104,8 @@ public:
         }
         // The memo's key packs a state into 64 bits; for a battle too large for it (never in
         // practice) the search simply runs unmemoised, with the same result.
-        memo_ok_ = ctx.g.width() <= 1024 && ctx.g.height() <= 1024 && ctx.b.num_combatants() < 65535;
+        memo_ok_ = ctx.g.width() <= 1024 && ctx.g.height() <= 1024 &&
+                   ctx.b.num_combatants() < 65535;
     }
 
     // _Planner.best_plan: the labels of the best plan (the first one is legal now).
@@ -1150,10 +1157,7 @@ private:
     // attack_dm(view, me, t, apos=pos, aim=0, hasty=hasty, held=False), on a copy of itself kept
     // for the search (attack_dm's hypothetical attacker, without copying it at every call).
     int base_dm(int x, int y, int t, int hasty = -1) {
-        const std::uint64_t key = static_cast<std::uint64_t>(static_cast<std::uint32_t>(x)) |
-                                  static_cast<std::uint64_t>(static_cast<std::uint32_t>(y)) << 16 |
-                                  static_cast<std::uint64_t>(static_cast<std::uint32_t>(t)) << 32 |
-                                  static_cast<std::uint64_t>(hasty + 1) << 62;
+        const std::uint64_t key = bits(x, 0) | bits(y, 16) | bits(t, 32) | bits(hasty + 1, 62);
         const bool cacheable = memo_ok_;
         if (cacheable) {
             if (const int* hit = ctx_.ws.base.find(key)) return *hit;
@@ -1181,9 +1185,7 @@ private:
     // _Planner.incoming: damage (and knock-out risk) expected before its next turn at (x, y) in
     // stance.
     double incoming(int x, int y, int stance) const {
-        const std::uint64_t key = static_cast<std::uint64_t>(static_cast<std::uint32_t>(x)) |
-                                  static_cast<std::uint64_t>(static_cast<std::uint32_t>(y)) << 20 |
-                                  static_cast<std::uint64_t>(stance) << 40;
+        const std::uint64_t key = bits(x, 0) | bits(y, 20) | bits(stance, 40);
         if (memo_ok_) {
             if (const double* hit = ctx_.ws.incoming.find(key)) return *hit;
         }
@@ -1194,7 +1196,8 @@ private:
             const int dm = enemy_dm(e, ctx_.me, x, y, stance);
             if (dm == kNoShot) continue;
             const Weapon& w = ctx_.c(e).weapon;
-            const Outcome o = ctx_.ws.outcome(dm, w.damage_count, w.damage_modifier, me_.protection, hp);
+            const Outcome o =
+                ctx_.ws.outcome(dm, w.damage_count, w.damage_modifier, me_.protection, hp);
             const double ed = o.expected;
             if (ed <= 0) continue;
             const double share = ed / (ed + others_of(e));
@@ -1214,7 +1217,9 @@ private:
                 const int d = chebyshev(s.x, s.y, tc.x, tc.y);
                 if (d > reach) continue;
                 const int dm = base_dm(tc.x, tc.y, t, 0);
-                if (dm != kNoShot) best = std::max(best, attack_worth(t, dm) * (d <= 1 ? 1.0 : 0.9));
+                if (dm != kNoShot) {
+                    best = std::max(best, attack_worth(t, dm) * (d <= 1 ? 1.0 : 0.9));
+                }
             }
             return best;
         }
@@ -1234,13 +1239,9 @@ private:
     //     value = p.future * off - p.defence * self.incoming(s.pos, s.stance)
     //     if (off <= 0 or self.melee) and self.enemies: value -= p.approach * near (if finite)
     double end_value(const TState& s) {
-        const std::uint64_t key =
-            static_cast<std::uint64_t>(static_cast<std::uint32_t>(s.x)) |
-            static_cast<std::uint64_t>(static_cast<std::uint32_t>(s.y)) << 10 |
-            static_cast<std::uint64_t>(s.stance) << 20 | static_cast<std::uint64_t>(s.drawn) << 22 |
-            static_cast<std::uint64_t>(s.loaded) << 23 |
-            static_cast<std::uint64_t>(static_cast<std::uint32_t>(s.aim_dm)) << 24 |
-            static_cast<std::uint64_t>(static_cast<std::uint32_t>(s.aim_t + 1)) << 32;
+        const std::uint64_t key = bits(s.x, 0) | bits(s.y, 10) | bits(s.stance, 20) |
+                                  bits(s.drawn, 22) | bits(s.loaded, 23) | bits(s.aim_dm, 24) |
+                                  bits(s.aim_t + 1, 32);
         if (memo_ok_) {
             if (const double* hit = ctx_.ws.end.find(key)) return *hit;
         }
@@ -1260,16 +1261,10 @@ private:
 
     // The memo's key: every field of the state (x, y < 1024; aim_t + 1 < 65536).
     static std::uint64_t state_key(const TState& s) {
-        return static_cast<std::uint64_t>(static_cast<std::uint32_t>(s.x)) |
-               static_cast<std::uint64_t>(static_cast<std::uint32_t>(s.y)) << 10 |
-               static_cast<std::uint64_t>(s.stance) << 20 | static_cast<std::uint64_t>(s.drawn) << 22 |
-               static_cast<std::uint64_t>(s.loaded) << 23 |
-               static_cast<std::uint64_t>(static_cast<std::uint32_t>(s.aim_dm) & 7u) << 24 |
-               static_cast<std::uint64_t>(static_cast<std::uint32_t>(s.minors) & 7u) << 27 |
-               static_cast<std::uint64_t>(s.sig) << 30 | static_cast<std::uint64_t>(s.moved) << 31 |
-               static_cast<std::uint64_t>(s.aimed) << 32 |
-               static_cast<std::uint64_t>(static_cast<std::uint32_t>(s.changes) & 3u) << 33 |
-               static_cast<std::uint64_t>(static_cast<std::uint32_t>(s.aim_t + 1) & 0xffffu) << 35;
+        return bits(s.x, 0) | bits(s.y, 10) | bits(s.stance, 20) | bits(s.drawn, 22) |
+               bits(s.loaded, 23) | bits(s.aim_dm, 24) | bits(s.minors, 27) | bits(s.sig, 30) |
+               bits(s.moved, 31) | bits(s.aimed, 32) | bits(s.changes, 33) |
+               bits(s.aim_t + 1, 35);
     }
     // Whether state_key represents s exactly (aim DM and minors stay small by construction).
     bool keyable(const TState& s) const {
