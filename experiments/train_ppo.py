@@ -27,8 +27,8 @@ being trained; frozen and scripted seats are not counted). A battle cut at ``max
 
 * ``--opponents red=rush`` (``SEAT=POLICY``, comma-separated; a side or an agent id): those
   seats are played inside the vector (in the compiled core with ``--backend core``, which runs
-  ``random``, ``passive``, ``rush`` and ``marksman``), so every decision the trainer sees is a
-  learner's.
+  ``random``, ``passive``, ``rush``, ``marksman``, ``leader`` and ``tactician``), so every
+  decision the trainer sees is a learner's.
 * self-play (no ``--opponents``, no ``--pool``): every seat learns, one policy for all.
 * ``--pool``: the policy plays against frozen copies of itself, saved every ``--pool-every``
   updates (the first before any update) into ``DIR/pool/`` (each a checkpoint that loads as an
