@@ -179,7 +179,9 @@ def vector_winrate(net: Any, venv: Any, learner_side: int, battles: int,
     obs, mask, _ = venv.reset(seed=seed)
     with torch.no_grad():
         while (done < quota).any():
-            a = greedy_actions(net.actor(torch.from_numpy(obs)), torch.from_numpy(mask))
+            # the network's prefix of the observation (the vector may add the move view)
+            a = greedy_actions(net.actor(torch.from_numpy(obs[:, :net.obs_dim])),
+                               torch.from_numpy(mask))
             obs, mask, _, term, trunc, info = venv.step(a.numpy())
             ended = (term | trunc) & (done < quota)
             if ended.any():

@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import shutil
 import sys
@@ -395,6 +396,35 @@ def split_rows(total: int, parts: int) -> list[int]:
     return [total // parts + (i < total % parts) for i in range(parts)]
 
 
+@functools.lru_cache(maxsize=64)
+def _trained_with_move_view(path: str) -> bool:
+    """Whether the checkpoint at ``path`` records ``move_view`` (False when unreadable:
+    ``check_checkpoints`` reports that file)."""
+    from agents.ppo_policy import read_checkpoint
+
+    try:
+        return bool(read_checkpoint(path).get("move_view", False))
+    except (OSError, ValueError):
+        return False
+
+
+def vector_move_view(args: Args) -> bool:
+    """Whether the vectors observe the move view: the learner's (``--move-view``) or any
+    ``--pool-opponents`` checkpoint's. Every network reads the prefix of the observation it
+    was trained on (the move view comes last), so a pool may mix checkpoints with and
+    without it."""
+    return args.move_view or any(_trained_with_move_view(p)
+                                 for p in names_list(args.pool_opponents))
+
+
+def learner_obs_dim(args: Args, venv: Any) -> int:
+    """The learner's observation size: the vector's, less the move view unless
+    ``--move-view``."""
+    if args.move_view:
+        return venv.obs_dim
+    return venv.obs_dim - sum(label.startswith("move.") for label in venv.observation_labels)
+
+
 def make_vector(args: Args, seed: int, num_envs: int, opponents: dict[str, str] | None,
                 flag: str, fallback: bool = False,
                 scenario: str | None = None) -> tuple[Any, str]:
@@ -407,14 +437,14 @@ def make_vector(args: Args, seed: int, num_envs: int, opponents: dict[str, str] 
     try:
         return vector.make(scenario, num_envs=num_envs, seed=seed, backend=args.backend,
                            opponents=opponents, relative_actions=True,
-                           move_view=args.move_view), args.backend
+                           move_view=vector_move_view(args)), args.backend
     except (ValueError, TypeError) as exc:
         if not (fallback and args.backend != "python"):
             raise ValueError(f"{flag}: {exc}") from None
         try:
             venv = vector.make(scenario, num_envs=num_envs, seed=seed, backend="python",
                                opponents=opponents, relative_actions=True,
-                               move_view=args.move_view)
+                               move_view=vector_move_view(args))
         except (ValueError, TypeError):
             raise ValueError(f"{flag}: {exc}") from None
         print(f"train_ppo: note: {flag} {opponents}: not on backend {args.backend!r} ({exc}); "
@@ -498,7 +528,9 @@ def check_compatible(args: Args, probe: Any, scenarios: list[str]) -> None:
 
 def check_checkpoints(args: Args, venv: Any) -> None:
     """``--init`` and ``--pool-opponents`` checkpoints must fit the battles: the same
-    observation size and action labels (``ValueError`` naming the flag and both layouts)."""
+    observation size and action labels (``ValueError`` naming the flag and both layouts);
+    ``--init`` must also have been trained with the move view exactly when ``--move-view``
+    is given (a pool opponent may differ: it reads its own prefix of the observation)."""
     from agents.ppo_policy import read_checkpoint
 
     paths = [("--init", args.init)] if args.init else []
@@ -509,17 +541,20 @@ def check_checkpoints(args: Args, venv: Any) -> None:
         except Exception as exc:  # a corrupt file: say which flag and file
             raise ValueError(f"{flag}: {path}: not a readable train_ppo checkpoint "
                              f"({exc})") from None
-        if bool(data.get("move_view", False)) != args.move_view:
-            said = "with" if data.get("move_view") else "without"
+        with_view = bool(data.get("move_view", False))
+        if flag == "--init" and with_view != args.move_view:
+            said = "with" if with_view else "without"
             raise ValueError(f"{flag}: {path} was trained {said} the move view; pass "
                              f"{'--move-view' if data.get('move_view') else 'no --move-view'} "
                              "to train beside it")
-        if int(data["obs_dim"]) != venv.obs_dim or \
+        view = venv.obs_dim - learner_obs_dim(Args(move_view=False), venv)
+        want = venv.obs_dim - (0 if with_view else view)
+        if int(data["obs_dim"]) != want or \
                 list(data["action_labels"]) != list(venv.action_labels):
             raise ValueError(f"{flag}: {path} was trained on {data.get('scenario')!r} "
                              f"(observation size {data['obs_dim']}, "
                              f"{len(data['action_labels'])} actions), which does not fit "
-                             f"{venv.scenario.name!r} (observation size {venv.obs_dim}, "
+                             f"{venv.scenario.name!r} (observation size {want}, "
                              f"{venv.n_actions} actions)")
 
 
@@ -578,7 +613,8 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
             (out / name).unlink(missing_ok=True)
     out.mkdir(parents=True, exist_ok=True)
     n, s_count = args.num_envs, first.num_agents
-    obs_dim, n_actions = first.obs_dim, first.n_actions
+    # the learner's inputs: the vector's observation, or its prefix without the move view
+    obs_dim, n_actions = learner_obs_dim(args, first), first.n_actions
     agent_sides = first.agent_sides
     write_json(out / "config.json", {
         "args": dataclasses.asdict(args), "scenario": scenario,
@@ -693,7 +729,8 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
     # ---- the batch: every group's rows side by side
     curve_label = (groups[0].label if len(groups) == 1
                    else "pool" if pool_rows is not None else "all scenarios")
-    obs_all = np.zeros((n, obs_dim), dtype=np.float32)
+    obs_all = np.zeros((n, first.obs_dim), dtype=np.float32)
+    obs_learner = obs_all[:, :obs_dim]  # a view: the learner's prefix
     mask_all = np.zeros((n, n_actions), dtype=bool)
     agent_all = np.zeros(n, dtype=np.int64)
     rewards_all = np.zeros((n, s_count), dtype=np.float32)
@@ -756,7 +793,8 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
         rollout_start = decisions
         for _ in range(args.num_steps):
             t = time.perf_counter()
-            obs_t = torch.from_numpy(obs_all)
+            full_t = torch.from_numpy(obs_all)
+            obs_t = torch.from_numpy(obs_learner)
             mask_t = torch.from_numpy(mask_all)
             if all_learn:
                 learner = None
@@ -774,13 +812,14 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
                     others = np.flatnonzero(~learner)
                     for k in np.unique(row_frozen[others]):
                         sel = others[row_frozen[others] == k]
-                        fa, _ = sample_masked(frozen[k].actor(obs_t[sel]), mask_t[sel], gen)
+                        fa, _ = sample_masked(frozen[k].actor(full_t[sel, :frozen[k].obs_dim]),
+                                              mask_t[sel], gen)
                         actions[sel] = fa.numpy()
             if learner is None:  # every row: no gathering copy
-                rollout.add(rows, agent_all, obs_all, mask_all, a.numpy(), logp.numpy(),
+                rollout.add(rows, agent_all, obs_learner, mask_all, a.numpy(), logp.numpy(),
                             value.numpy())
             else:
-                rollout.add(rows, agent_all[rows], obs_all[rows], mask_all[rows], a.numpy(),
+                rollout.add(rows, agent_all[rows], obs_learner[rows], mask_all[rows], a.numpy(),
                             logp.numpy(), value.numpy())
             decisions += len(rows)
             ep_len[rows] += 1

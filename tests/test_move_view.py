@@ -170,7 +170,7 @@ def test_a_checkpoint_trained_with_the_view_plays_in_an_env_without_it(tmp_path)
     assert checked > 100
 
 
-def test_train_ppo_refuses_to_mix_checkpoints_with_and_without_the_view(tmp_path):
+def test_train_ppo_init_must_match_the_move_view_flag(tmp_path):
     pytest.importorskip("torch")
     from experiments import train_ppo
 
@@ -179,3 +179,31 @@ def test_train_ppo_refuses_to_mix_checkpoints_with_and_without_the_view(tmp_path
                                          r"pass --move-view"):
         train_ppo.prepare(train_ppo.Args(scenario="squad", init=str(tmp_path / "mv.pt"),
                                          out=str(tmp_path / "run"), progress=False))
+
+
+@pytest.mark.parametrize("learner_view", [False, True])
+def test_a_pool_mixes_checkpoints_with_and_without_the_view(tmp_path, learner_view):
+    """A learner with (or without) the move view trains against a ``--pool-opponents``
+    checkpoint without (or with) it: the vector observes the view when anyone needs it and
+    each network reads its own prefix; the learner's checkpoint has its own size."""
+    torch = pytest.importorskip("torch")
+    from agents.ppo_policy import ActorCritic, checkpoint_bytes, read_checkpoint
+    from experiments import train_ppo
+
+    if learner_view:  # the other one lacks the view
+        env = traveller_env.raw_env("squad")
+        net = ActorCritic(len(env.observation_labels), env.relative_actions.n, [16])
+        (tmp_path / "other.pt").write_bytes(checkpoint_bytes(
+            net, "squad", env.relative_actions.labels, decisions=0, update=0, seed=0))
+    else:
+        _move_view_checkpoint(tmp_path / "other.pt")
+    flags = ["--scenario", "squad", "--pool", "--pool-opponents", str(tmp_path / "other.pt"),
+             "--num-envs", "8", "--num-steps", "8", "--total-timesteps", "200",
+             "--eval-vs", "rush", "--eval-battles", "2", "--eval-envs", "2",
+             "--final-eval-battles", "0", "--no-progress", "--out", str(tmp_path / "run"),
+             *(["--move-view"] if learner_view else [])]
+    assert train_ppo.main(flags) == 0
+    ckpt = read_checkpoint(tmp_path / "run" / "ppo.pt")
+    want = len(traveller_env.raw_env("squad", move_view=learner_view).observation_labels)
+    assert ckpt["obs_dim"] == want and bool(ckpt.get("move_view")) == learner_view
+    assert torch.is_tensor(ckpt["actor"]["0.weight"])
