@@ -2,7 +2,8 @@
 held-out evaluation against the scripted NPCs (issue 13).
 
 The headline run trains one policy for every seat of a side against a pool of its own past
-checkpoints (the learner's side drawn per battle), with ``rush`` and ``marksman`` mixed into
+checkpoints (the learner's side drawn per battle), observing the move view (what the ground
+offers at each square a move could end on), with ``rush`` and ``marksman`` mixed into
 the pool on ``--pool-scripted-share`` of the rows; ``tactician`` and ``cover`` never appear in
 training (``tactician`` is the held-out opponent; ``cover`` cannot run inside the core and
 would slow every update). No imitation: the only signal is the battle's reward.
@@ -15,7 +16,9 @@ processes; win rates with Wilson 95% intervals. It also measures the policy's an
 scripted NPCs' behaviour against ``marksman``.
 
     python -m experiments.squad_ppo --total-timesteps 40000000 --seed 1 \\
-        --extra '--stop-after-updates 1800' --json results/squad_ppo.json   # the README's run
+        --extra '--stop-after-updates 1630' --json results/squad_ppo.json   # the README's run
+    python -m experiments.squad_ppo --total-timesteps 40000000 --seed 1 \\
+        --extra '--no-move-view --stop-after-updates 1800'   # the same without the move view
     python -m experiments.squad_ppo --checkpoint runs/squad_ppo/ppo.pt --json out.json
 """
 
@@ -32,7 +35,7 @@ from experiments.train_common import result_command, write_json
 __all__ = ["TRAIN_FLAGS", "build_parser", "evaluate", "main", "run"]
 
 #: train_ppo flags of the headline run (besides --total-timesteps, --seed, --out).
-TRAIN_FLAGS = ["--scenario", "squad", "--pool", "--pool-scripted", "rush,marksman",
+TRAIN_FLAGS = ["--scenario", "squad", "--move-view", "--pool", "--pool-scripted", "rush,marksman",
                "--pool-scripted-share", "0.3", "--pool-every", "10", "--pool-size", "30",
                "--num-envs", "256", "--num-steps", "64", "--epochs", "4", "--minibatches", "8",
                "--lr", "3e-4", "--ent-coef", "0.01", "--hidden", "128,128",
