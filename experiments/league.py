@@ -4,6 +4,7 @@ scripted NPCs, with per-learner style shaping; rated in one tournament; exported
     traveller league train --config configs/league_squad.yaml --out runs/league
     traveller league rate runs/league --battles 40 --scripted rush,marksman,cover,tactician
     traveller league export runs/league --to results/league
+    traveller league add runs/league --name stalker --checkpoint runs/x/ppo.pt  # then rate
 
 **Training** (``train``). The config (YAML: ``configs/league_squad.yaml`` documents every key)
 names a scenario, the learners (each a name and a ``style``: ``train_ppo --style`` weights such
@@ -31,6 +32,11 @@ is measured against ``--behaviour-vs``; ``population.png`` places every policy b
 **Export** (``export``). Every member as an ONNX file (``traveller export``'s exporter) plus
 ``league.json`` with the ONNX paths, into ``--to`` (``results/league`` is the committed one):
 ready opponents for a game, no PyTorch needed (``agents.onnx_policy.OnnxPolicy``).
+
+**Adding** (``add``). A checkpoint trained elsewhere joins an existing league as an imported
+member (as the config's ``imports`` do at ``train``), without retraining anyone: it must be a
+``train_ppo`` checkpoint for the league's scenario (same slot-relative actions; with or
+without the move view) under a new name. Its rating is empty until the next ``rate``.
 """
 
 from __future__ import annotations
@@ -140,6 +146,40 @@ def write_league(folder: Path, league: dict[str, Any]) -> None:
 
     atomic_write_bytes(Path(folder) / LEAGUE_FILE,
                        (json.dumps(league, indent=2) + "\n").encode())
+
+
+# ============================================================================ add
+def add(folder: Path, name: str, checkpoint: Path) -> dict[str, Any]:
+    """Copy ``checkpoint`` into ``folder/members/<name>.pt`` and list it in ``league.json`` as
+    an imported member (see the module docstring). ``ValueError`` naming the argument for a
+    taken or malformed name, a missing or unreadable checkpoint, or one that does not fit the
+    league's scenario."""
+    import shutil
+
+    from agents.ppo_policy import load_ppo_policy
+
+    league = load_league(folder)
+    if not name or not name.replace("_", "").replace("-", "").isalnum():
+        raise ValueError(f"--name {name!r}: use letters, digits, '-' and '_'")
+    taken = {m["name"] for m in league["members"]}
+    if name in taken:
+        raise ValueError(f"--name {name!r}: the league has a member of that name already "
+                         f"({', '.join(sorted(taken))})")
+    if not Path(checkpoint).is_file() or Path(checkpoint).suffix != ".pt":
+        raise ValueError(f"--checkpoint {checkpoint}: not a train_ppo checkpoint file (.pt)")
+    try:
+        load_ppo_policy(checkpoint, league["scenario"])  # fits the scenario (clear errors)
+    except (ValueError, FileNotFoundError) as exc:
+        raise ValueError(f"--checkpoint {exc}") from None
+    target = Path(folder) / "members" / f"{name}.pt"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(checkpoint, target)
+    league["members"].append({
+        "name": name, "learner": "imported", "generation": 0, "scenario": league["scenario"],
+        "training_decisions": _checkpoint_info(target)["decisions"], "style": {},
+        "checkpoint": str(target), "imported_from": str(checkpoint)})
+    write_league(folder, league)
+    return league
 
 
 # ============================================================================ train
@@ -358,7 +398,7 @@ def export(folder: Path, to: Path) -> dict[str, Any]:
 
 # ============================================================================ CLI
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
-    """``traveller league train|rate|export``."""
+    """``traveller league train|rate|add|export``."""
     parser = parser or argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     t = sub.add_parser("train", help="train the league's learners")
@@ -384,6 +424,11 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
                    help="behaviour battles per policy (default: 100; 0: none)")
     r.add_argument("--no-progress", dest="progress", action="store_false",
                    help="no progress bar")
+    a = sub.add_parser("add", help="add a checkpoint trained elsewhere as a member")
+    a.add_argument("folder", type=Path, help="league folder (holds league.json)")
+    a.add_argument("--name", required=True, help="the new member's name")
+    a.add_argument("--checkpoint", type=Path, required=True,
+                   help="a train_ppo checkpoint (.pt) for the league's scenario")
     e = sub.add_parser("export", help="write every member as ONNX with league.json")
     e.add_argument("folder", type=Path, help="league folder (holds league.json)")
     e.add_argument("--to", type=Path, required=True, help="output folder")
@@ -405,6 +450,10 @@ def run(args: argparse.Namespace) -> int:
             league = rate(args.folder, scripted, args.battles, args.seed, args.workers,
                           args.behaviour_vs, args.behaviour_battles, args.progress)
             print(format_league(league))
+        elif args.action == "add":
+            league = add(args.folder, args.name, args.checkpoint)
+            print(f"league: {args.name} added ({len(league['members'])} members); rate the "
+                  f"league again to rate it: traveller league rate {args.folder}")
         else:
             league = export(args.folder, args.to)
             print(f"league: {len(league['members'])} members exported to {args.to}")

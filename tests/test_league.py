@@ -147,3 +147,41 @@ def test_imported_checkpoints_join_the_league_and_its_pools(tiny_league, tmp_pat
         "members"][0]["training_decisions"]
     args = json.loads((out / "runs" / "new_g1" / "config.json").read_text())["args"]
     assert args["pool_opponents"].endswith("veteran.pt")
+
+
+def test_add_joins_a_checkpoint_to_a_league_and_refuses_bad_input(tiny_league, tmp_path,
+                                                                   capsys):
+    """``traveller league add``: a checkpoint trained elsewhere becomes an imported member
+    (copied into members/, listed in league.json); a taken name, a missing file or a
+    checkpoint of another scenario is refused naming the argument, and nothing changes."""
+    import shutil
+
+    league_dir = tmp_path / "league"
+    shutil.copytree(tiny_league, league_dir)
+    before = load_league(league_dir)
+    source = league_dir / "members" / "calm_g1.pt"
+    assert cli_main(["league", "add", str(league_dir), "--name", "guest",
+                     "--checkpoint", str(source)]) == 0
+    league = load_league(league_dir)
+    assert len(league["members"]) == len(before["members"]) + 1
+    guest = league["members"][-1]
+    assert (guest["name"], guest["learner"], guest["imported_from"]) == (
+        "guest", "imported", str(source))
+    assert (league_dir / "members" / "guest.pt").read_bytes() == source.read_bytes()
+    assert "rate the league again" in capsys.readouterr().out
+
+    squad_ckpt = tmp_path / "squad.pt"
+    from agents.ppo_policy import ActorCritic, checkpoint_bytes
+    from traveller_env.env import TravellerEnv
+
+    squad = TravellerEnv("squad")  # a squad checkpoint: does not fit the duel league
+    net = ActorCritic(len(squad.observation_labels), squad.relative_actions.n, [8])
+    squad_ckpt.write_bytes(checkpoint_bytes(net, "squad", squad.relative_actions.labels))
+    for argv, message in (
+            (["--name", "guest", "--checkpoint", str(source)], "member of that name"),
+            (["--name", "x y", "--checkpoint", str(source)], "--name 'x y'"),
+            (["--name", "other", "--checkpoint", str(tmp_path / "no.pt")], "--checkpoint"),
+            (["--name", "other", "--checkpoint", str(squad_ckpt)], "do not fit scenario")):
+        assert cli_main(["league", "add", str(league_dir), *argv]) == 2
+        assert message in capsys.readouterr().err
+    assert len(load_league(league_dir)["members"]) == len(before["members"]) + 1
