@@ -417,12 +417,15 @@ def vector_move_view(args: Args) -> bool:
                                  for p in names_list(args.pool_opponents))
 
 
+def move_view_size(venv: Any) -> int:
+    """Entries of the move view in the vector's observations (0 without it)."""
+    return sum(label.startswith("move.") for label in venv.observation_labels)
+
+
 def learner_obs_dim(args: Args, venv: Any) -> int:
     """The learner's observation size: the vector's, less the move view unless
     ``--move-view``."""
-    if args.move_view:
-        return venv.obs_dim
-    return venv.obs_dim - sum(label.startswith("move.") for label in venv.observation_labels)
+    return venv.obs_dim - (0 if args.move_view else move_view_size(venv))
 
 
 def make_vector(args: Args, seed: int, num_envs: int, opponents: dict[str, str] | None,
@@ -535,6 +538,7 @@ def check_checkpoints(args: Args, venv: Any) -> None:
 
     paths = [("--init", args.init)] if args.init else []
     paths += [("--pool-opponents", p) for p in names_list(args.pool_opponents)]
+    view = move_view_size(venv)
     for flag, path in paths:
         try:
             data = read_checkpoint(path)
@@ -545,9 +549,8 @@ def check_checkpoints(args: Args, venv: Any) -> None:
         if flag == "--init" and with_view != args.move_view:
             said = "with" if with_view else "without"
             raise ValueError(f"{flag}: {path} was trained {said} the move view; pass "
-                             f"{'--move-view' if data.get('move_view') else 'no --move-view'} "
+                             f"{'--move-view' if with_view else 'no --move-view'} "
                              "to train beside it")
-        view = venv.obs_dim - learner_obs_dim(Args(move_view=False), venv)
         want = venv.obs_dim - (0 if with_view else view)
         if int(data["obs_dim"]) != want or \
                 list(data["action_labels"]) != list(venv.action_labels):
