@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from experiments.train_common import result_command, write_json
+from experiments.train_common import checkpoint_provenance, result_command, write_json
 
 __all__ = ["SCENARIOS", "build_parser", "evaluate_sergeant", "main", "run"]
 
@@ -210,7 +210,8 @@ def run(args: argparse.Namespace) -> int:
                                  f"--total-timesteps {args.total_timesteps} --seed {args.seed}",
                                  f"--eval-battles {args.eval_battles}")
         payload = {"command": command,
-                   "checkpoint": str(checkpoint), "train_seconds": trained_s, "rows": rows}
+                   "checkpoint": str(checkpoint), "train_seconds": trained_s,
+                   "training": checkpoint_provenance(checkpoint), "rows": rows}
         write_json(args.json, payload)
         print(f"wrote {args.json}")
     return 0

@@ -30,7 +30,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from experiments.train_common import result_command, write_json
+from experiments.train_common import checkpoint_provenance, result_command, write_json
 
 __all__ = ["TRAIN_FLAGS", "build_parser", "evaluate", "main", "run"]
 
@@ -157,7 +157,8 @@ def run(args: argparse.Namespace) -> int:
                                  f"--eval-battles {args.eval_battles} --vs {shlex.quote(args.vs)}")
         payload = {"command": command,
                    "train_flags": flags, "checkpoint": str(checkpoint),
-                   "train_seconds": trained_s, "eval_seed": EVAL_SEED, "rows": rows,
+                   "train_seconds": trained_s, "eval_seed": EVAL_SEED,
+                   "training": checkpoint_provenance(checkpoint), "rows": rows,
                    "behaviour": behaviour}
         write_json(args.json, payload)
         print(f"wrote {args.json}")

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["PPOArgs", "PoolCheckpointCallback", "add_dataclass_args", "atomic_save_model",
-           "atomic_write_bytes", "learning_curve", "make_model", "make_run_dir",
-           "seed_everything", "write_json"]
+           "atomic_write_bytes", "checkpoint_provenance", "learning_curve", "make_model",
+           "make_run_dir", "seed_everything", "write_json"]
 
 
 @dataclasses.dataclass
@@ -182,6 +182,34 @@ def result_command(module: str, checkpoint: Path | None, training: str, evaluati
 
     head = f"--checkpoint {shlex.quote(str(checkpoint))}" if checkpoint else training
     return f"python -m {module} {head} {evaluation}"
+
+
+def checkpoint_provenance(checkpoint: Path) -> dict[str, Any]:
+    """Where a ``train_ppo`` checkpoint came from, for a result file that evaluates it: its
+    own bookkeeping (scenario, update, decisions, seed, hidden sizes, move view) and, when it
+    still sits in its run folder (``DIR/ppo.pt`` or ``DIR/pool/ppo_uNNNNNN.pt``), the run's
+    flags (``config.json``) and training seconds at that update (``training.jsonl``). A copied
+    checkpoint gets only its own bookkeeping (``run`` is then None). A run started with
+    ``--init`` counts only its own seconds: follow ``run.args.init`` for the rest."""
+    from agents.ppo_policy import read_checkpoint
+
+    checkpoint = Path(checkpoint)
+    data = read_checkpoint(checkpoint)
+    info: dict[str, Any] = {k: data.get(k) for k in ("scenario", "update", "decisions", "seed",
+                                                      "hidden")}
+    info["move_view"] = bool(data.get("move_view", False))
+    folder = checkpoint.parent.parent if checkpoint.parent.name == "pool" else checkpoint.parent
+    config = folder / "config.json"
+    run: dict[str, Any] | None = None
+    if config.is_file():
+        run = {"folder": str(folder), "args": json.loads(config.read_text()).get("args")}
+        log = folder / "training.jsonl"
+        if log.is_file() and info["update"] is not None:
+            rows = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+            done = [r for r in rows if r.get("update", 0) <= info["update"]]
+            run["seconds"] = done[-1].get("seconds") if done else None
+    info["run"] = run
+    return info
 
 
 def write_json(path: Path, payload: dict, with_versions: bool = False) -> None:

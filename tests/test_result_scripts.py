@@ -61,6 +61,7 @@ def test_squad_evaluation_plays_both_sides_on_held_out_seeds(tmp_path, capsys):
     data = json.loads(out.read_text())
     rows = data["rows"]
     assert data["command"].startswith(f"python -m experiments.squad_ppo --checkpoint {ckpt}")
+    assert data["training"]["scenario"] == "squad" and data["training"]["run"] is None
     assert rows[0]["opponent"] == "rush" and rows[0]["battles"] == 4
     assert rows[0]["wins"] + rows[0]["draws"] + rows[0]["losses"] == 4
     assert "| rush |" in capsys.readouterr().out

@@ -129,6 +129,26 @@ def test_a_tiny_run_writes_config_checkpoint_curve_and_tensorboard(tiny_run):
     assert not list(tiny_run.glob(".*tmp"))  # atomic writes leave no temporary file
 
 
+def test_a_checkpoint_names_its_run_for_the_result_files(tiny_run, tmp_path):
+    """The result scripts' ``--checkpoint`` JSON records where the checkpoint came from: its
+    own bookkeeping always, its run's flags and seconds while it sits in the run folder."""
+    import shutil
+
+    from experiments.train_common import checkpoint_provenance
+
+    info = checkpoint_provenance(tiny_run / "ppo.pt")
+    assert (info["scenario"], info["update"], info["decisions"], info["seed"]) == \
+        ("duel", 4, 2048, 3)
+    assert info["hidden"] == [64, 64] and info["move_view"] is False
+    curve = [json.loads(x) for x in (tiny_run / "training.jsonl").read_text().splitlines()]
+    assert info["run"]["folder"] == str(tiny_run)
+    assert info["run"]["args"]["opponents"] == "red=rush"
+    assert info["run"]["seconds"] == curve[-1]["seconds"]
+    copied = shutil.copy(tiny_run / "ppo.pt", tmp_path / "elsewhere.pt")
+    assert checkpoint_provenance(copied)["run"] is None
+    assert checkpoint_provenance(copied)["decisions"] == 2048
+
+
 def test_the_same_seed_gives_the_same_checkpoint_bytes(tiny_run, tmp_path):
     from experiments.train_ppo import build_parser, run
 

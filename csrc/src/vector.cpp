@@ -46,7 +46,8 @@ std::size_t VecBattles::memory_bytes() const noexcept {
         n += row.battle->memory_bytes() + (row.acc.capacity() + row.g.capacity()) * sizeof(double) +
              row.live.capacity() + row.scratch_mask.capacity() +
              (row.last_dealt.capacity() + row.last_taken.capacity()) * sizeof(int) +
-             row.policies.capacity() * sizeof(CorePolicy);
+             (row.policies.capacity() - row.policies.size()) * sizeof(CorePolicy);
+        for (const CorePolicy& policy : row.policies) n += policy.memory_bytes();
     }
     return n;
 }

@@ -86,6 +86,11 @@ public:
 
     const rng::Pcg32& generator() const noexcept { return rng_; }
 
+    // Bytes this policy holds, its stored plan's state signature included.
+    std::size_t memory_bytes() const noexcept {
+        return sizeof(*this) + plan_.signature.capacity() * sizeof(std::int32_t);
+    }
+
 private:
     PolicyKind kind_;
     rng::Pcg32 rng_;
