@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -21,8 +21,8 @@ from traveller_env.rules.battle import Battle
 
 from .base import PassivePolicy, Policy, policy_action
 
-__all__ = ["evaluate_matchup", "evaluate_range", "format_matchups", "mean_interval",
-           "play_battle", "wilson_interval"]
+__all__ = ["evaluate_matchup", "evaluate_range", "format_matchups", "matchup_counts",
+           "mean_interval", "play_battle", "wilson_interval"]
 
 Z95 = 1.959963984540054
 
@@ -131,11 +131,12 @@ def evaluate_matchup(policy: Policy, opponent: Policy, scenario: str = "duel",
     """Wins/draws/losses of ``policy`` against ``opponent``; sides alternate by battle
     (battle ``i`` has seed ``seed + i``, the policy on side ``i % 2``). ``on_battle(i,
     battle, side)``, when given, sees each finished battle and the side the policy played
-    (``agents.behaviour`` reads the event logs that way)."""
+    (``agents.behaviour`` reads the event logs that way). ``by_side`` splits the counts by
+    the side the policy played (scenario side name -> battles, wins, draws, losses)."""
     env = (make_env or traveller_env.raw_env)(scenario)
     env = getattr(env, "unwrapped", env)
     names = [s.name for s in env.scenario.sides]
-    wins = draws = losses = 0
+    by_side = {n: {"battles": 0, "wins": 0, "draws": 0, "losses": 0} for n in names}
     rounds = []
     for i in range(battles):
         mine = i % 2  # side index the evaluated policy plays
@@ -145,21 +146,30 @@ def evaluate_matchup(policy: Policy, opponent: Policy, scenario: str = "duel",
         if on_battle is not None:
             on_battle(i, b, mine)
         rounds.append(b.round)
-        if b.winner is None:
-            draws += 1
-        elif b.winner == names[mine]:
-            wins += 1
-        else:
-            losses += 1
-    lo, hi = wilson_interval(wins, battles)
-    return {"scenario": scenario, "opponent": getattr(opponent, "name", "?"),
-            "battles": battles, "wins": wins, "draws": draws, "losses": losses,
-            "win_rate": wins / battles, "win_ci95": [lo, hi],
-            "mean_rounds": float(np.mean(rounds))}
+        counts = by_side[names[mine]]
+        counts["battles"] += 1
+        outcome = ("draws" if b.winner is None else
+                   "wins" if b.winner == names[mine] else "losses")
+        counts[outcome] += 1
+    row = {"scenario": scenario, "opponent": getattr(opponent, "name", "?"),
+           **matchup_counts(by_side.values()), "mean_rounds": float(np.mean(rounds))}
+    row["by_side"] = {n: matchup_counts([c]) for n, c in by_side.items()}
+    return row
+
+
+def matchup_counts(parts: Iterable[Mapping[str, int]]) -> dict:
+    """Battles, wins, draws and losses summed over ``parts`` (dicts with those four counts),
+    with the win rate and its Wilson 95% interval (``nan`` rate for no battles)."""
+    parts = list(parts)
+    n, w, d, lost = (sum(p[k] for p in parts) for k in ("battles", "wins", "draws", "losses"))
+    lo, hi = wilson_interval(w, n)
+    return {"battles": n, "wins": w, "draws": d, "losses": lost,
+            "win_rate": w / n if n else math.nan, "win_ci95": [lo, hi]}
 
 
 def format_matchups(rows: Sequence[dict]) -> str:
-    """``evaluate_matchup`` rows as a text table (W/D/L and the Wilson 95% interval)."""
+    """``evaluate_matchup`` rows as a text table (W/D/L and the Wilson 95% interval, then the
+    win rate on each side when the row has ``by_side``)."""
     width = max([len("scenario"), *(len(r["scenario"]) for r in rows)]) + 2
     lines = [f"{'scenario':<{width}}{'opponent':<12}{'W':>5}{'D':>5}{'L':>5}"
              f"{'win rate (95% CI)':>26}"]
@@ -167,5 +177,7 @@ def format_matchups(rows: Sequence[dict]) -> str:
         lo, hi = r["win_ci95"]
         lines.append(f"{r['scenario']:<{width}}{r['opponent']:<12}{r['wins']:>5}"
                      f"{r['draws']:>5}{r['losses']:>5}{r['win_rate']:>10.3f} "
-                     f"[{lo:.3f}, {hi:.3f}]")
+                     f"[{lo:.3f}, {hi:.3f}]"
+                     + "".join(f"  as {side} {c['win_rate']:.3f}"
+                               for side, c in r.get("by_side", {}).items() if c["battles"]))
     return "\n".join(lines)

@@ -86,7 +86,7 @@ def _chunk(job: tuple[str, str, int, int]) -> dict[str, Any]:
 
 def evaluate(checkpoint: str, opponents: list[str], battles: int, workers: int) -> list[dict]:
     """Win/draw/loss of ``checkpoint`` against each opponent (see the module docstring)."""
-    from agents.evaluation import wilson_interval
+    from agents.evaluation import matchup_counts
 
     size = 50
     jobs = [(checkpoint, opp, EVAL_SEED + start, min(size, battles - start))
@@ -102,13 +102,12 @@ def evaluate(checkpoint: str, opponents: list[str], battles: int, workers: int) 
     rows = []
     for opp in opponents:
         mine = [p for j, p in zip(jobs, parts, strict=True) if j[1] == opp]
-        w = sum(p["wins"] for p in mine)
-        d = sum(p["draws"] for p in mine)
-        n = sum(p["battles"] for p in mine)
-        lo, hi = wilson_interval(w, n)
-        rows.append({"opponent": opp, "battles": n, "wins": w, "draws": d,
-                     "losses": n - w - d, "win_rate": w / n, "win_ci95": [lo, hi],
-                     "lower_bound_above_0.6": lo > 0.6})
+        row = {"opponent": opp, **matchup_counts(mine)}
+        row["lower_bound_above_0.6"] = row["win_ci95"][0] > 0.6
+        sides = dict.fromkeys(side for p in mine for side in p["by_side"])  # scenario order
+        row["by_side"] = {side: matchup_counts([p["by_side"][side] for p in mine])
+                          for side in sides}
+        rows.append(row)
     return rows
 
 
@@ -135,13 +134,16 @@ def run(args: argparse.Namespace) -> int:
         checkpoint = args.out / "ppo.pt"
     t = time.perf_counter()
     rows = evaluate(str(checkpoint), opponents, args.eval_battles, args.workers)
-    print("| opponent | W / D / L | win rate (95% CI) | lower bound > 0.6 |")
-    print("|---|---|---|---|")
+    sides = list(rows[0]["by_side"]) if rows else []
+    print("| opponent | W / D / L | win rate (95% CI) | lower bound > 0.6 | "
+          + " | ".join(f"as {s}" for s in sides) + " |")
+    print("|---|---|---|---|" + "---|" * len(sides))
     for r in rows:
         lo, hi = r["win_ci95"]
         print(f"| {r['opponent']} | {r['wins']} / {r['draws']} / {r['losses']} | "
               f"{r['win_rate']:.3f} ({lo:.3f}-{hi:.3f}) | "
-              f"{'yes' if r['lower_bound_above_0.6'] else 'no'} |")
+              f"{'yes' if r['lower_bound_above_0.6'] else 'no'} | "
+              + " | ".join(f"{r['by_side'][s]['win_rate']:.3f}" for s in sides) + " |")
     print(f"evaluated in {time.perf_counter() - t:.0f} s")
     behaviour = None
     if args.behaviour_battles:

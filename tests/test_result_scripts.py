@@ -64,4 +64,5 @@ def test_squad_evaluation_plays_both_sides_on_held_out_seeds(tmp_path, capsys):
     assert data["training"]["scenario"] == "squad" and data["training"]["run"] is None
     assert rows[0]["opponent"] == "rush" and rows[0]["battles"] == 4
     assert rows[0]["wins"] + rows[0]["draws"] + rows[0]["losses"] == 4
+    assert {s: r["battles"] for s, r in rows[0]["by_side"].items()} == {"blue": 2, "red": 2}
     assert "| rush |" in capsys.readouterr().out

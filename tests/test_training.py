@@ -80,6 +80,29 @@ def test_wilson_interval_known_values():
         assert lo <= k / n <= hi
 
 
+def test_a_matchup_splits_its_counts_by_the_side_played():
+    """Sides alternate by battle (even battles on the first side); ``by_side`` counts each
+    side's battles apart and they add up to the totals, with their own intervals."""
+    from agents.evaluation import evaluate_matchup, matchup_counts
+    from agents.registry import make_policy
+
+    seen = []
+    row = evaluate_matchup(make_policy("marksman"), make_policy("rush"), "duel", battles=7,
+                           seed=3, on_battle=lambda i, b, side: seen.append(
+                               (side, b.winner)))
+    assert list(row["by_side"]) == ["blue", "red"]
+    blue, red = row["by_side"]["blue"], row["by_side"]["red"]
+    assert (blue["battles"], red["battles"]) == (4, 3)
+    for name, side in (("blue", 0), ("red", 1)):
+        mine = [w for s, w in seen if s == side]
+        assert row["by_side"][name]["wins"] == sum(w == name for w in mine)
+        assert row["by_side"][name]["draws"] == sum(w is None for w in mine)
+    for key in ("battles", "wins", "draws", "losses"):
+        assert blue[key] + red[key] == row[key]
+    assert blue["win_ci95"] == list(wilson_interval(blue["wins"], 4))
+    assert matchup_counts([blue, red]) == {k: row[k] for k in matchup_counts([blue, red])}
+
+
 def test_mean_interval_known_values():
     """Normal 95% interval: mean 2, sd 1, n 4 -> 2 ± 1.96 * 0.5."""
     mean, lo, hi = mean_interval([1, 2, 2, 3])
