@@ -60,17 +60,16 @@ def widen(net: Any, hidden: list[int], seed: int) -> Any:
     wide = ActorCritic(net.obs_dim, net.n_actions, hidden)
     with torch.no_grad():
         for old_mlp, new_mlp in ((net.actor, wide.actor), (net.critic, wide.critic)):
-            linears = [(o, n) for o, n in zip(old_mlp, new_mlp, strict=True)
-                       if isinstance(o, torch.nn.Linear)]
-            for o, n in linears:
+            for o, n in zip(old_mlp, new_mlp, strict=True):
+                if not isinstance(o, torch.nn.Linear):
+                    continue
                 rows, cols = o.weight.shape
                 n.weight[:rows, :cols] = o.weight   # the old units, as they were
-                n.weight[:rows, cols:] = 0.0        # no input from the new units below them
+                # No input from the new units below them (for the head: the new last-layer
+                # units compute, but nothing reads them until training grows these weights).
+                n.weight[:rows, cols:] = 0.0
                 n.bias[:rows] = o.bias
                 n.bias[rows:] = 0.0
-            # The head reads nothing from the new last-layer units (they still compute).
-            head_old, head_new = linears[-1]
-            assert head_new.weight.shape[0] == head_old.weight.shape[0]
     return wide
 
 
