@@ -11,7 +11,8 @@ number of workers or the order games finish in). Games run in parallel processes
 (``--workers``, default: all cores) with a progress bar.
 
 Outputs in ``--out``: ``pairings.csv`` (win/draw/loss per scenario and ordered pairing, from
-the first policy's side of the table, with Wilson 95% intervals, mean rounds and damage),
+the first policy's side of the table, with Wilson 95% intervals, mean rounds and damage, and
+its battles, wins and win rate on each of the scenario's sides: ``n_side0``, ``wins_side0``...),
 ``ratings.csv`` (per policy: record, Elo with bootstrap 95% interval, OpenSkill),
 ``games.csv`` (one row per battle), ``results.json`` (all of it plus the run's settings),
 ``summary.md`` (the tables in Markdown) and ``winrate_heatmap.png``. With ``--replays DIR``,
@@ -238,15 +239,19 @@ def _perspective(r: dict[str, Any], side: int) -> tuple[int, float, float, int]:
 def summarise(results: Sequence[dict[str, Any]], policies: Sequence[str],
               scenarios: Sequence[str], bootstrap: int = 200) -> dict[str, Any]:
     """Tables from game results: ``pairings`` (per scenario and ``all``, per ordered pair,
-    from the first policy's view), ``ratings`` (per policy), ``matrix`` (win rate of row vs
+    from the first policy's view; ``n_side0``/``wins_side0``/``win_rate_side0`` and the same
+    for ``side1`` split them by the side the policy played: on a map that favours one side,
+    a pairing's total hides that), ``ratings`` (per policy), ``matrix`` (win rate of row vs
     column per scenario). Deterministic in ``results``."""
     per: dict[tuple[str, str, str], list] = defaultdict(list)
+    outcomes_by_side: dict[tuple[str, str, str, int], list[int]] = defaultdict(list)
     overall: dict[str, list] = defaultdict(list)
     for r in results:
         for side, (me, opp) in enumerate(((r["side0"], r["side1"]), (r["side1"], r["side0"]))):
             row = _perspective(r, side)
-            per[(r["scenario"], me, opp)].append(row)
-            per[("all", me, opp)].append(row)
+            for sc in (r["scenario"], "all"):
+                per[(sc, me, opp)].append(row)
+                outcomes_by_side[(sc, me, opp, side)].append(row[0])
             overall[me].append(row)
     pairings = []
     matrix: dict[str, list[list[float | None]]] = {}
@@ -260,6 +265,11 @@ def summarise(results: Sequence[dict[str, Any]], policies: Sequence[str],
                     line.append(None)
                     continue
                 rec = _record(rows)
+                for side in (0, 1):  # the policy on the scenario's first / second side
+                    outcomes = outcomes_by_side.get((sc, me, opp, side), [])
+                    wins = sum(1 for o in outcomes if o == 1)
+                    rec[f"n_side{side}"], rec[f"wins_side{side}"] = len(outcomes), wins
+                    rec[f"win_rate_side{side}"] = wins / len(outcomes) if outcomes else 0.0
                 pairings.append({"scenario": sc, "policy": me, "opponent": opp, **rec})
                 line.append(rec["win_rate"])
             mat.append(line)

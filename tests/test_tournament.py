@@ -58,6 +58,22 @@ def test_every_pairing_plays_both_sides_with_the_same_seeds():
     assert sorted(ab) == [("a", "b", 5), ("a", "b", 6), ("b", "a", 5), ("b", "a", 6)]
 
 
+def test_pairings_split_by_side_recount_the_games(tiny):
+    """Each pairing's per-side columns are the games the policy played on that side, and the
+    two sides add up to the pairing's total."""
+    results, summary = tiny
+    for p in summary["pairings"]:
+        for side in (0, 1):
+            games = [r for r in results
+                     if p["scenario"] in ("all", r["scenario"])
+                     and r[f"side{side}"] == p["policy"] and r[f"side{1 - side}"] == p["opponent"]]
+            wins = sum(1 for r in games if r["winner"] == side)
+            assert (p[f"n_side{side}"], p[f"wins_side{side}"]) == (len(games), wins)
+            assert p[f"win_rate_side{side}"] == pytest.approx(wins / len(games))
+        assert p["n_side0"] + p["n_side1"] == p["n"]
+        assert p["wins_side0"] + p["wins_side1"] == p["wins"]
+
+
 def test_counts_add_up_and_intervals_contain_the_estimates(tiny):
     results, summary = tiny
     assert len(results) == 2 * 3 * 2 * 3  # scenarios x pairs x sides x battles
