@@ -69,6 +69,7 @@ class ExportedNetwork:
     assist: str = ""
     training: dict[str, Any] = field(default_factory=dict)
     move_view: bool = False  # trained on observations with the move view
+    aim_view: bool = False  # ... and with the aim view (after the move view)
 
     @property
     def obs_dim(self) -> int:
@@ -118,7 +119,8 @@ def read_ppo_checkpoint(path: str | Path) -> ExportedNetwork:
     training = {k: data[k] for k in ("decisions", "update", "seed") if k in data}
     return ExportedNetwork(layers, list(data["action_labels"]), "relative",
                            str(data.get("scenario", "")), "traveller-ppo", training=training,
-                           move_view=bool(data.get("move_view", False)))
+                           move_view=bool(data.get("move_view", False)),
+                           aim_view=bool(data.get("aim_view", False)))
 
 
 def _zip_entry(path: Path, archive: zipfile.ZipFile, name: str) -> bytes:
@@ -278,7 +280,7 @@ def export_onnx(policy: str | Path, out: str | Path,
         raise ValueError(f"{policy}: the checkpoint records no scenario (no .meta.json beside "
                          "it?): pass the scenario it plays (--scenario)")
     try:
-        env = TravellerEnv(source, move_view=net.move_view)
+        env = TravellerEnv(source, move_view=net.move_view, aim_view=net.aim_view)
     except (ValueError, FileNotFoundError) as exc:
         raise ValueError(f"{policy}: scenario {source!r} cannot be loaded ({exc}); pass the "
                          "scenario it plays (--scenario)") from exc
@@ -308,7 +310,8 @@ def export_onnx(policy: str | Path, out: str | Path,
         "masked_logit": repr(MASKED_LOGIT), "source_format": net.source_format,
         "source": policy.name, "hidden": _json([int(w.shape[0]) for w, _ in net.layers[:-1]]),
         "activation": "tanh", "training": _json(net.training),
-        "move_view": _json(net.move_view)}
+        "move_view": _json(net.move_view),
+        **({"aim_view": _json(True)} if net.aim_view else {})}  # absent: false
     data = onnx_bytes(net, metadata)
     _verify(out, net, data)
     out.parent.mkdir(parents=True, exist_ok=True)

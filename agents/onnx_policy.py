@@ -13,7 +13,8 @@ The file format (written by ``agents.onnx_export``):
   metadata ``action_targets``; with metadata ``move_view`` ``true``, the observation
   includes the move view, ``TravellerEnv(move_view=True)``: a game computes it as
   ``traveller_env.observations.move_view`` does, and in a ``TravellerEnv`` without it
-  ``act`` asks ``env.move_view_vector``);
+  ``act`` asks ``env.move_view_vector``; metadata ``aim_view`` likewise for the aim view,
+  after the move view: ``ObservationBuilder.aim_view_entries``, ``env.aim_view_vector``);
 * outputs ``masked_logits`` (float32 ``[batch, n_actions]``, illegal actions at ``-1e9``) and
   ``action`` (int64 ``[batch]``: the argmax, the deterministic choice; the first on a tie);
 * metadata (``metadata_props``, all strings): ``format`` (``"traveller-onnx-policy"``),
@@ -40,6 +41,7 @@ import numpy as np
 from traveller_env.env import ScenarioSource, TravellerEnv
 
 from .base import legal_indices
+from .views import VIEWS, complete_observation
 
 __all__ = ["ACTION", "ACTION_MASK", "FORMAT", "FORMAT_VERSION", "MASKED_LOGIT",
            "MASKED_LOGITS", "OBSERVATION", "OnnxPolicy", "is_onnx_file", "load_onnx_policy",
@@ -108,7 +110,7 @@ def read_metadata(path: str | Path, session: Any = None) -> dict[str, Any]:
         raise ValueError(f"{path}: ONNX policy format version {meta['format_version']}; this "
                          f"code reads version {FORMAT_VERSION}")
     for key in ("action_labels", "observation_labels", "focus", "hidden", "training",
-                "move_view"):
+                "move_view", "aim_view"):
         if key not in raw:
             continue
         try:
@@ -122,9 +124,10 @@ def read_metadata(path: str | Path, session: Any = None) -> dict[str, Any]:
     if meta["action_targets"] not in ("relative", "absolute"):
         raise ValueError(f"{path}: metadata action_targets={meta['action_targets']!r}; "
                          "allowed: relative, absolute")
-    meta.setdefault("move_view", False)
-    if not isinstance(meta["move_view"], bool):
-        raise ValueError(f"{path}: metadata move_view={raw['move_view']!r}; allowed: true, false")
+    for view in VIEWS:
+        meta.setdefault(view, False)
+        if not isinstance(meta[view], bool):
+            raise ValueError(f"{path}: metadata {view}={raw[view]!r}; allowed: true, false")
     meta.setdefault("focus", [])
     meta.setdefault("assist", "")
     if meta["focus"] and (not meta["assist"] or labels[-1] != DELEGATE):
@@ -192,6 +195,7 @@ class OnnxPolicy:
         self.relative = meta["action_targets"] == "relative"
         self.focus: tuple[str, ...] = tuple(meta["focus"])
         self.move_view: bool = meta["move_view"]
+        self.aim_view: bool = meta["aim_view"]
         self.move_view_size = 0  # entries the env's observation may lack (set by the check)
         _check_graph(self.path, self.session, self.obs_dim, self.n_actions)
         self._check_scenario(scenario)
@@ -206,11 +210,11 @@ class OnnxPolicy:
 
     def _check_scenario(self, scenario: ScenarioSource) -> None:
         """``ValueError`` unless the file's observation and actions are the scenario's."""
-        env = TravellerEnv(scenario, move_view=self.move_view)
+        env = TravellerEnv(scenario, move_view=self.move_view, aim_view=self.aim_view)
         label = env.scenario.name
         meta = self.metadata
         if self.move_view:
-            self.move_view_size = (len(env.observation_labels)
+            self.move_view_size = (len(TravellerEnv(scenario, move_view=True).observation_labels)
                                    - len(TravellerEnv(scenario).observation_labels))
         kind = "slot-relative" if self.relative else "absolute"
         want_labels = list(env.relative_actions.labels if self.relative else env.action_labels)
@@ -311,9 +315,10 @@ class OnnxPolicy:
         """The policy's action for ``agent`` as an index of the environment's (absolute)
         actions."""
         env = getattr(env, "unwrapped", env)
-        if self.move_view_size and np.shape(observation) == (self.obs_dim - self.move_view_size,):
-            # Exported with the move view, playing in an env without it: ask the env for it.
-            observation = np.concatenate([observation, env.move_view_vector(agent)])
+        # Exported with a view the env lacks (or without one it has): the vector it knows.
+        observation = complete_observation(observation, env, agent,
+                                           {"move_view": self.move_view,
+                                            "aim_view": self.aim_view})
         mask = self.model_mask(action_mask, agent, env)
         if not self.focus:
             return self.to_env_action(self.choose(observation, mask), agent, env)

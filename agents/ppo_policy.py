@@ -15,8 +15,9 @@ tensors, no pickled code) holding a dict:
 * ``actor`` and ``critic``: the two networks' ``state_dict``s;
 * ``decisions``, ``update``, ``seed``: how far training had got;
 * ``move_view``: ``True`` when it was trained on observations with the move view
-  (``TravellerEnv(move_view=True)``; absent otherwise). Such a policy plays in any env: where
-  the env's observation lacks the view, it asks ``env.move_view_vector(agent)`` for it.
+  (``TravellerEnv(move_view=True)``; absent otherwise), and ``aim_view`` likewise for the aim
+  view. Such a policy plays in any env: where the env's observation lacks a view, it asks
+  ``env.move_view_vector(agent)`` or ``env.aim_view_vector(agent)`` (``agents.views``).
 
 Nothing in it depends on the wall clock or the run folder, so the same seed on one thread
 gives the same bytes.
@@ -36,6 +37,7 @@ from torch import nn
 from traveller_env.env import ScenarioSource, TravellerEnv
 
 from .base import legal_indices
+from .views import complete_observation, views_of
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "ActorCritic", "PPOPolicy", "checkpoint_bytes",
            "is_ppo_checkpoint", "load_ppo_policy", "masked_logits", "network_from_checkpoint",
@@ -157,9 +159,10 @@ class PPOPolicy:
 
     def __init__(self, layers: list[tuple[np.ndarray, np.ndarray]], action_labels: list[str],
                  name: str, deterministic: bool = True, seed: int | None = None,
-                 move_view_size: int = 0) -> None:
+                 move_view_size: int = 0, aim_view: bool = False) -> None:
         self.layers = layers
-        self.move_view_size = int(move_view_size)
+        self.move_view_size = int(move_view_size)  # > 0: it reads the move view
+        self.views = {"move_view": self.move_view_size > 0, "aim_view": bool(aim_view)}
         self.action_labels = list(action_labels)
         self.name = name
         self.deterministic = deterministic
@@ -211,9 +214,8 @@ class PPOPolicy:
             raise ValueError(f"{self.name}: the environment {type(env).__name__} has no "
                              "relative_actions translation; play this policy in a TravellerEnv")
         obs_dim = self.layers[0][0].shape[1]
-        if self.move_view_size and np.shape(observation) == (obs_dim - self.move_view_size,):
-            # Trained with the move view, playing in an env without it: ask the env for it.
-            observation = np.concatenate([observation, env.move_view_vector(agent)])
+        # Trained with a view the env lacks (or without one it has): the vector it knows.
+        observation = complete_observation(observation, env, agent, self.views)
         if np.shape(observation) != (obs_dim,):
             raise ValueError(f"{self.name}: observation of shape {np.shape(observation)}, but "
                              f"the policy expects ({obs_dim},)")
@@ -231,8 +233,8 @@ def load_ppo_policy(path: str | Path, scenario: ScenarioSource, deterministic: b
     """
     path = Path(path)
     data = read_checkpoint(path)
-    move_view = bool(data.get("move_view", False))
-    env = TravellerEnv(scenario, move_view=move_view)
+    views = views_of(data)
+    env = TravellerEnv(scenario, **views)
     label = env.scenario.name
     trained_on = f" (trained on {data['scenario']!r})" if data.get("scenario") else ""
     want_labels = list(env.relative_actions.labels)
@@ -248,6 +250,8 @@ def load_ppo_policy(path: str | Path, scenario: ScenarioSource, deterministic: b
     keys = sorted({k.rsplit(".", 1)[0] for k in actor}, key=lambda k: int(k))
     layers = [(actor[f"{k}.weight"].numpy().astype(np.float64),
                actor[f"{k}.bias"].numpy().astype(np.float64)) for k in keys]
-    extra = len(env.observation_labels) - len(TravellerEnv(scenario).observation_labels)
+    extra = (len(TravellerEnv(scenario, move_view=True).observation_labels)
+             - len(TravellerEnv(scenario).observation_labels)) if views["move_view"] else 0
     return PPOPolicy(layers, data["action_labels"], name or path.stem,
-                     deterministic=deterministic, seed=seed, move_view_size=extra)
+                     deterministic=deterministic, seed=seed, move_view_size=extra,
+                     aim_view=views["aim_view"])

@@ -198,6 +198,8 @@ def checkpoint_provenance(checkpoint: Path) -> dict[str, Any]:
     info: dict[str, Any] = {k: data.get(k) for k in ("scenario", "update", "decisions", "seed",
                                                       "hidden")}
     info["move_view"] = bool(data.get("move_view", False))
+    if data.get("aim_view"):
+        info["aim_view"] = True
     folder = checkpoint.parent.parent if checkpoint.parent.name == "pool" else checkpoint.parent
     config = folder / "config.json"
     run: dict[str, Any] | None = None

@@ -142,6 +142,9 @@ class Args:
     move_view: bool = False
     """observe the move view too (traveller_env.observations.move_view: line of sight and
     cover at each square a move could end on); the checkpoint records it, and plays in any env"""
+    aim_view: bool = False
+    """observe the aim view too (per slot, the aim DM that combatant holds on the seat, R4.3;
+    after the move view); the checkpoint records it, and plays in any env"""
     total_timesteps: int = 300_000
     """learner decisions to train for (rounded up to whole rollouts)"""
     stop_after_updates: int = 0
@@ -397,35 +400,61 @@ def split_rows(total: int, parts: int) -> list[int]:
 
 
 @functools.lru_cache(maxsize=64)
-def _trained_with_move_view(path: str) -> bool:
-    """Whether the checkpoint at ``path`` records ``move_view`` (False when unreadable:
-    ``check_checkpoints`` reports that file)."""
+def _trained_views(path: str) -> tuple[tuple[str, bool], ...]:
+    """The views (``agents.views.VIEWS``) the checkpoint at ``path`` was trained with (none
+    when unreadable: ``check_checkpoints`` reports that file)."""
     from agents.ppo_policy import read_checkpoint
+    from agents.views import VIEWS, views_of
 
     try:
-        return bool(read_checkpoint(path).get("move_view", False))
+        return tuple(views_of(read_checkpoint(path)).items())
     except (OSError, ValueError):
-        return False
+        return tuple((v, False) for v in VIEWS)
 
 
-def vector_move_view(args: Args) -> bool:
-    """Whether the vectors observe the move view: the learner's (``--move-view``) or any
-    ``--pool-opponents`` checkpoint's. Every network reads the prefix of the observation it
-    was trained on (the move view comes last), so a pool may mix checkpoints with and
-    without it."""
-    return args.move_view or any(_trained_with_move_view(p)
-                                 for p in names_list(args.pool_opponents))
+def learner_views(args: Args) -> dict[str, bool]:
+    """The views the learner reads (``--move-view``, ``--aim-view``)."""
+    return {"move_view": args.move_view, "aim_view": args.aim_view}
 
 
-def move_view_size(venv: Any) -> int:
-    """Entries of the move view in the vector's observations (0 without it)."""
-    return sum(label.startswith("move.") for label in venv.observation_labels)
+def vector_views(args: Args) -> dict[str, bool]:
+    """The views the vectors observe: the learner's, and any ``--pool-opponents``
+    checkpoint's. Each network reads its own columns of the observation
+    (``observation_columns``), so a pool may mix checkpoints with and without a view."""
+    out = learner_views(args)
+    for path in names_list(args.pool_opponents):
+        for view, on in _trained_views(path):
+            out[view] = out[view] or on
+    return out
+
+
+def view_sizes(venv: Any) -> dict[str, int]:
+    """Entries of each view in the vector's observations (0 when it lacks the view)."""
+    from agents.views import VIEWS
+
+    prefix = {"move_view": "move.", "aim_view": "aim."}
+    return {v: sum(label.startswith(prefix[v]) for label in venv.observation_labels)
+            for v in VIEWS}
+
+
+def observation_columns(venv: Any, views: dict[str, bool]) -> slice | np.ndarray:
+    """The columns of the vector's observations a network trained with ``views`` reads: a
+    slice when they are a prefix (no copy), else an index array."""
+    sizes = view_sizes(venv)
+    start = venv.obs_dim - sum(sizes.values())
+    cols = [np.arange(start)]
+    for view, size in sizes.items():
+        if views.get(view, False):
+            cols.append(np.arange(start, start + size))
+        start += size
+    idx = np.concatenate(cols)
+    return slice(0, len(idx)) if np.array_equal(idx, np.arange(len(idx))) else idx
 
 
 def learner_obs_dim(args: Args, venv: Any) -> int:
-    """The learner's observation size: the vector's, less the move view unless
-    ``--move-view``."""
-    return venv.obs_dim - (0 if args.move_view else move_view_size(venv))
+    """The learner's observation size: the vector's, less the views it does not read."""
+    cols = observation_columns(venv, learner_views(args))
+    return cols.stop if isinstance(cols, slice) else len(cols)
 
 
 def make_vector(args: Args, seed: int, num_envs: int, opponents: dict[str, str] | None,
@@ -440,14 +469,14 @@ def make_vector(args: Args, seed: int, num_envs: int, opponents: dict[str, str] 
     try:
         return vector.make(scenario, num_envs=num_envs, seed=seed, backend=args.backend,
                            opponents=opponents, relative_actions=True,
-                           move_view=vector_move_view(args)), args.backend
+                           **vector_views(args)), args.backend
     except (ValueError, TypeError) as exc:
         if not (fallback and args.backend != "python"):
             raise ValueError(f"{flag}: {exc}") from None
         try:
             venv = vector.make(scenario, num_envs=num_envs, seed=seed, backend="python",
                                opponents=opponents, relative_actions=True,
-                               move_view=vector_move_view(args))
+                               **vector_views(args))
         except (ValueError, TypeError):
             raise ValueError(f"{flag}: {exc}") from None
         print(f"train_ppo: note: {flag} {opponents}: not on backend {args.backend!r} ({exc}); "
@@ -533,25 +562,35 @@ def check_checkpoints(args: Args, venv: Any) -> None:
     """``--init`` and ``--pool-opponents`` checkpoints must fit the battles: the same
     observation size and action labels (``ValueError`` naming the flag and both layouts);
     ``--init`` must also have been trained with the move view exactly when ``--move-view``
-    is given (a pool opponent may differ: it reads its own prefix of the observation)."""
+    is given, and with the aim view exactly when ``--aim-view`` (a pool opponent may differ:
+    it reads its own columns of the observation). The learner reads a prefix of the
+    vector's observation: ``--aim-view`` without ``--move-view`` beside a pool opponent with
+    the move view is refused."""
     from agents.ppo_policy import read_checkpoint
+    from agents.views import views_of
 
+    if not isinstance(observation_columns(venv, learner_views(args)), slice):
+        raise ValueError("--aim-view: a --pool-opponents checkpoint reads the move view, which "
+                         "comes before the aim view; pass --move-view too")
     paths = [("--init", args.init)] if args.init else []
     paths += [("--pool-opponents", p) for p in names_list(args.pool_opponents)]
-    view = move_view_size(venv)
+    names = {"move_view": "the move view", "aim_view": "the aim view"}
     for flag, path in paths:
         try:
             data = read_checkpoint(path)
         except Exception as exc:  # a corrupt file: say which flag and file
             raise ValueError(f"{flag}: {path}: not a readable train_ppo checkpoint "
                              f"({exc})") from None
-        with_view = bool(data.get("move_view", False))
-        if flag == "--init" and with_view != args.move_view:
-            said = "with" if with_view else "without"
-            raise ValueError(f"{flag}: {path} was trained {said} the move view; pass "
-                             f"{'--move-view' if with_view else 'no --move-view'} "
-                             "to train beside it")
-        want = venv.obs_dim - (0 if with_view else view)
+        views = views_of(data)
+        for view, mine in learner_views(args).items():
+            if flag == "--init" and views[view] != mine:
+                said = "with" if views[view] else "without"
+                option = "--" + view.replace("_", "-")
+                raise ValueError(f"{flag}: {path} was trained {said} {names[view]}; pass "
+                                 f"{option if views[view] else 'no ' + option} "
+                                 "to train beside it")
+        cols = observation_columns(venv, views)
+        want = cols.stop if isinstance(cols, slice) else len(cols)
         if int(data["obs_dim"]) != want or \
                 list(data["action_labels"]) != list(venv.action_labels):
             raise ValueError(f"{flag}: {path} was trained on {data.get('scenario')!r} "
@@ -653,13 +692,16 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
         atomic_write_bytes(path, checkpoint_bytes(net, scenario, first.action_labels,
                                                   decisions=int(decisions), update=int(update),
                                                   seed=int(args.seed),
-                                                  **({"move_view": True} if args.move_view
-                                                     else {})))
+                                                  **{v: True for v, on
+                                                     in learner_views(args).items() if on}))
 
     # ---- the pool of frozen past selves (pool mode)
     pool_rows = next((g for g in groups if g.kind == "pool"), None)
     frozen: list[Any] = [load_fitting(p)
                          for p in names_list(args.pool_opponents)] if args.pool else []
+    # the observation columns each frozen network reads (its own views)
+    frozen_cols: list[Any] = [observation_columns(first, dict(_trained_views(p)))
+                              for p in names_list(args.pool_opponents)] if args.pool else []
     n_external = len(frozen)
     pool_games: list[int] = [0] * n_external  # training battles against each frozen policy
     pool_wins: list[int] = [0] * n_external
@@ -675,6 +717,7 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
         copy.load_state_dict(net.state_dict())
         copy.eval()
         frozen.append(copy)
+        frozen_cols.append(slice(0, obs_dim))
         pool_games.append(0)
         pool_wins.append(0)
         save(out / "pool" / f"ppo_u{update:06d}.pt", update, decisions)
@@ -815,8 +858,10 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
                     others = np.flatnonzero(~learner)
                     for k in np.unique(row_frozen[others]):
                         sel = others[row_frozen[others] == k]
-                        fa, _ = sample_masked(frozen[k].actor(full_t[sel, :frozen[k].obs_dim]),
-                                              mask_t[sel], gen)
+                        cols = frozen_cols[k]
+                        o_k = full_t[sel, cols] if isinstance(cols, slice) else \
+                            full_t[sel][:, torch.from_numpy(cols)]
+                        fa, _ = sample_masked(frozen[k].actor(o_k), mask_t[sel], gen)
                         actions[sel] = fa.numpy()
             if learner is None:  # every row: no gathering copy
                 rollout.add(rows, agent_all, obs_learner, mask_all, a.numpy(), logp.numpy(),

@@ -8,6 +8,11 @@ it, so the wider actor's logits and critic's values equal the old ones exactly; 
 grows the new units' outgoing weights from their gradients. Continue with ``train_ppo --init
 OUT.pt --hidden <the new sizes>``.
 
+With ``--aim-view``, the network also gets inputs for the aim view (``TravellerEnv(aim_view=
+True)``, appended after the rest of the observation) with zero weights into the old units, so
+it still computes the same; continue with ``train_ppo --aim-view`` (the same ``--hidden``
+keeps the width).
+
     python -m experiments.widen_checkpoint runs/squad_tc/d/ppo.pt --hidden 256,256 \\
         --out runs/squad_wide/start.pt
 """
@@ -41,13 +46,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, required=True, help="where to write the wider checkpoint")
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the new units' incoming weights (default: 0)")
+    p.add_argument("--aim-view", action="store_true",
+                   help="add (zero-weight) inputs for the aim view, for train_ppo --aim-view")
     return p
 
 
-def widen(net: Any, hidden: list[int], seed: int) -> Any:
-    """A new ``ActorCritic`` with layer sizes ``hidden`` computing what the ``ActorCritic``
-    ``net`` does (exactly, up to float summation order). ``ValueError`` when ``hidden`` has
-    another depth or a smaller layer."""
+def widen(net: Any, hidden: list[int], seed: int, extra_inputs: int = 0) -> Any:
+    """A new ``ActorCritic`` with layer sizes ``hidden`` (and ``extra_inputs`` more inputs
+    after the old ones) computing what the ``ActorCritic`` ``net`` does (exactly, up to float
+    summation order). ``ValueError`` when ``hidden`` has another depth or a smaller layer."""
     import torch
 
     from agents.ppo_policy import ActorCritic
@@ -57,7 +64,7 @@ def widen(net: Any, hidden: list[int], seed: int) -> Any:
         raise ValueError(f"--hidden {','.join(map(str, hidden))}: the checkpoint has layers "
                          f"{','.join(map(str, old))}; give as many layers, none smaller")
     torch.manual_seed(seed)
-    wide = ActorCritic(net.obs_dim, net.n_actions, hidden)
+    wide = ActorCritic(net.obs_dim + extra_inputs, net.n_actions, hidden)
     with torch.no_grad():
         for old_mlp, new_mlp in ((net.actor, wide.actor), (net.critic, wide.critic)):
             for o, n in zip(old_mlp, new_mlp, strict=True):
@@ -65,23 +72,35 @@ def widen(net: Any, hidden: list[int], seed: int) -> Any:
                     continue
                 rows, cols = o.weight.shape
                 n.weight[:rows, :cols] = o.weight   # the old units, as they were
-                # No input from the new units below them (for the head: the new last-layer
-                # units compute, but nothing reads them until training grows these weights).
+                # No input from the new units below them, nor from the new inputs (for the
+                # head: the new last-layer units compute, but nothing reads them until
+                # training grows these weights).
                 n.weight[:rows, cols:] = 0.0
                 n.bias[:rows] = o.bias
                 n.bias[rows:] = 0.0
     return wide
 
 
-def widen_checkpoint(path: Path, hidden: list[int], out: Path, seed: int = 0) -> Path:
-    """Read ``path``, widen its network to ``hidden``, write the checkpoint (same scenario,
-    labels, move view and bookkeeping, plus ``widened_from``) atomically to ``out``."""
+def widen_checkpoint(path: Path, hidden: list[int], out: Path, seed: int = 0,
+                     aim_view: bool = False) -> Path:
+    """Read ``path``, widen its network to ``hidden`` (with ``aim_view``: and to the aim
+    view's inputs), write the checkpoint (same scenario, labels, views and bookkeeping, plus
+    ``widened_from``) atomically to ``out``."""
     from agents.ppo_policy import checkpoint_bytes, network_from_checkpoint, read_checkpoint
     from experiments.train_common import atomic_write_bytes
 
     data = read_checkpoint(path)
-    wide = widen(network_from_checkpoint(data), hidden, seed)
-    keep = {k: data[k] for k in ("decisions", "update", "seed", "move_view") if k in data}
+    extra = 0
+    if aim_view:
+        if data.get("aim_view"):
+            raise ValueError(f"--aim-view: {path} already reads the aim view")
+        # one aim-view entry per slot, as one slot-relative aim action per slot
+        extra = sum(label.startswith("aim:") for label in data["action_labels"])
+    wide = widen(network_from_checkpoint(data), hidden, seed, extra)
+    keep = {k: data[k] for k in ("decisions", "update", "seed", "move_view", "aim_view")
+            if k in data}
+    if aim_view:
+        keep["aim_view"] = True
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(out, checkpoint_bytes(wide, data["scenario"], data["action_labels"],
                                              widened_from=str(path), **keep))
@@ -92,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
     args = build_parser().parse_args(argv)
     try:
-        widen_checkpoint(args.checkpoint, args.hidden, args.out, args.seed)
+        widen_checkpoint(args.checkpoint, args.hidden, args.out, args.seed, args.aim_view)
     except (FileNotFoundError, ValueError) as exc:
         raise SystemExit(str(exc)) from exc
     print(f"wrote {args.out} (hidden {','.join(map(str, args.hidden))})")

@@ -73,6 +73,17 @@ def test_the_move_view_is_the_same_on_the_core_aec_env():
         -len(env.move_view_vector(agent)):].tobytes()
 
 
+def test_the_aim_view_is_the_same_on_the_core_aec_env():
+    assert lockstep("squad", 6, move_view=True, aim_view=True) > 50
+    env = traveller_env.raw_env("squad", backend="core")
+    env.reset(seed=2)
+    twin = traveller_env.raw_env("squad", backend="python", aim_view=True)
+    twin.reset(seed=2)
+    for agent in env.possible_agents:  # the aim view alone, asked of an env without it
+        assert env.aim_view_vector(agent).tobytes() == twin.observe(agent)["observation"][
+            -len(env.aim_view_vector(agent)):].tobytes()
+
+
 @pytest.mark.parametrize("name", traveller_env.builtin_scenarios())
 def test_every_builtin_scenario_gives_the_same_aec_steps(name):
     assert lockstep(name, seed=3) > 10

@@ -34,7 +34,8 @@ FUZZ = settings(deadline=None, derandomize=True, database=None,
 
 
 def play_and_compare(scenario, seed: int, attack_rate: float = 0.5, illegal_rate: float = 0.05,
-                     seen: dict[str, int] | None = None, move_view: bool = False) -> int:
+                     seen: dict[str, int] | None = None, move_view: bool = False,
+                     aim_view: bool = False) -> int:
     """Play one battle through both engines comparing observations and states at every step;
     count in ``seen`` the steps at which each field (label without its slot) was non-zero.
     Returns the number of decisions."""
@@ -47,8 +48,8 @@ def play_and_compare(scenario, seed: int, attack_rate: float = 0.5, illegal_rate
 
     sc = load_scenario(scenario)
     py = build_battle(sc, dice=Dice(seed, generator="pcg"))
-    cb = CoreBattle(sc, seed, record_events=False, move_view=move_view)
-    builder = ObservationBuilder(py, move_view=move_view)
+    cb = CoreBattle(sc, seed, record_events=False, move_view=move_view, aim_view=aim_view)
+    builder = ObservationBuilder(py, move_view=move_view, aim_view=aim_view)
     assert (cb.observation_size, cb.state_size) == (builder.size, builder.state_size)
     for seat, agent in enumerate(cb.ids):  # the slots, relative to the observer
         core_slots = [cb._b.slot(seat, k) for k in range(cb._b.num_slots)]
@@ -59,6 +60,7 @@ def play_and_compare(scenario, seed: int, attack_rate: float = 0.5, illegal_rate
     attacks = np.array([lab.startswith("attack:") for lab in cat.labels])
     fields = [lab.split(".", 1)[1] if lab.startswith("self.")
               else "move." + lab.rsplit(".", 1)[1] if lab.startswith("move.")
+              else "aim." + lab.rsplit(".", 1)[1] if lab.startswith("aim.")
               else "slot." + lab.split(".", 1)[1] for lab in builder.labels]
     rng = np.random.default_rng(seed)
     steps = 0
@@ -140,10 +142,23 @@ def test_fuzzed_scenarios_observe_identically(sc, seed):
     play_and_compare(sc, seed)
 
 
+def test_the_aim_view_observes_identically_and_reaches_every_entry():
+    """The aim view (who holds an R4.3 aim on the observer, per slot) is the same on both
+    engines after the move view, in every built-in scenario, and is non-zero somewhere."""
+    from traveller_env.observations import AIM_VIEW_FIELDS
+
+    seen: dict[str, int] = defaultdict(int)
+    for name in builtin_scenarios():
+        play_and_compare(name, 0, seen=seen, move_view=True, aim_view=True)
+    play_and_compare("squad", 1, aim_view=True)  # the aim view alone: right after the slots
+    missing = [f for f in AIM_VIEW_FIELDS if not seen[f"aim.{f}"]]
+    assert not missing, f"aim view entries never non-zero: {missing}"
+
+
 @settings(FUZZ, max_examples=25)
-@given(sc=valid_scenarios(), seed=st.integers(0, 2**64 - 1))
-def test_fuzzed_scenarios_give_the_same_move_view(sc, seed):
-    play_and_compare(sc, seed, move_view=True)
+@given(sc=valid_scenarios(), seed=st.integers(0, 2**64 - 1), aim_view=st.booleans())
+def test_fuzzed_scenarios_give_the_same_move_view(sc, seed, aim_view):
+    play_and_compare(sc, seed, move_view=True, aim_view=aim_view)
 
 
 @settings(FUZZ, max_examples=40)

@@ -60,3 +60,28 @@ def test_bad_sizes_are_refused_naming_the_flag(hidden, message, tmp_path, capsys
 def test_a_missing_checkpoint_is_named(tmp_path):
     with pytest.raises(SystemExit, match="no such trained-policy file"):
         main([str(tmp_path / "nope.pt"), "--hidden", "32", "--out", str(tmp_path / "w.pt")])
+
+
+def test_aim_view_inputs_are_added_with_zero_weights_and_train_ppo_takes_them(tmp_path):
+    """``--aim-view``: one new input per slot (the aim view's size), read by nothing yet, so
+    the network computes the same on any aim view; ``train_ppo --aim-view --init`` takes it."""
+    import traveller_env
+    from experiments import train_ppo
+
+    src = random_checkpoint(tmp_path / "squad.pt", "squad")
+    out = tmp_path / "aim.pt"
+    assert main([str(src), "--hidden", "16", "--aim-view", "--out", str(out)]) == 0
+    old, new = (network_from_checkpoint(read_checkpoint(p)) for p in (src, out))
+    plain = len(traveller_env.raw_env("squad").observation_labels)
+    assert (old.obs_dim, new.obs_dim) == (plain, len(
+        traveller_env.raw_env("squad", aim_view=True).observation_labels))
+    x = torch.randn(64, old.obs_dim)
+    tail = torch.rand(64, new.obs_dim - old.obs_dim)
+    with torch.no_grad():
+        assert torch.allclose(old.actor(x), new.actor(torch.cat([x, tail], 1)), atol=1e-6)
+        assert torch.allclose(old.value(x), new.value(torch.cat([x, tail], 1)), atol=1e-6)
+    assert read_checkpoint(out)["aim_view"] is True
+    train_ppo.prepare(train_ppo.Args(scenario="squad", aim_view=True, init=str(out),
+                                     out=str(tmp_path / "run"), progress=False))
+    with pytest.raises(SystemExit, match="already reads the aim view"):
+        main([str(out), "--hidden", "16", "--aim-view", "--out", str(tmp_path / "again.pt")])

@@ -77,6 +77,11 @@ class TravellerEnv(AECEnv):
       from there when crouched or prone (``covered_from``), and that it would see out of cover
       from there (``clear_shots``): what the map offers a move, which the rest of the vector
       does not say (``observations.move_view``).
+    * with ``aim_view=True`` (off by default; after the move view when both are on), the aim
+      view: per slot (``aim.ally0.on_me``, ..., ``aim.enemy0.on_me``), the aim DM that
+      combatant holds on the observer (R4.3, / 6; 0 when it aims elsewhere, not at all, or is
+      out of play). An aim is visible at the table, and ``tactician`` weighs it; the rest of
+      the vector only flags the observer's own aim.
 
     Every entry lies in [-1, 1] (clamped in the rare extremes of Initiative, leadership pools
     and skill DMs).
@@ -110,7 +115,8 @@ class TravellerEnv(AECEnv):
     rewards) and raises
     ``InvariantError`` (an ``AssertionError``) naming the invariant and the combatant; off, it
     costs nothing. ``move_view`` (default ``False``; a constructor keyword) appends the move
-    view to every observation vector (see Observation Space).
+    view to every observation vector, and ``aim_view`` (default ``False``; likewise) the aim
+    view (see Observation Space).
 
     ## Misuse
     ``step``/``observe``/``last``/``state``/``action_mask`` before ``reset`` raise
@@ -141,6 +147,10 @@ class TravellerEnv(AECEnv):
         if not isinstance(move_view, bool):
             raise TypeError(f"move_view must be True or False, got {move_view!r}")
         self.move_view: bool = move_view
+        aim_view = options.pop("aim_view", False)
+        if not isinstance(aim_view, bool):
+            raise TypeError(f"aim_view must be True or False, got {aim_view!r}")
+        self.aim_view: bool = aim_view
         sc = load_scenario(scenario)
         max_rounds = options.pop("max_rounds", None)
         if max_rounds is not None:
@@ -151,7 +161,7 @@ class TravellerEnv(AECEnv):
         self.render_mode = render_mode
         template = build_battle(self.scenario, seed=0)
         self._catalogue = ActionCatalogue(template)
-        self._obs_builder = ObservationBuilder(template, move_view=move_view)
+        self._obs_builder = ObservationBuilder(template, move_view=move_view, aim_view=aim_view)
         self.possible_agents = [c.id for c in template.combatants]
         self.agents = []
         self._side_of = {c.id: c.side for c in template.combatants}
@@ -315,6 +325,16 @@ class TravellerEnv(AECEnv):
             self._require_reset("move_view_vector()")
             self._check_agent(agent)
         return np.asarray(move_view(self._python_battle(), agent), dtype=np.float32)
+
+    def aim_view_vector(self, agent: str) -> np.ndarray:
+        """The aim view of ``agent`` alone (float32; the entries ``aim_view=True`` appends to
+        its observation), whatever this env's own ``aim_view``: for policies trained with it
+        that play in an env without it (``agents.ppo_policy``)."""
+        if self.battle is None or agent not in self._side_of:
+            self._require_reset("aim_view_vector()")
+            self._check_agent(agent)
+        return np.asarray(self._obs_builder.aim_view_entries(self._python_battle(), agent),
+                          dtype=np.float32)
 
     def _python_battle(self) -> Battle:
         """The Python engine's battle (the core env answers with its Python twin)."""

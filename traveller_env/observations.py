@@ -20,8 +20,8 @@ from .rules.checks import skill_dm
 from .rules.grid import DIRECTIONS, GridMap
 from .rules.leadership import leadership_dms
 
-__all__ = ["MOVE_VIEW_FIELDS", "PHASES", "SELF_FIELDS", "SLOT_FIELDS", "ObservationBuilder",
-           "move_view", "move_view_labels", "move_view_squares"]
+__all__ = ["AIM_VIEW_FIELDS", "MOVE_VIEW_FIELDS", "PHASES", "SELF_FIELDS", "SLOT_FIELDS",
+           "ObservationBuilder", "move_view", "move_view_labels", "move_view_squares"]
 
 PHASES = ("haste", "turn", "reaction")
 _frombuffer, _FLOAT32 = np.frombuffer, np.float32
@@ -75,6 +75,14 @@ MOVE_VIEW_FIELDS = (
     "covered_from",  # of those, the ones whose line passes low cover next to the square: in
                      # cover from them there when crouched or prone (R5.3, R8.1)
     "clear_shots",   # enemies I would see from there that are not in cover from it
+)
+
+#: The optional aim view (``aim_view=True``), per slot after the move view: who is aiming at
+#: the observer. In the tabletop an aim is there to be seen, and scripted policies read it
+#: (``tactician`` weighs each enemy's held aim on it); the plain vector only flags the
+#: observer's own aim (its slot's ``aimed``).
+AIM_VIEW_FIELDS = (
+    "on_me",  # the aim DM it holds on me (R4.3, R5.2) / 6; 0 when it aims elsewhere or not
 )
 
 # Position of each R5.1 band DM among the slot's five band flags (None: beyond 4x Range).
@@ -168,8 +176,9 @@ def move_view(battle: Battle, agent: str) -> list[float]:
 class ObservationBuilder:
     """Builds per-agent observation vectors and the global state for one scenario."""
 
-    def __init__(self, battle: Battle, move_view: bool = False) -> None:
+    def __init__(self, battle: Battle, move_view: bool = False, aim_view: bool = False) -> None:
         self.move_view = bool(move_view)
+        self.aim_view = bool(aim_view)
         self.ids = [c.id for c in battle.combatants]
         sides = [[c.id for c in battle.combatants if c.side == s] for s in (0, 1)]
         self.side_of = {c.id: c.side for c in battle.combatants}
@@ -188,6 +197,8 @@ class ObservationBuilder:
             self.labels += [f"{name}.{f}" for f in SLOT_FIELDS]
         if self.move_view:
             self.labels += move_view_labels(battle.max_move_squares)
+        if self.aim_view:
+            self.labels += self.aim_view_labels()
         self.size = len(self.labels)
         # Native float32 (one type, so no padding): a plain cast per entry, the same bytes as
         # the standard size's rounding for values in [-1, 1], and cheaper.
@@ -216,6 +227,27 @@ class ObservationBuilder:
             self._public.clear()
             self._public_battle = battle
         return self._public
+
+    def slot_names(self) -> list[str]:
+        """The slots' names in observation order (``ally0``..., then ``enemy0``...)."""
+        return [f"ally{k}" if k < self.n_ally_slots else f"enemy{k - self.n_ally_slots}"
+                for k in range(self.n_slots)]
+
+    def aim_view_labels(self) -> list[str]:
+        """The labels of the aim view's entries (``aim.ally0.on_me``, ..., ``aim.enemy0.on_me``)."""
+        return [f"aim.{n}.{f}" for n in self.slot_names() for f in AIM_VIEW_FIELDS]
+
+    def aim_view_entries(self, battle: Battle, agent: str) -> list[float]:
+        """The aim view of ``agent`` (``AIM_VIEW_FIELDS`` per slot): the aim DM each combatant
+        in play holds on it, / 6 (R4.3, R5.2: at most +6); 0 for empty slots, combatants out
+        of play and aims at anyone else."""
+        by_id = battle.by_id
+        out = []
+        for oid in self._slots[agent]:
+            o = None if oid is None else by_id[oid]
+            out.append(o.aim_dm / 6.0 if o is not None and not o.out and o.aim_target == agent
+                       else 0.0)
+        return out
 
     def slots(self, agent: str) -> list[str | None]:
         """Who sits in each slot of ``agent``'s observation (``None``: an empty slot)."""
@@ -301,6 +333,8 @@ class ObservationBuilder:
             v.append(1.0 if attacker == oid else 0.0)
         if self.move_view:
             v += move_view(battle, agent)
+        if self.aim_view:
+            v += self.aim_view_entries(battle, agent)
         # Every entry is in [-1, 1] (see ``_unit``). Packing straight into float32 bytes is
         # faster than NumPy's conversion of a mixed list, with the same rounding.
         buf = bytearray(self._pack_size)

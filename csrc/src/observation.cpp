@@ -29,7 +29,8 @@ constexpr int band_index(int dm) noexcept {
 
 }  // namespace
 
-Observer::Observer(const Battle& b, bool move_view) : move_view_(move_view) {
+Observer::Observer(const Battle& b, bool move_view, bool aim_view)
+    : move_view_(move_view), aim_view_(aim_view) {
     n_ = b.num_combatants();
     int per_side[2] = {0, 0};
     for (int i = 0; i < n_; ++i) ++per_side[b.combatant(i).side];
@@ -38,6 +39,7 @@ Observer::Observer(const Battle& b, bool move_view) : move_view_(move_view) {
     n_slots_ = n_ally_slots_ + biggest;
     size_ = kSelfFields + n_slots_ * kSlotFields;
     if (move_view_) size_ += kMoveViewFields * (1 + kNumDirs * b.max_move_squares());
+    if (aim_view_) size_ += kAimViewFields * n_slots_;
     state_size_ = n_ * kStateFields + 4;
     slots_.assign(static_cast<std::size_t>(n_ * n_slots_), -1);
     for (int seat = 0; seat < n_; ++seat) {
@@ -172,7 +174,18 @@ void Observer::observe(const Battle& b, int seat, float* out) const noexcept {
         *o++ = f32(unit(c.current_initiative() / kInitScale));
         *o++ = flag(attacker == oid);
     }
-    if (move_view_) write_move_view(b, seat, o);
+    if (move_view_) o = write_move_view(b, seat, o);
+    if (aim_view_) write_aim_view(b, seat, o);
+}
+
+float* Observer::write_aim_view(const Battle& b, int seat, float* o) const noexcept {
+    const int* row = slots_.data() + seat * n_slots_;
+    for (int k = 0; k < n_slots_; ++k) {
+        const int oid = row[k];
+        const Combatant* c = oid < 0 ? nullptr : &b.combatant(oid);
+        *o++ = c != nullptr && !c->out && c->aim_target == seat ? f32(c->aim_dm / 6.0) : 0.0f;
+    }
+    return o;
 }
 
 float* Observer::write_move_view(const Battle& b, int seat, float* o) const noexcept {

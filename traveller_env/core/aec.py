@@ -110,10 +110,12 @@ class CoreBattleState:
     """
 
     def __init__(self, scenario: Any, seed: int, catalogue: Any, *,
-                 prepared: _Prepared | None = None, move_view: bool = False) -> None:
+                 prepared: _Prepared | None = None, move_view: bool = False,
+                 aim_view: bool = False) -> None:
         if prepared is None:
             prepared = _Prepared(scenario, catalogue)
-        self.core = CoreBattle(scenario, seed, flat=prepared.flat, move_view=move_view)
+        self.core = CoreBattle(scenario, seed, flat=prepared.flat, move_view=move_view,
+                               aim_view=aim_view)
         self._b = self.core._b
         self._scenario = scenario
         self._seed = seed
@@ -230,7 +232,8 @@ class CoreTravellerEnv(TravellerEnv):
                              "backend='core' (the core rolls only the shared PCG32 generator "
                              "from the seed); use backend='python'")
         state = CoreBattleState(self.scenario, self.seed, self._catalogue,
-                                prepared=self._prepared, move_view=self.move_view)
+                                prepared=self._prepared, move_view=self.move_view,
+                                aim_view=self.aim_view)
         # What ``_score`` compares with (the core's summary, read straight from the core).
         self._last_dropouts = state._b.dropouts
         self._last_damage = state._b.summary()[:2] if self._damage_rewards else None

@@ -10,7 +10,9 @@
 // to the observer: its allies in scenario order without itself, padded to (largest side - 1),
 // then its enemies in scenario order, padded to the largest side. With the move view on
 // (observations.move_view), kMoveViewFields entries follow for the observer's square and the end
-// square of each move action (kDir order, then 1..max_move_squares). The state
+// square of each move action (kDir order, then 1..max_move_squares). With the aim view on
+// (ObservationBuilder.aim_view_entries), kAimViewFields entries per slot follow: the aim DM that
+// slot's combatant holds on the observer / 6 (0: empty slot, out of play, aiming elsewhere). The state
 // (ObservationBuilder.state_labels): kStateFields entries (STATE_FIELDS order) per combatant in
 // scenario order, then the three phase flags and the round.
 //
@@ -30,12 +32,13 @@ inline constexpr int kSelfFields = 31;   // len(SELF_FIELDS)
 inline constexpr int kSlotFields = 28;   // len(SLOT_FIELDS)
 inline constexpr int kStateFields = 19;  // len(STATE_FIELDS)
 inline constexpr int kMoveViewFields = 3;  // len(MOVE_VIEW_FIELDS)
+inline constexpr int kAimViewFields = 1;   // len(AIM_VIEW_FIELDS)
 inline constexpr double kInitScale = 30.0;
 inline constexpr double kPoolScale = 10.0;
 
 class Observer {
 public:
-    explicit Observer(const Battle& b, bool move_view = false);
+    explicit Observer(const Battle& b, bool move_view = false, bool aim_view = false);
 
     int size() const noexcept { return size_; }              // len(ObservationBuilder.labels)
     int state_size() const noexcept { return state_size_; }  // ObservationBuilder.state_size
@@ -63,8 +66,11 @@ private:
 
     // observations.move_view: the shares for each square the observer could end a move on.
     float* write_move_view(const Battle& b, int seat, float* o) const noexcept;
+    // ObservationBuilder.aim_view_entries: who holds an aim on the observer, per slot.
+    float* write_aim_view(const Battle& b, int seat, float* o) const noexcept;
 
     bool move_view_ = false;
+    bool aim_view_ = false;
     int n_ = 0;
     int n_ally_slots_ = 0;
     int n_slots_ = 0;
