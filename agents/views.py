@@ -11,12 +11,12 @@ rebuilds the vector it was trained on, asking the env for the missing view
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-__all__ = ["VIEWS", "complete_observation", "views_of"]
+__all__ = ["VIEWS", "complete_observation", "view_sizes", "views_of"]
 
 #: The views, in the order the observation vector appends them; each is an env keyword.
 VIEWS = ("move_view", "aim_view")
@@ -26,6 +26,11 @@ _PREFIX = {"move_view": "move.", "aim_view": "aim."}
 def views_of(data: Mapping[str, Any]) -> dict[str, bool]:
     """``{view: bool}`` from a checkpoint dict or decoded ONNX metadata (absent: ``False``)."""
     return {v: bool(data.get(v, False)) for v in VIEWS}
+
+
+def view_sizes(labels: Sequence[str]) -> dict[str, int]:
+    """Entries of each view among observation ``labels`` (0 for a view they lack)."""
+    return {v: sum(1 for lab in labels if lab.startswith(_PREFIX[v])) for v in VIEWS}
 
 
 def complete_observation(observation: np.ndarray, env: Any, agent: str,
@@ -40,8 +45,7 @@ def complete_observation(observation: np.ndarray, env: Any, agent: str,
     have = {v: bool(getattr(env, v, False)) for v in VIEWS}
     if all(have[v] == bool(views.get(v, False)) for v in VIEWS):
         return observation
-    labels = env.observation_labels if any(have.values()) else []
-    sizes = {v: sum(1 for lab in labels if lab.startswith(_PREFIX[v])) for v in VIEWS}
+    sizes = view_sizes(env.observation_labels if any(have.values()) else [])
     offset = len(observation) - sum(sizes.values())
     parts = [np.asarray(observation[:offset], dtype=np.float32)]
     for v in VIEWS:

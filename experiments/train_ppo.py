@@ -428,19 +428,12 @@ def vector_views(args: Args) -> dict[str, bool]:
     return out
 
 
-def view_sizes(venv: Any) -> dict[str, int]:
-    """Entries of each view in the vector's observations (0 when it lacks the view)."""
-    from agents.views import VIEWS
-
-    prefix = {"move_view": "move.", "aim_view": "aim."}
-    return {v: sum(label.startswith(prefix[v]) for label in venv.observation_labels)
-            for v in VIEWS}
-
-
 def observation_columns(venv: Any, views: dict[str, bool]) -> slice | np.ndarray:
     """The columns of the vector's observations a network trained with ``views`` reads: a
     slice when they are a prefix (no copy), else an index array."""
-    sizes = view_sizes(venv)
+    from agents.views import view_sizes
+
+    sizes = view_sizes(venv.observation_labels)
     start = venv.obs_dim - sum(sizes.values())
     cols = [np.arange(start)]
     for view, size in sizes.items():
