@@ -41,7 +41,7 @@ import numpy as np
 from traveller_env.env import ScenarioSource, TravellerEnv
 
 from .base import legal_indices
-from .views import VIEWS, complete_observation
+from .views import VIEWS, complete_observation, view_sizes, views_of
 
 __all__ = ["ACTION", "ACTION_MASK", "FORMAT", "FORMAT_VERSION", "MASKED_LOGIT",
            "MASKED_LOGITS", "OBSERVATION", "OnnxPolicy", "is_onnx_file", "load_onnx_policy",
@@ -196,6 +196,7 @@ class OnnxPolicy:
         self.focus: tuple[str, ...] = tuple(meta["focus"])
         self.move_view: bool = meta["move_view"]
         self.aim_view: bool = meta["aim_view"]
+        self.views = views_of(meta)  # what complete_observation rebuilds in other envs
         self.move_view_size = 0  # entries the env's observation may lack (set by the check)
         _check_graph(self.path, self.session, self.obs_dim, self.n_actions)
         self._check_scenario(scenario)
@@ -213,9 +214,7 @@ class OnnxPolicy:
         env = TravellerEnv(scenario, move_view=self.move_view, aim_view=self.aim_view)
         label = env.scenario.name
         meta = self.metadata
-        if self.move_view:
-            self.move_view_size = (len(TravellerEnv(scenario, move_view=True).observation_labels)
-                                   - len(TravellerEnv(scenario).observation_labels))
+        self.move_view_size = view_sizes(env.observation_labels)["move_view"]
         kind = "slot-relative" if self.relative else "absolute"
         want_labels = list(env.relative_actions.labels if self.relative else env.action_labels)
         if self.focus:
@@ -316,9 +315,7 @@ class OnnxPolicy:
         actions."""
         env = getattr(env, "unwrapped", env)
         # Exported with a view the env lacks (or without one it has): the vector it knows.
-        observation = complete_observation(observation, env, agent,
-                                           {"move_view": self.move_view,
-                                            "aim_view": self.aim_view})
+        observation = complete_observation(observation, env, agent, self.views)
         mask = self.model_mask(action_mask, agent, env)
         if not self.focus:
             return self.to_env_action(self.choose(observation, mask), agent, env)

@@ -37,7 +37,7 @@ from torch import nn
 from traveller_env.env import ScenarioSource, TravellerEnv
 
 from .base import legal_indices
-from .views import complete_observation, views_of
+from .views import complete_observation, view_sizes, views_of
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "ActorCritic", "PPOPolicy", "checkpoint_bytes",
            "is_ppo_checkpoint", "load_ppo_policy", "masked_logits", "network_from_checkpoint",
@@ -250,8 +250,7 @@ def load_ppo_policy(path: str | Path, scenario: ScenarioSource, deterministic: b
     keys = sorted({k.rsplit(".", 1)[0] for k in actor}, key=lambda k: int(k))
     layers = [(actor[f"{k}.weight"].numpy().astype(np.float64),
                actor[f"{k}.bias"].numpy().astype(np.float64)) for k in keys]
-    extra = (len(TravellerEnv(scenario, move_view=True).observation_labels)
-             - len(TravellerEnv(scenario).observation_labels)) if views["move_view"] else 0
     return PPOPolicy(layers, data["action_labels"], name or path.stem,
-                     deterministic=deterministic, seed=seed, move_view_size=extra,
+                     deterministic=deterministic, seed=seed,
+                     move_view_size=view_sizes(env.observation_labels)["move_view"],
                      aim_view=views["aim_view"])
