@@ -69,6 +69,9 @@ EXPERIMENTS: dict[str, Experiment] = {
     "train ppo": Experiment("masked PPO on batched battles: scripted opponents, self-play "
                             "or a pool of past selves (experiments/train_ppo.py)",
                             "experiments.train_ppo"),
+    "train clone": Experiment("behaviour cloning of a scripted policy into a train_ppo "
+                              "checkpoint, an imitation start (experiments/clone_scripted.py)",
+                              "experiments.clone_scripted"),
     "train rllib": Experiment("PPO on Ray RLlib, locally or across a Ray cluster "
                               "(experiments/train_rllib.py)", "experiments.train_rllib"),
     "tournament": Experiment("rank policies in a round-robin tournament "

@@ -146,6 +146,16 @@ class RelativeActions:
                              "slot")
         return absolute
 
+    def to_relative(self, agent: str, absolute: int) -> int:
+        """The relative index of ``agent``'s absolute action ``absolute`` (the inverse of
+        ``to_absolute``). ``ValueError`` when no relative action names it (an action on a
+        combatant outside the agent's slots)."""
+        hits = np.flatnonzero(self._perm[agent] == int(absolute))
+        if hits.size == 0:
+            raise ValueError(f"{agent}: absolute action {int(absolute)} has no slot-relative "
+                             "action")
+        return int(hits[0])
+
     def mask(self, agent: str, absolute_mask: np.ndarray) -> np.ndarray:
         """The relative mask of ``agent`` from its absolute mask."""
         return np.append(absolute_mask, 0).astype(absolute_mask.dtype)[self._perm[agent]]

@@ -1,0 +1,89 @@
+"""experiments/clone_scripted.py: the teacher's decisions recorded faithfully (legal,
+slot-relative, returns to the battle's end) and fitted into a checkpoint that plays."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agents.ppo_policy import load_ppo_policy, read_checkpoint
+from experiments.clone_scripted import collect, fit, main
+from traveller_env import raw_env
+
+
+def test_to_relative_inverts_to_absolute_for_every_seat():
+    env = raw_env("squad")
+    rel = env.relative_actions
+    for agent in env.possible_agents:
+        for i in range(rel.n):
+            try:
+                a = rel.to_absolute(agent, i)
+            except ValueError:  # an empty slot
+                continue
+            assert rel.to_relative(agent, a) == i
+    with pytest.raises(ValueError, match="no slot-relative action"):
+        rel.to_relative("blue_0", rel._n_abs + 5)
+
+
+def test_recorded_actions_are_legal_and_returns_are_the_battle_result():
+    """On duel (R8: win +1, loss -1 and nothing before the end) every decision's return is
+    its seat's battle result, so the winner's rows are all +1 and the loser's all -1."""
+    demos, labels, name = collect("duel", "tactician", battles=6, seed=3, move_view=False,
+                                  aim_view=False)
+    assert name == "duel" and demos.mask.shape[1] == len(labels)
+    assert demos.mask[np.arange(len(demos.action)), demos.action].all()
+    assert set(np.unique(demos.battle)) == set(range(6))
+    for b in range(6):
+        rows = demos.battle == b
+        assert set(np.unique(demos.ret[rows])) <= {-1.0, 0.0, 1.0}
+    # decisions of both seats, and the two seats' returns are opposite in a decided battle
+    decided = [b for b in range(6) if set(np.unique(demos.ret[demos.battle == b])) == {-1, 1}]
+    assert decided, "six duels without a winner"
+
+
+def test_the_same_seed_records_the_same_decisions():
+    a, _, _ = collect("duel", "tactician", battles=3, seed=8, move_view=False, aim_view=False)
+    b, _, _ = collect("duel", "tactician", battles=3, seed=8, move_view=False, aim_view=False)
+    assert np.array_equal(a.obs, b.obs) and np.array_equal(a.action, b.action)
+
+
+def test_the_fit_learns_the_teacher_beyond_chance():
+    demos, _, _ = collect("duel", "tactician", battles=40, seed=1, move_view=False,
+                          aim_view=False)
+    _, metrics = fit(demos, [32, 32], epochs=8, lr=3e-3, batch=64, seed=0, log=lambda _: None)
+    legal = demos.mask.sum(1)
+    chance = float(np.mean(1.0 / legal[demos.battle >= 36]))
+    agree = metrics["epochs"][-1]["heldout_agreement"]
+    assert agree > chance + 0.2, (agree, chance)
+    assert metrics["epochs"][-1]["train_policy_loss"] < metrics["epochs"][0]["train_policy_loss"]
+
+
+def test_the_checkpoint_plays_as_an_npc_and_names_its_teacher(tmp_path):
+    out = tmp_path / "bc.pt"
+    assert main(["--scenario", "duel", "--battles", "4", "--epochs", "1", "--hidden", "16",
+                 "--move-view", "--out", str(out)]) == 0
+    data = read_checkpoint(out)
+    assert data["imitation"] == "tactician" and data["move_view"] is True
+    assert (tmp_path / "bc.json").is_file()
+    policy = load_ppo_policy(out, "duel")
+    env = raw_env("duel")
+    env.reset(seed=0)
+    obs, *_ = env.last()
+    a = policy.act(obs["observation"], obs["action_mask"], env.agent_selection, env)
+    assert obs["action_mask"][a]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--battles", "0"], "--battles must be at least 1"),
+    (["--lr", "0"], "--lr must be positive"),
+    (["--out", "x.zip"], "ending in .pt"),
+])
+def test_bad_arguments_are_refused_naming_the_flag(argv, message, tmp_path):
+    argv = [*argv] + ([] if "--out" in argv else ["--out", str(tmp_path / "o.pt")])
+    with pytest.raises(SystemExit, match=message):
+        main(argv)
+
+
+def test_an_unknown_teacher_is_named(tmp_path):
+    with pytest.raises(ValueError, match="--teacher 'nobody'"):
+        main(["--teacher", "nobody", "--battles", "1", "--out", str(tmp_path / "o.pt")])
