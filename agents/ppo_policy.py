@@ -18,6 +18,9 @@ tensors, no pickled code) holding a dict:
   (``TravellerEnv(move_view=True)``; absent otherwise), and ``aim_view`` likewise for the aim
   view. Such a policy plays in any env: where the env's observation lacks a view, it asks
   ``env.move_view_vector(agent)`` or ``env.aim_view_vector(agent)`` (``agents.views``).
+* ``imitation``: the scripted policy it (or the checkpoint it was trained on from) was first
+  fitted to by behaviour cloning (``experiments/clone_scripted.py``); absent for policies
+  that imitate nothing. ``train_ppo --init`` and ``widen_checkpoint`` carry it forward.
 
 Nothing in it depends on the wall clock or the run folder, so the same seed on one thread
 gives the same bytes.

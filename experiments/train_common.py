@@ -200,6 +200,8 @@ def checkpoint_provenance(checkpoint: Path) -> dict[str, Any]:
     info["move_view"] = bool(data.get("move_view", False))
     if data.get("aim_view"):
         info["aim_view"] = True
+    if data.get("imitation"):  # it descends from a behaviour-cloning start (clone_scripted)
+        info["imitation"] = data["imitation"]
     folder = checkpoint.parent.parent if checkpoint.parent.name == "pool" else checkpoint.parent
     config = folder / "config.json"
     run: dict[str, Any] | None = None

@@ -669,8 +669,13 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
         """A checkpoint's network (``prepare``'s ``check_checkpoints`` checked that it fits)."""
         return network_from_checkpoint(read_checkpoint(path))
 
+    # An imitation start stays on record in every checkpoint that descends from it.
+    inherited: dict[str, Any] = {}
     if args.init:
-        net = load_fitting(args.init)
+        init_data = read_checkpoint(args.init)
+        if init_data.get("imitation"):
+            inherited["imitation"] = str(init_data["imitation"])
+        net = network_from_checkpoint(init_data)
         net.train()
     else:
         net = ActorCritic(obs_dim, n_actions, hidden_sizes(args.hidden))
@@ -684,7 +689,7 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
     def save(path: Path, update: int, decisions: int) -> None:
         atomic_write_bytes(path, checkpoint_bytes(net, scenario, first.action_labels,
                                                   decisions=int(decisions), update=int(update),
-                                                  seed=int(args.seed),
+                                                  seed=int(args.seed), **inherited,
                                                   **{v: True for v, on
                                                      in learner_views(args).items() if on}))
 

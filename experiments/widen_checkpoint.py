@@ -97,7 +97,8 @@ def widen_checkpoint(path: Path, hidden: list[int], out: Path, seed: int = 0,
         # one aim-view entry per slot, as one slot-relative aim action per slot
         extra = sum(label.startswith("aim:") for label in data["action_labels"])
     wide = widen(network_from_checkpoint(data), hidden, seed, extra)
-    keep = {k: data[k] for k in ("decisions", "update", "seed", "move_view", "aim_view")
+    keep = {k: data[k] for k in ("decisions", "update", "seed", "move_view", "aim_view",
+                                      "imitation")
             if k in data}
     if aim_view:
         keep["aim_view"] = True

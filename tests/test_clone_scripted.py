@@ -73,6 +73,36 @@ def test_the_checkpoint_plays_as_an_npc_and_names_its_teacher(tmp_path):
     assert obs["action_mask"][a]
 
 
+def test_runs_from_a_clone_keep_the_imitation_on_record(tmp_path):
+    """train_ppo --init and widen_checkpoint carry ``imitation`` forward, and the result
+    scripts' provenance reports it: a result built on a cloned start says so."""
+    from experiments import widen_checkpoint
+    from experiments.train_common import checkpoint_provenance
+    from traveller_cli.app import main as cli_main
+
+    bc = tmp_path / "bc.pt"
+    assert main(["--scenario", "duel", "--battles", "4", "--epochs", "1", "--hidden", "16",
+                 "--out", str(bc)]) == 0
+    run = tmp_path / "run"
+    assert cli_main(["train", "ppo", "--scenario", "duel", "--opponents", "red=rush",
+                     "--init", str(bc), "--hidden", "16", "--total-timesteps", "512",
+                     "--num-envs", "8", "--num-steps", "32", "--eval-every", "0",
+                     "--final-eval-battles", "2", "--threads", "1", "--no-progress",
+                     "--out", str(run)]) == 0
+    assert read_checkpoint(run / "ppo.pt")["imitation"] == "tactician"
+    assert checkpoint_provenance(run / "ppo.pt")["imitation"] == "tactician"
+    wide = tmp_path / "wide.pt"
+    assert widen_checkpoint.main([str(run / "ppo.pt"), "--hidden", "32", "--out",
+                                  str(wide)]) == 0
+    assert read_checkpoint(wide)["imitation"] == "tactician"
+    plain = tmp_path / "plain"
+    assert cli_main(["train", "ppo", "--scenario", "duel", "--opponents", "red=rush",
+                     "--hidden", "16", "--total-timesteps", "256", "--num-envs", "8",
+                     "--num-steps", "32", "--eval-every", "0", "--final-eval-battles", "2",
+                     "--threads", "1", "--no-progress", "--out", str(plain)]) == 0
+    assert "imitation" not in read_checkpoint(plain / "ppo.pt")
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--battles", "0"], "--battles must be at least 1"),
     (["--lr", "0"], "--lr must be positive"),
