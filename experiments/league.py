@@ -132,6 +132,15 @@ def _checkpoint_info(path: Path) -> dict[str, Any]:
     return {"decisions": int(read_checkpoint(path).get("decisions", 0))}
 
 
+def _lineage(path: Path) -> dict[str, Any]:
+    """``{"imitation": teacher}`` for a member that descends from a behaviour-cloning start
+    (``experiments/clone_scripted.py``), else ``{}``: the manifest says how it began."""
+    from agents.ppo_policy import read_checkpoint
+
+    teacher = read_checkpoint(path).get("imitation")
+    return {"imitation": str(teacher)} if teacher else {}
+
+
 def load_league(folder: Path) -> dict[str, Any]:
     """``folder/league.json`` (``ValueError`` naming the file when it is missing)."""
     path = Path(folder) / LEAGUE_FILE
@@ -177,7 +186,7 @@ def add(folder: Path, name: str, checkpoint: Path) -> dict[str, Any]:
     league["members"].append({
         "name": name, "learner": "imported", "generation": 0, "scenario": league["scenario"],
         "training_decisions": _checkpoint_info(target)["decisions"], "style": {},
-        "checkpoint": str(target), "imported_from": str(checkpoint)})
+        "checkpoint": str(target), "imported_from": str(checkpoint), **_lineage(target)})
     write_league(folder, league)
     return league
 
@@ -203,7 +212,8 @@ def train(config_path: Path, out: Path, seed: int, progress: bool) -> dict[str, 
         league["members"].append({
             "name": item["name"], "learner": "imported", "generation": 0,
             "scenario": config["scenario"], "training_decisions": data["decisions"],
-            "style": {}, "checkpoint": str(checkpoint), "imported_from": item["checkpoint"]})
+            "style": {}, "checkpoint": str(checkpoint), "imported_from": item["checkpoint"],
+            **_lineage(checkpoint)})
     write_league(out, league)
     shared = [item for flag, value in (config["train"] or {}).items()
               for item in (f"--{str(flag).replace('_', '-')}", str(value))]

@@ -169,6 +169,7 @@ def test_add_joins_a_checkpoint_to_a_league_and_refuses_bad_input(tiny_league, t
         "guest", "imported", str(source))
     assert (league_dir / "members" / "guest.pt").read_bytes() == source.read_bytes()
     assert "rate the league again" in capsys.readouterr().out
+    assert "imitation" not in guest  # trained by RL alone
 
     squad_ckpt = tmp_path / "squad.pt"
     from agents.ppo_policy import ActorCritic, checkpoint_bytes
@@ -185,3 +186,16 @@ def test_add_joins_a_checkpoint_to_a_league_and_refuses_bad_input(tiny_league, t
         assert cli_main(["league", "add", str(league_dir), *argv]) == 2
         assert message in capsys.readouterr().err
     assert len(load_league(league_dir)["members"]) == len(before["members"]) + 1
+
+    # a member that began as a behaviour clone says so in the manifest
+    import torch
+
+    from agents.ppo_policy import read_checkpoint
+    cloned = tmp_path / "cloned.pt"
+    data = read_checkpoint(source)
+    data["imitation"] = "tactician"
+    torch.save(data, cloned)
+    assert cli_main(["league", "add", str(league_dir), "--name", "copycat",
+                     "--checkpoint", str(cloned)]) == 0
+    assert load_league(league_dir)["members"][-1]["imitation"] == "tactician"
+    capsys.readouterr()
