@@ -1,0 +1,150 @@
+"""Rank a training run's checkpoints against one opponent, on seeds kept for selection.
+
+Picking the best of many checkpoints by the same evaluation that is then reported flatters
+the pick (the largest of several noisy estimates is biased upwards). This script plays each
+candidate greedily inside the compiled core against ``--vs`` on *selection* seeds (by default
+from 300,000; the result scripts, e.g. ``experiments.squad_ppo --checkpoint``, evaluate on
+seeds from 200,000), half the battles from each side, and ranks them. Evaluate the pick
+afterwards with the result script: its battles played no part in choosing it.
+
+    python -m experiments.select_checkpoint runs/squad_bc/m --vs tactician --battles 400 \\
+        --every 40 --json runs/squad_bc/m/selection.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["build_parser", "candidates", "main", "run", "score"]
+
+SELECTION_SEED = 300_000
+
+
+def candidates(run: Path, every: int, since: int) -> list[Path]:
+    """A run folder's pool checkpoints at updates ``>= since`` that are multiples of
+    ``every``, then its final ``ppo.pt``; or ``run`` itself when it is a ``.pt`` file."""
+    if run.suffix == ".pt":
+        if not run.is_file():
+            raise ValueError(f"{run}: no such checkpoint")
+        return [run]
+    if not run.is_dir():
+        raise ValueError(f"{run}: neither a train_ppo run folder nor a .pt checkpoint")
+    found = []
+    for path in sorted((run / "pool").glob("ppo_u*.pt")):
+        m = re.fullmatch(r"ppo_u(\d+)\.pt", path.name)
+        if m and int(m.group(1)) >= since and int(m.group(1)) % every == 0:
+            found.append(path)
+    if (run / "ppo.pt").is_file():
+        found.append(run / "ppo.pt")
+    if not found:
+        raise ValueError(f"{run}: no checkpoints (pool/ppo_u*.pt or ppo.pt) to rank")
+    return found
+
+
+def score(checkpoint: Path, scenario: str, vs: str, battles: int, seed: int, envs: int,
+          vectors: dict[Any, Any]) -> dict[str, Any]:
+    """Wins, draws and losses of ``checkpoint`` (greedy) against ``vs``: ``battles // 2``
+    battles as each side, from vectors reset with ``seed`` (blue) and ``seed + 1`` (red).
+    ``vectors`` caches the vectors by observation views between calls."""
+    from agents.evaluation import wilson_interval
+    from agents.ppo_policy import network_from_checkpoint, read_checkpoint
+    from agents.views import views_of
+    from experiments.ppo_common import vector_winrate
+    from traveller_env import vector
+
+    data = read_checkpoint(checkpoint)
+    net = network_from_checkpoint(data)
+    views = views_of(data)
+    key = tuple(sorted(views.items()))
+    if key not in vectors:
+        names = vector.make(scenario, num_envs=1, backend="core").sides
+        vectors[key] = [vector.make(scenario, num_envs=envs, seed=0, backend="core",
+                                    opponents={names[1 - side]: vs}, relative_actions=True,
+                                    **views) for side in (0, 1)]
+    per_side = []
+    for side, venv in enumerate(vectors[key]):
+        per_side.append(vector_winrate(net, venv, side, battles // 2, seed + side))
+    w, d, lost = (sum(x) for x in zip(*per_side, strict=True))
+    n = w + d + lost
+    lo, hi = wilson_interval(w, n)
+    return {"checkpoint": str(checkpoint), "update": data.get("update"),
+            "decisions": data.get("decisions"), "wins": w, "draws": d, "losses": lost,
+            "win_rate": w / n, "ci95": [lo, hi],
+            "win_rate_blue": per_side[0][0] / max(1, sum(per_side[0])),
+            "win_rate_red": per_side[1][0] / max(1, sum(per_side[1]))}
+
+
+def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    """The script's options."""
+    p = parser or argparse.ArgumentParser(prog="select_checkpoint",
+                                          description=__doc__.split("\n\n")[0])
+    p.add_argument("run", type=Path, help="a train_ppo run folder (its pool/ and ppo.pt) or "
+                                          "one .pt checkpoint")
+    p.add_argument("--scenario", default="squad", help="scenario to play (default: squad)")
+    p.add_argument("--vs", default="tactician",
+                   help="the opponent, a policy of the core (default: tactician)")
+    p.add_argument("--battles", type=int, default=400,
+                   help="battles per checkpoint, half from each side (default: 400)")
+    p.add_argument("--every", type=int, default=10,
+                   help="rank pool checkpoints at multiples of this update (default: 10)")
+    p.add_argument("--since", type=int, default=0, help="from this update on (default: 0)")
+    p.add_argument("--seed", type=int, default=SELECTION_SEED,
+                   help=f"selection seed (default: {SELECTION_SEED}, apart from the result "
+                        "scripts' evaluation seeds)")
+    p.add_argument("--envs", type=int, default=100, help="battles stepped at once (default: 100)")
+    p.add_argument("--json", type=Path, default=None, help="write the ranking here")
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    """Rank, print a table (best first) and write ``--json``."""
+    import torch
+
+    from traveller_env import _core
+
+    for name in ("battles", "every", "envs"):
+        if getattr(args, name) < 1:
+            raise SystemExit(f"select_checkpoint: --{name} must be at least 1, "
+                             f"got {getattr(args, name)}")
+    if args.battles < 2:
+        raise SystemExit("select_checkpoint: --battles must be at least 2 (one a side)")
+    if args.vs not in _core.CORE_POLICIES:
+        raise SystemExit(f"select_checkpoint: --vs {args.vs!r}: not a policy of the compiled "
+                         f"core; one of {', '.join(_core.CORE_POLICIES)}")
+    try:
+        paths = candidates(args.run, args.every, args.since)
+    except ValueError as exc:
+        raise SystemExit(f"select_checkpoint: {exc}") from None
+    torch.set_num_threads(1)
+    t0 = time.time()
+    vectors: dict[Any, Any] = {}
+    rows = [score(p, args.scenario, args.vs, args.battles, args.seed, args.envs, vectors)
+            for p in paths]
+    ranked = sorted(rows, key=lambda r: -r["win_rate"])
+    print(f"| checkpoint | update | win rate vs {args.vs} (95% CI) | as blue | as red |")
+    print("|---|---:|---|---:|---:|")
+    for r in ranked:
+        print(f"| {r['checkpoint']} | {r['update']} | {r['win_rate']:.3f} "
+              f"({r['ci95'][0]:.3f}-{r['ci95'][1]:.3f}) | {r['win_rate_blue']:.3f} | "
+              f"{r['win_rate_red']:.3f} |")
+    print(f"{len(rows)} checkpoints x {args.battles} battles in {time.time() - t0:.0f} s "
+          f"(seeds from {args.seed})")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({
+            "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()
+                     if k != "func"}, "ranking": ranked}, indent=1) + "\n")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run(build_parser().parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
