@@ -43,8 +43,8 @@ from .base import legal_indices
 from .views import complete_observation, view_sizes, views_of
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "ActorCritic", "PPOPolicy", "checkpoint_bytes",
-           "is_ppo_checkpoint", "load_ppo_policy", "masked_logits", "network_from_checkpoint",
-           "read_checkpoint"]
+           "imitation_of", "is_ppo_checkpoint", "load_ppo_policy", "masked_logits",
+           "network_from_checkpoint", "read_checkpoint"]
 
 FORMAT = "traveller-ppo"
 FORMAT_VERSION = 1
@@ -137,6 +137,14 @@ def read_checkpoint(path: str | Path) -> dict:
     if missing:
         raise ValueError(f"{path}: checkpoint lacks {', '.join(missing)}")
     return data
+
+
+def imitation_of(data: dict) -> dict[str, str]:
+    """``{"imitation": teacher}`` when the checkpoint dict ``data`` descends from a
+    behaviour-cloning start, else ``{}``: ready to pass on to a checkpoint, a manifest or a
+    result file that should say so."""
+    teacher = data.get("imitation")
+    return {"imitation": str(teacher)} if teacher else {}
 
 
 def network_from_checkpoint(data: dict) -> ActorCritic:

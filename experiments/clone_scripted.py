@@ -30,7 +30,7 @@ import numpy as np
 
 from traveller_env.rules.rng import derive_seed
 
-from .train_common import atomic_write_bytes, hidden_sizes, write_json
+from .train_common import atomic_write_bytes, check_minimums, hidden_sizes, write_json
 
 __all__ = ["Demonstrations", "build_parser", "collect", "fit", "main", "run"]
 
@@ -61,7 +61,8 @@ def collect(scenario: str, teacher: str, battles: int, seed: int, move_view: boo
     rel = env.relative_actions
     seats = {a: i for i, a in enumerate(env.possible_agents)}
     policies = [_core.Policy(teacher, 0) for _ in seats]
-    obs, masks, actions, battle_of, seat_of, gained_before = [], [], [], [], [], []
+    obs, masks, actions, battle_of, seat_of = [], [], [], [], []
+    returns: list[float] = []  # what the seat had gained so far, made its return at the end
     for b in range(battles):
         battle_seed = derive_seed(seed, b)
         env.reset(seed=battle_seed)
@@ -76,19 +77,19 @@ def collect(scenario: str, teacher: str, battles: int, seed: int, move_view: boo
             if term or trunc:
                 env.step(None)
                 continue
-            a = policies[seat].act(env.battle._b, seat)
+            a = policies[seat].act(env.battle.core.handle, seat)
             obs.append(o["observation"].copy())
             masks.append(rel.mask(agent, o["action_mask"]).astype(bool))
             actions.append(rel.to_relative(agent, a))
             battle_of.append(b)
             seat_of.append(seat)
-            gained_before.append(gained[seat])
+            returns.append(gained[seat])
             env.step(a)
         for k in range(first, len(actions)):  # the return: what the seat gained afterwards
-            gained_before[k] = gained[seat_of[k]] - gained_before[k]
+            returns[k] = gained[seat_of[k]] - returns[k]
     demos = Demonstrations(np.asarray(obs, dtype=np.float32), np.asarray(masks, dtype=bool),
                            np.asarray(actions, dtype=np.int64),
-                           np.asarray(gained_before, dtype=np.float32),
+                           np.asarray(returns, dtype=np.float32),
                            np.asarray(battle_of, dtype=np.int64))
     return demos, list(rel.labels), env.scenario.name
 
@@ -178,10 +179,11 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
 
 
 def _check(args: argparse.Namespace) -> None:
-    for name in ("battles", "epochs", "batch", "threads"):
-        if getattr(args, name) < 1:
-            raise SystemExit(f"clone_scripted: --{name} must be at least 1, "
-                             f"got {getattr(args, name)}")
+    try:
+        check_minimums(tuple((f"--{name}", getattr(args, name), 1)
+                             for name in ("battles", "epochs", "batch", "threads")))
+    except ValueError as exc:
+        raise SystemExit(f"clone_scripted: {exc}") from None
     if not args.lr > 0:
         raise SystemExit(f"clone_scripted: --lr must be positive, got {args.lr}")
     if args.out.suffix != ".pt":

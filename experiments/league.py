@@ -126,19 +126,12 @@ def style_flag(style: dict[str, float]) -> str:
 
 
 def _checkpoint_info(path: Path) -> dict[str, Any]:
-    """A train_ppo checkpoint's bookkeeping (decisions trained)."""
-    from agents.ppo_policy import read_checkpoint
+    """A train_ppo checkpoint's bookkeeping: decisions trained, and ``lineage``, the entries
+    that say how it began (``{"imitation": teacher}`` after a behaviour-cloning start)."""
+    from agents.ppo_policy import imitation_of, read_checkpoint
 
-    return {"decisions": int(read_checkpoint(path).get("decisions", 0))}
-
-
-def _lineage(path: Path) -> dict[str, Any]:
-    """``{"imitation": teacher}`` for a member that descends from a behaviour-cloning start
-    (``experiments/clone_scripted.py``), else ``{}``: the manifest says how it began."""
-    from agents.ppo_policy import read_checkpoint
-
-    teacher = read_checkpoint(path).get("imitation")
-    return {"imitation": str(teacher)} if teacher else {}
+    data = read_checkpoint(path)
+    return {"decisions": int(data.get("decisions", 0)), "lineage": imitation_of(data)}
 
 
 def load_league(folder: Path) -> dict[str, Any]:
@@ -183,10 +176,11 @@ def add(folder: Path, name: str, checkpoint: Path) -> dict[str, Any]:
     target = Path(folder) / "members" / f"{name}.pt"
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(checkpoint, target)
+    info = _checkpoint_info(target)
     league["members"].append({
         "name": name, "learner": "imported", "generation": 0, "scenario": league["scenario"],
-        "training_decisions": _checkpoint_info(target)["decisions"], "style": {},
-        "checkpoint": str(target), "imported_from": str(checkpoint), **_lineage(target)})
+        "training_decisions": info["decisions"], "style": {},
+        "checkpoint": str(target), "imported_from": str(checkpoint), **info["lineage"]})
     write_league(folder, league)
     return league
 
@@ -213,7 +207,7 @@ def train(config_path: Path, out: Path, seed: int, progress: bool) -> dict[str, 
             "name": item["name"], "learner": "imported", "generation": 0,
             "scenario": config["scenario"], "training_decisions": data["decisions"],
             "style": {}, "checkpoint": str(checkpoint), "imported_from": item["checkpoint"],
-            **_lineage(checkpoint)})
+            **data["lineage"]})
     write_league(out, league)
     shared = [item for flag, value in (config["train"] or {}).items()
               for item in (f"--{str(flag).replace('_', '-')}", str(value))]

@@ -55,14 +55,14 @@ def score(checkpoint: Path, scenario: str, vs: str, battles: int, seed: int, env
     from agents.ppo_policy import network_from_checkpoint, read_checkpoint
     from agents.views import views_of
     from experiments.ppo_common import vector_winrate
-    from traveller_env import vector
+    from traveller_env import load_scenario, vector
 
     data = read_checkpoint(checkpoint)
     net = network_from_checkpoint(data)
     views = views_of(data)
     key = tuple(sorted(views.items()))
     if key not in vectors:
-        names = vector.make(scenario, num_envs=1, backend="core").sides
+        names = [side.name for side in load_scenario(scenario).sides]
         vectors[key] = [vector.make(scenario, num_envs=envs, seed=0, backend="core",
                                     opponents={names[1 - side]: vs}, relative_actions=True,
                                     **views) for side in (0, 1)]
@@ -105,14 +105,14 @@ def run(args: argparse.Namespace) -> int:
     """Rank, print a table (best first) and write ``--json``."""
     import torch
 
+    from experiments.train_common import check_minimums
     from traveller_env import _core
 
-    for name in ("battles", "every", "envs"):
-        if getattr(args, name) < 1:
-            raise SystemExit(f"select_checkpoint: --{name} must be at least 1, "
-                             f"got {getattr(args, name)}")
-    if args.battles < 2:
-        raise SystemExit("select_checkpoint: --battles must be at least 2 (one a side)")
+    try:  # --battles: at least one a side
+        check_minimums((("--battles", args.battles, 2), ("--every", args.every, 1),
+                        ("--envs", args.envs, 1)))
+    except ValueError as exc:
+        raise SystemExit(f"select_checkpoint: {exc}") from None
     if args.vs not in _core.CORE_POLICIES:
         raise SystemExit(f"select_checkpoint: --vs {args.vs!r}: not a policy of the compiled "
                          f"core; one of {', '.join(_core.CORE_POLICIES)}")

@@ -191,7 +191,7 @@ def checkpoint_provenance(checkpoint: Path) -> dict[str, Any]:
     flags (``config.json``) and training seconds at that update (``training.jsonl``). A copied
     checkpoint gets only its own bookkeeping (``run`` is then None). A run started with
     ``--init`` counts only its own seconds: follow ``run.args.init`` for the rest."""
-    from agents.ppo_policy import read_checkpoint
+    from agents.ppo_policy import imitation_of, read_checkpoint
 
     checkpoint = Path(checkpoint)
     data = read_checkpoint(checkpoint)
@@ -200,8 +200,7 @@ def checkpoint_provenance(checkpoint: Path) -> dict[str, Any]:
     info["move_view"] = bool(data.get("move_view", False))
     if data.get("aim_view"):
         info["aim_view"] = True
-    if data.get("imitation"):  # it descends from a behaviour-cloning start (clone_scripted)
-        info["imitation"] = data["imitation"]
+    info.update(imitation_of(data))  # it descends from a behaviour-cloning start, if so
     folder = checkpoint.parent.parent if checkpoint.parent.name == "pool" else checkpoint.parent
     config = folder / "config.json"
     run: dict[str, Any] | None = None

@@ -629,6 +629,7 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
     from agents.ppo_policy import (
         ActorCritic,
         checkpoint_bytes,
+        imitation_of,
         network_from_checkpoint,
         read_checkpoint,
     )
@@ -670,11 +671,10 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
         return network_from_checkpoint(read_checkpoint(path))
 
     # An imitation start stays on record in every checkpoint that descends from it.
-    inherited: dict[str, Any] = {}
+    inherited: dict[str, str] = {}
     if args.init:
         init_data = read_checkpoint(args.init)
-        if init_data.get("imitation"):
-            inherited["imitation"] = str(init_data["imitation"])
+        inherited = imitation_of(init_data)
         net = network_from_checkpoint(init_data)
         net.train()
     else:
