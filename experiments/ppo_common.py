@@ -88,9 +88,13 @@ class SeatRollout:
         self.blocks: list[tuple[int, int]] = []  # [start, end) of each add(), in time order
 
     def add(self, rows: np.ndarray, seats: np.ndarray, obs: np.ndarray, mask: np.ndarray,
-            actions: np.ndarray, logp: np.ndarray, values: np.ndarray) -> np.ndarray:
+            actions: np.ndarray, logp: np.ndarray, values: np.ndarray,
+            potential: np.ndarray | None = None, gamma: float = 1.0) -> np.ndarray:
         """Record one step's learner decisions (one per row in ``rows``, at most one per row):
-        returns their transition indices."""
+        returns their transition indices. With ``potential`` (each decision's shaping
+        potential), the seat's previous transition gains ``gamma x potential`` and the new one
+        starts at ``-potential``: potential-based shaping, whose gains over a battle sum to
+        minus its first potential (a battle's end has potential 0)."""
         n = len(rows)
         start = self.size
         if start + n > len(self.action):
@@ -108,6 +112,9 @@ class SeatRollout:
         prev = self.pending[rows, seats]
         has = prev >= 0
         self.next[prev[has]] = idx[has]
+        if potential is not None:
+            self.reward[prev[has]] += np.float32(gamma) * potential[has]
+            self.reward[start:start + n] = -potential
         self.pending[rows, seats] = idx
         self.blocks.append((start, start + n))
         self.size = start + n

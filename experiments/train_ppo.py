@@ -139,6 +139,16 @@ class Args:
     metres), exposure (share of enemies in play with line of sight to it), low_stance (crouched or
     prone), shots (the decision is an attack), lead (a Leadership check or a bonus handed),
     shots_into_cover (an attack on an enemy in cover from it, R5.3)"""
+    potential: str = ""
+    """potential-based shaping (Ng, Harada & Russell 1999), TERM=WEIGHT comma-separated: the
+    potential of a decision's observation is the weighted sum of its terms, and each decision
+    of a seat gains gamma x the potential at that seat's next decision (0 at the battle's end)
+    minus the potential at its own. Over a battle the gains sum to minus the first potential,
+    so every policy's shaped return differs from its true one by a constant (gamma 1) and the
+    best policies stay the best; what changes is how soon a good square pays. Terms, read from
+    the move view of the seat's own square (needs --move-view): clear_shots (share of enemies in
+    play it sees out of their cover), exposed (share of enemies in play that see it and whose
+    line passes no cover next to it, or all that see it when it stands, R5.3)"""
     move_view: bool = False
     """observe the move view too (traveller_env.observations.move_view: line of sight and
     cover at each square a move could end on); the checkpoint records it, and plays in any env"""
@@ -249,6 +259,9 @@ class Args:
             if not path.endswith(".pt") or not Path(path).is_file():
                 raise ValueError(f"{flag}: {path!r} is not a train_ppo checkpoint file (.pt)")
         parse_style(self.style)
+        if parse_potential(self.potential) and not self.move_view:
+            raise ValueError("--potential reads the move view of the seat's own square: it "
+                             "needs --move-view")
         if self.out and (Path(self.out) / "config.json").exists() and not self.overwrite:
             raise ValueError(f"--out {self.out}: holds a run already (config.json); choose "
                              "another folder, or pass --overwrite to replace it")
@@ -262,24 +275,63 @@ STYLE_TERMS = ("distance", "distance_m", "exposure", "low_stance", "shots", "lea
                "shots_into_cover")
 
 
-def parse_style(text: str) -> dict[str, float]:
-    """``"distance=0.02,shots=-0.01"`` -> ``{"distance": 0.02, "shots": -0.01}``
-    (``ValueError`` naming ``--style`` for an unknown term or a bad weight)."""
+#: ``--potential`` terms (see ``PositionPotential``).
+POTENTIAL_TERMS = ("clear_shots", "exposed")
+
+
+def parse_terms(text: str, flag: str, allowed: tuple[str, ...]) -> dict[str, float]:
+    """``"a=0.02,b=-0.01"`` -> ``{"a": 0.02, "b": -0.01}`` (``ValueError`` naming ``flag`` for
+    a term not in ``allowed`` or a bad weight)."""
     out: dict[str, float] = {}
     for item in (s.strip() for s in text.split(",")):
         if not item:
             continue
         term, sep, weight = item.partition("=")
         term = term.strip()
-        if term not in STYLE_TERMS:
-            raise ValueError(f"--style: unknown term {term!r}; allowed: {', '.join(STYLE_TERMS)}")
+        if term not in allowed:
+            raise ValueError(f"{flag}: unknown term {term!r}; allowed: {', '.join(allowed)}")
         try:
             out[term] = float(weight) if sep else float("nan")
         except ValueError:
             out[term] = float("nan")
         if not np.isfinite(out[term]):
-            raise ValueError(f"--style: {item!r} is not TERM=WEIGHT with a finite number")
+            raise ValueError(f"{flag}: {item!r} is not TERM=WEIGHT with a finite number")
     return out
+
+
+def parse_style(text: str) -> dict[str, float]:
+    """``"distance=0.02,shots=-0.01"`` -> ``{"distance": 0.02, "shots": -0.01}``
+    (``ValueError`` naming ``--style`` for an unknown term or a bad weight)."""
+    return parse_terms(text, "--style", STYLE_TERMS)
+
+
+def parse_potential(text: str) -> dict[str, float]:
+    """``"clear_shots=0.5,exposed=-0.5"`` -> a dict (``ValueError`` naming ``--potential``)."""
+    return parse_terms(text, "--potential", POTENTIAL_TERMS)
+
+
+class PositionPotential:
+    """The ``--potential`` of each decision's observation, from the move view of the seat's own
+    square (``move.here.*``, shares of the enemies in play) and its stance."""
+
+    def __init__(self, weights: dict[str, float], observation_labels: list[str]) -> None:
+        self.weights = weights
+        col = {label: j for j, label in enumerate(observation_labels)}
+        self.seen = col["move.here.seen_by"]
+        self.covered = col["move.here.covered_from"]
+        self.clear = col["move.here.clear_shots"]
+        self.low = np.array([col["self.stance_crouch"], col["self.stance_prone"]])
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        """The potential of each row's observation (float32)."""
+        w, out = self.weights, np.zeros(len(obs), dtype=np.float32)
+        if "clear_shots" in w:
+            out += w["clear_shots"] * obs[:, self.clear]
+        if "exposed" in w:
+            # cover counts only when crouched or prone (R5.3)
+            low = obs[:, self.low].sum(axis=1) > 0.5
+            out += w["exposed"] * (obs[:, self.seen] - np.where(low, obs[:, self.covered], 0.0))
+        return out
 
 
 class StyleShaping:
@@ -800,6 +852,9 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
     shaping = StyleShaping(style, first.observation_labels, first.action_labels,
                            (first.scenario.map.width, first.scenario.map.height)) \
         if style else None
+    potential_terms = parse_potential(args.potential)
+    potential = PositionPotential(potential_terms, first.observation_labels) \
+        if potential_terms else None
     ep_len = np.zeros(n, dtype=np.int64)
     side_weight = np.zeros((len(first.sides), s_count), dtype=np.float32)
     for side in range(len(first.sides)):
@@ -861,12 +916,14 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
                             full_t[sel][:, torch.from_numpy(cols)]
                         fa, _ = sample_masked(frozen[k].actor(o_k), mask_t[sel], gen)
                         actions[sel] = fa.numpy()
+            phi = None if potential is None else \
+                potential(obs_all if learner is None else obs_all[rows])
             if learner is None:  # every row: no gathering copy
                 rollout.add(rows, agent_all, obs_learner, mask_all, a.numpy(), logp.numpy(),
-                            value.numpy())
+                            value.numpy(), phi, args.gamma)
             else:
                 rollout.add(rows, agent_all[rows], obs_learner[rows], mask_all[rows], a.numpy(),
-                            logp.numpy(), value.numpy())
+                            logp.numpy(), value.numpy(), phi, args.gamma)
             decisions += len(rows)
             ep_len[rows] += 1
             if shaping is not None:  # read before the step overwrites the observations

@@ -97,6 +97,56 @@ def test_gae_per_seat_matches_a_hand_computation():
     assert r.carry() == 0
 
 
+def test_potential_shaping_telescopes_per_seat():
+    """--potential: each transition of a seat gains gamma x the next decision's potential and
+    loses its own; a battle's end has potential 0. Per seat, the shaped rewards discounted over
+    a battle are the true ones minus the first potential (Ng et al. 1999), so no policy's
+    ranking changes."""
+    gamma = 0.9
+    r = SeatRollout(num_rows=1, num_seats=2, obs_dim=1, n_actions=2, steps=8)
+    plan = [  # (seat, potential at its decision, rewards of the step [seat0, seat1], ended)
+        (0, 0.5, [0.0, 0.0], False), (1, -0.25, [0.1, 0.0], False), (0, 0.75, [0.0, 0.0], False),
+        (1, 0.0, [0.0, 0.2], False), (0, -0.5, [1.0, -1.0], True), (1, 0.3, [0.0, 0.0], False),
+    ]
+    for seat, phi, rewards, ended in plan:
+        r.add(np.array([0]), np.array([seat]), np.zeros((1, 1)), np.ones((1, 2), bool),
+              np.array([0]), np.array([0.0]), np.array([0.0]),
+              np.array([phi], dtype=np.float32), gamma)
+        r.credit(np.array([rewards], dtype=np.float32), np.array([ended]))
+    shaped = r.reward[:r.size].tolist()
+    # seat 0: transitions 0, 2, 4 with potentials 0.5, 0.75, -0.5
+    assert np.allclose(shaped[0], 0.1 + gamma * 0.75 - 0.5)
+    assert np.allclose(shaped[2], 0.0 + gamma * -0.5 - 0.75)
+    assert np.allclose(shaped[4], 1.0 + 0.5)  # the end: potential 0, nothing added
+    true0 = [0.1, 0.0, 1.0]
+    disc = [gamma ** k for k in range(3)]
+    assert np.isclose(np.dot(disc, [shaped[0], shaped[2], shaped[4]]),
+                      np.dot(disc, true0) - 0.5, atol=1e-6)
+    # seat 1: transitions 1 and 3 (potentials -0.25, 0.0), closed by the battle's end; 5 is
+    # the next battle's and still pending with its own -potential
+    assert np.allclose([shaped[1], shaped[3]], [0.0 + gamma * 0.0 + 0.25, 0.2 - 1.0 - 0.0])
+    assert np.isclose(shaped[5], -0.3)
+
+
+def test_position_potential_reads_the_move_view_of_the_seats_own_square():
+    """clear_shots and exposed come from move.here.* (observations.move_view, R8.1), and cover
+    only counts when the seat is crouched or prone (R5.3)."""
+    from experiments.train_ppo import PositionPotential, parse_potential
+
+    venv = vector.make("squad", num_envs=1, seed=0, backend="python", relative_actions=True,
+                       move_view=True)
+    labels = venv.observation_labels
+    col = {lab: j for j, lab in enumerate(labels)}
+    obs = np.zeros((3, len(labels)), dtype=np.float32)
+    obs[:, col["move.here.seen_by"]] = 0.75
+    obs[:, col["move.here.covered_from"]] = 0.5
+    obs[:, col["move.here.clear_shots"]] = 0.25
+    obs[1, col["self.stance_prone"]] = 1.0
+    obs[2, col["self.stance_crouch"]] = 1.0
+    pot = PositionPotential(parse_potential("clear_shots=2,exposed=-1"), labels)
+    assert np.allclose(pot(obs), [0.5 - 0.75, 0.5 - 0.25, 0.5 - 0.25])
+
+
 # ============================================================================ a tiny run
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
@@ -432,6 +482,8 @@ def test_style_distance_in_metres_uses_the_map_size():
 @pytest.mark.parametrize(("flags", "message"), [
     (["--style", "speed=1"], "--style: unknown term 'speed'"),
     (["--style", "distance=x"], "--style: 'distance=x' is not TERM=WEIGHT"),
+    (["--potential", "cover=1"], "--potential: unknown term 'cover'"),
+    (["--potential", "exposed=-1"], "--potential reads the move view"),
     (["--pool-opponents", "a.pt"], "--pool-opponents needs --pool"),
     (["--pool", "--pool-opponents", "missing.pt"], "--pool-opponents: 'missing.pt' is not"),
     (["--pool", "--pool-sampling", "best"], "--pool-sampling must be one of uniform, pfsp"),
