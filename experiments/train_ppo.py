@@ -41,6 +41,11 @@ being trained; frozen and scripted seats are not counted). A battle cut at ``max
   the learner plays and one of the ``--pool-size`` latest frozen checkpoints for the other
   sides. The trainer runs the frozen seats itself (one batched forward pass per checkpoint in
   use, sampling from its masked distribution, not trained on).
+* ``--pool-watch OTHER_RUN``: two learners at once, each in its own process, each with the
+  other's pool checkpoints in its pool as they appear (a league's main learner and its
+  exploiter: ``--pool-watch-share 1`` makes a run play only the watched checkpoints). Which
+  checkpoint a battle meets then depends on the other process's timing: such runs are not
+  reproducible byte for byte, and their ``evaluation.json`` lists what was met.
 
 **Evaluation.** Every ``--eval-every`` updates (and before the first), the greedy policy (the
 checkpoint's default NPC behaviour) plays ``--eval-battles`` battles against each
@@ -125,6 +130,16 @@ class Args:
     pool_opponents: str = ""
     """pool: other policies' train_ppo checkpoints (.pt), comma-separated, kept in the pool for
     the whole run beside the learner's own (a league's other members)"""
+    pool_watch: str = ""
+    """pool: other runs' folders (comma-separated) whose pool/ checkpoints join this run's pool
+    as those runs save them, checked every --pool-every updates (the latest --pool-size of
+    them): two learners that train at once, each against the other's past (a main learner and
+    an exploiter, as in a league). Which checkpoints a battle meets then depends on the other
+    process's timing, so such a run is not reproducible byte for byte"""
+    pool_watch_share: float = 0.5
+    """pool: share of the pool's battles drawn from the --pool-watch checkpoints once there are
+    any (1: an exploiter that plays only the watched runs; the rest: its own past and
+    --pool-opponents)"""
     pool_sampling: str = "uniform"
     """pool: how a battle draws its frozen opponent: 'uniform', or 'pfsp' (prioritised
     fictitious self-play: weight (1 - p)^2 where p is the learner's win rate so far against
@@ -251,6 +266,14 @@ class Args:
             raise ValueError("--pool-scripted needs --pool")
         if self.pool_opponents and not self.pool:
             raise ValueError("--pool-opponents needs --pool")
+        if self.pool_watch and not self.pool:
+            raise ValueError("--pool-watch needs --pool")
+        if not 0.0 <= self.pool_watch_share <= 1.0:
+            raise ValueError(f"--pool-watch-share must be in [0, 1], got {self.pool_watch_share}")
+        for folder in names_list(self.pool_watch):
+            if not Path(folder).is_dir():
+                raise ValueError(f"--pool-watch: {folder!r} is not a folder (a train_ppo run's "
+                                 "--out, whose pool/ it reads)")
         if self.pool_sampling not in POOL_SAMPLING:
             raise ValueError(f"--pool-sampling must be one of {', '.join(POOL_SAMPLING)}, got "
                              f"{self.pool_sampling!r}")
@@ -753,6 +776,9 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
     frozen_cols: list[Any] = [observation_columns(first, dict(_trained_views(p)))
                               for p in names_list(args.pool_opponents)] if args.pool else []
     n_external = len(frozen)
+    # what each frozen network is: "external" (--pool-opponents), "own", "watched"
+    frozen_kind: list[str] = ["external"] * n_external
+    frozen_name: list[str] = list(names_list(args.pool_opponents)) if args.pool else []
     pool_games: list[int] = [0] * n_external  # training battles against each frozen policy
     pool_wins: list[int] = [0] * n_external
     row_side = np.full(n, -1, dtype=np.int64)  # the learner's side per row (-1: all sides)
@@ -766,19 +792,41 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
         copy = ActorCritic(obs_dim, n_actions, net.hidden)
         copy.load_state_dict(net.state_dict())
         copy.eval()
-        frozen.append(copy)
-        frozen_cols.append(slice(0, obs_dim))
-        pool_games.append(0)
-        pool_wins.append(0)
+        add_frozen(copy, slice(0, obs_dim), "own", f"pool/ppo_u{update:06d}.pt")
         save(out / "pool" / f"ppo_u{update:06d}.pt", update, decisions)
 
-    def draw_pool(rows: np.ndarray) -> None:
-        """New battles in pool rows: the learner's side and its frozen opponent (the
-        --pool-opponents and the latest --pool-size own checkpoints; uniformly or by PFSP)."""
-        own = len(frozen) - n_external
-        low = n_external + (max(0, own - args.pool_size) if args.pool_size else 0)
-        candidates = np.array([*range(n_external), *range(low, len(frozen))])
-        row_side[rows] = rng.integers(len(first.sides), size=len(rows))
+    def add_frozen(network: Any, cols: Any, kind: str, name: str) -> None:
+        frozen.append(network)
+        frozen_cols.append(cols)
+        frozen_kind.append(kind)
+        frozen_name.append(name)
+        pool_games.append(0)
+        pool_wins.append(0)
+
+    watch_seen: set[str] = set()  # --pool-watch files looked at (loaded or too old)
+
+    def watch() -> None:
+        """Load the --pool-watch runs' pool checkpoints saved since the last look (only the
+        newest --pool-size of each: older ones would never be drawn)."""
+        for folder in names_list(args.pool_watch):
+            found = sorted(str(p) for p in (Path(folder) / "pool").glob("ppo_u*.pt"))
+            new = [p for p in found if p not in watch_seen]
+            watch_seen.update(new)
+            for path in new[-args.pool_size:] if args.pool_size else new:
+                data = read_checkpoint(path)
+                if int(data["obs_dim"]) != obs_dim or \
+                        list(data["action_labels"]) != list(first.action_labels):
+                    raise ValueError(f"--pool-watch: {path} does not fit this run (observation "
+                                     f"size {data['obs_dim']} against {obs_dim}, or other "
+                                     "action labels): watch runs with the same scenario and "
+                                     "views")
+                add_frozen(network_from_checkpoint(data), slice(0, obs_dim), "watched", path)
+
+    def latest(kind: str) -> list[int]:
+        idx = [i for i, k in enumerate(frozen_kind) if k == kind]
+        return idx[-args.pool_size:] if args.pool_size else idx
+
+    def draw_from(rows: np.ndarray, candidates: np.ndarray) -> None:
         if args.pool_sampling == "pfsp":
             games, wins = np.array(pool_games)[candidates], np.array(pool_wins)[candidates]
             weight = (1.0 - (wins + 1.0) / (games + 2.0)) ** 2
@@ -786,8 +834,23 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
         else:
             row_frozen[rows] = candidates[rng.integers(len(candidates), size=len(rows))]
 
+    def draw_pool(rows: np.ndarray) -> None:
+        """New battles in pool rows: the learner's side and its frozen opponent (the
+        --pool-opponents and the latest --pool-size own checkpoints, or on --pool-watch-share
+        of them the latest --pool-size watched ones; uniformly or by PFSP)."""
+        row_side[rows] = rng.integers(len(first.sides), size=len(rows))
+        watched = latest("watched")
+        on_watched = rng.random(len(rows)) < args.pool_watch_share if watched else \
+            np.zeros(len(rows), dtype=bool)
+        if on_watched.any():
+            draw_from(rows[on_watched], np.array(watched))
+        if (~on_watched).any():
+            draw_from(rows[~on_watched],
+                      np.array([*range(n_external), *latest("own")]))
+
     if pool_rows is not None:
         freeze(0, 0)
+        watch()
         draw_pool(np.arange(pool_rows.start, pool_rows.stop))
 
     # ---- evaluation
@@ -1050,6 +1113,7 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
         stats = new_stats()
         if pool_rows is not None and update % args.pool_every == 0:
             freeze(update, decisions)
+            watch()
         last = decisions >= args.total_timesteps or update == args.stop_after_updates
         if (args.eval_every and update % args.eval_every == 0) or last:
             rec = evaluate(update, decisions, train_win)
@@ -1075,10 +1139,7 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
         "eval_before": history[0]["eval"], "eval_after": history[-1]["eval"]}
     if pool_rows is not None:
         results["pool"] = {
-            "opponents": [*names_list(args.pool_opponents),
-                          *(f"pool/ppo_u{u:06d}.pt" for u in
-                            [0, *range(args.pool_every, update + 1, args.pool_every)])
-                          ][:len(frozen)],
+            "opponents": frozen_name,
             "training_battles": pool_games, "learner_wins": pool_wins}
     print(f"\ntrained {decisions:,} decisions in {train_seconds:.0f} s "
           f"({results['decisions_per_second']:,.0f} decisions/s, {args.backend} backend; "

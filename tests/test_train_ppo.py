@@ -479,10 +479,37 @@ def test_style_distance_in_metres_uses_the_map_size():
     assert np.allclose(shaping(obs, np.zeros(1, dtype=np.int64)), [-0.5 * 7.5])
 
 
+def test_pool_watch_plays_the_other_runs_checkpoints(tmp_path):
+    """--pool-watch: another run's pool checkpoints join the pool; with --pool-watch-share 1
+    (an exploiter) every pool battle meets one of them and none the run's own past."""
+    from experiments.train_ppo import build_parser, run
+
+    common = ["--scenario", "duel", "--pool", "--pool-every", "1", "--num-envs", "8",
+              "--num-steps", "32", "--eval-vs", "", "--final-eval-battles", "0",
+              "--backend", "python", "--no-progress"]
+    main = tmp_path / "main"
+    assert run(build_parser().parse_args([*common, "--total-timesteps", "512", "--seed", "5",
+                                          "--out", str(main)])) == 0
+    watched = sorted(str(p) for p in (main / "pool").glob("ppo_u*.pt"))
+    assert len(watched) >= 2
+    exploiter = tmp_path / "exploiter"
+    assert run(build_parser().parse_args([*common, "--total-timesteps", "512", "--seed", "6",
+                                          "--pool-watch", str(main), "--pool-watch-share", "1",
+                                          "--pool-size", "2", "--out", str(exploiter)])) == 0
+    pool = json.loads((exploiter / "evaluation.json").read_text())["pool"]
+    games = dict(zip(pool["opponents"], pool["training_battles"], strict=True))
+    assert [name for name in games if name in watched] == watched[-2:]  # the newest --pool-size
+    assert sum(games[name] for name in watched[-2:]) > 0
+    assert all(n == 0 for name, n in games.items() if name not in watched)
+
+
 @pytest.mark.parametrize(("flags", "message"), [
     (["--style", "speed=1"], "--style: unknown term 'speed'"),
     (["--style", "distance=x"], "--style: 'distance=x' is not TERM=WEIGHT"),
     (["--potential", "cover=1"], "--potential: unknown term 'cover'"),
+    (["--pool-watch", "."], "--pool-watch needs --pool"),
+    (["--pool", "--pool-watch", "no/such/run"], "--pool-watch: 'no/such/run' is not a folder"),
+    (["--pool", "--pool-watch-share", "2"], "--pool-watch-share must be in [0, 1]"),
     (["--potential", "exposed=-1"], "--potential reads the move view"),
     (["--pool-opponents", "a.pt"], "--pool-opponents needs --pool"),
     (["--pool", "--pool-opponents", "missing.pt"], "--pool-opponents: 'missing.pt' is not"),
