@@ -627,8 +627,10 @@ def check_compatible(args: Args, probe: Any, scenarios: list[str]) -> None:
 
 
 def check_checkpoints(args: Args, venv: Any) -> None:
-    """``--init`` and ``--pool-opponents`` checkpoints must fit the battles: the same
-    observation size and action labels (``ValueError`` naming the flag and both layouts);
+    """``--init``, ``--pool-opponents`` and ``--pool-watch`` checkpoints (the newest one a
+    watched run holds already; later ones are checked as they are loaded) must fit the
+    battles: the same observation size and action labels (``ValueError`` naming the flag and
+    both layouts);
     ``--init`` must also have been trained with the move view exactly when ``--move-view``
     is given, and with the aim view exactly when ``--aim-view`` (a pool opponent may differ:
     it reads its own columns of the observation). The learner reads a prefix of the
@@ -642,6 +644,9 @@ def check_checkpoints(args: Args, venv: Any) -> None:
                          "comes before the aim view; pass --move-view too")
     paths = [("--init", args.init)] if args.init else []
     paths += [("--pool-opponents", p) for p in names_list(args.pool_opponents)]
+    for folder in names_list(args.pool_watch):  # the newest checkpoint there already, if any
+        paths += [("--pool-watch", str(p))
+                  for p in sorted((Path(folder) / "pool").glob("ppo_u*.pt"))[-1:]]
     names = {"move_view": "the move view", "aim_view": "the aim view"}
     for flag, path in paths:
         try:
@@ -657,15 +662,24 @@ def check_checkpoints(args: Args, venv: Any) -> None:
                 raise ValueError(f"{flag}: {path} was trained {said} {names[view]}; pass "
                                  f"{option if views[view] else 'no ' + option} "
                                  "to train beside it")
-        cols = observation_columns(venv, views)
-        want = cols.stop if isinstance(cols, slice) else len(cols)
-        if int(data["obs_dim"]) != want or \
-                list(data["action_labels"]) != list(venv.action_labels):
-            raise ValueError(f"{flag}: {path} was trained on {data.get('scenario')!r} "
-                             f"(observation size {data['obs_dim']}, "
-                             f"{len(data['action_labels'])} actions), which does not fit "
-                             f"{venv.scenario.name!r} (observation size {want}, "
-                             f"{venv.n_actions} actions)")
+        checkpoint_columns(flag, path, data, venv)
+
+
+def checkpoint_columns(flag: str, path: str, data: dict, venv: Any) -> slice | np.ndarray:
+    """The columns of ``venv``'s observations the checkpoint ``data`` (read from ``path``)
+    reads, after checking that it fits the battles: the same observation size over its own
+    views and the same action labels (``ValueError`` naming ``flag`` and both layouts)."""
+    from agents.views import views_of
+
+    cols = observation_columns(venv, views_of(data))
+    want = cols.stop if isinstance(cols, slice) else len(cols)
+    if int(data["obs_dim"]) != want or list(data["action_labels"]) != list(venv.action_labels):
+        raise ValueError(f"{flag}: {path} was trained on {data.get('scenario')!r} "
+                         f"(observation size {data['obs_dim']}, "
+                         f"{len(data['action_labels'])} actions), which does not fit "
+                         f"{venv.scenario.name!r} (observation size {want}, "
+                         f"{venv.n_actions} actions)")
+    return cols
 
 
 def make_eval_vectors(args: Args, sides: list[str]) -> dict[str, list[tuple[Any, int]]]:
@@ -776,8 +790,10 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
     frozen_cols: list[Any] = [observation_columns(first, dict(_trained_views(p)))
                               for p in names_list(args.pool_opponents)] if args.pool else []
     n_external = len(frozen)
-    # what each frozen network is: "external" (--pool-opponents), "own", "watched"
-    frozen_kind: list[str] = ["external"] * n_external
+    # the frozen networks of each kind, by index, oldest first: --pool-opponents ("external"),
+    # the learner's own past, the --pool-watch runs' checkpoints
+    frozen_of: dict[str, list[int]] = {"external": list(range(n_external)), "own": [],
+                                       "watched": []}
     frozen_name: list[str] = list(names_list(args.pool_opponents)) if args.pool else []
     pool_games: list[int] = [0] * n_external  # training battles against each frozen policy
     pool_wins: list[int] = [0] * n_external
@@ -796,9 +812,9 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
         save(out / "pool" / f"ppo_u{update:06d}.pt", update, decisions)
 
     def add_frozen(network: Any, cols: Any, kind: str, name: str) -> None:
+        frozen_of[kind].append(len(frozen))
         frozen.append(network)
         frozen_cols.append(cols)
-        frozen_kind.append(kind)
         frozen_name.append(name)
         pool_games.append(0)
         pool_wins.append(0)
@@ -814,16 +830,11 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
             watch_seen.update(new)
             for path in new[-args.pool_size:] if args.pool_size else new:
                 data = read_checkpoint(path)
-                if int(data["obs_dim"]) != obs_dim or \
-                        list(data["action_labels"]) != list(first.action_labels):
-                    raise ValueError(f"--pool-watch: {path} does not fit this run (observation "
-                                     f"size {data['obs_dim']} against {obs_dim}, or other "
-                                     "action labels): watch runs with the same scenario and "
-                                     "views")
-                add_frozen(network_from_checkpoint(data), slice(0, obs_dim), "watched", path)
+                cols = checkpoint_columns("--pool-watch", path, data, first)
+                add_frozen(network_from_checkpoint(data), cols, "watched", path)
 
     def latest(kind: str) -> list[int]:
-        idx = [i for i, k in enumerate(frozen_kind) if k == kind]
+        idx = frozen_of[kind]
         return idx[-args.pool_size:] if args.pool_size else idx
 
     def draw_from(rows: np.ndarray, candidates: np.ndarray) -> None:
@@ -845,8 +856,7 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
         if on_watched.any():
             draw_from(rows[on_watched], np.array(watched))
         if (~on_watched).any():
-            draw_from(rows[~on_watched],
-                      np.array([*range(n_external), *latest("own")]))
+            draw_from(rows[~on_watched], np.array([*frozen_of["external"], *latest("own")]))
 
     if pool_rows is not None:
         freeze(0, 0)

@@ -479,7 +479,7 @@ def test_style_distance_in_metres_uses_the_map_size():
     assert np.allclose(shaping(obs, np.zeros(1, dtype=np.int64)), [-0.5 * 7.5])
 
 
-def test_pool_watch_plays_the_other_runs_checkpoints(tmp_path):
+def test_pool_watch_plays_the_other_runs_checkpoints(tmp_path, capsys):
     """--pool-watch: another run's pool checkpoints join the pool; with --pool-watch-share 1
     (an exploiter) every pool battle meets one of them and none the run's own past."""
     from experiments.train_ppo import build_parser, run
@@ -501,6 +501,13 @@ def test_pool_watch_plays_the_other_runs_checkpoints(tmp_path):
     assert [name for name in games if name in watched] == watched[-2:]  # the newest --pool-size
     assert sum(games[name] for name in watched[-2:]) > 0
     assert all(n == 0 for name, n in games.items() if name not in watched)
+    # a watched run whose checkpoints do not fit these battles is refused, naming the flag
+    status = cli_main(["train", "ppo", "--scenario", "squad", "--pool", "--pool-watch", str(main),
+                       "--total-timesteps", "8", "--num-envs", "2", "--num-steps", "4",
+                       "--eval-vs", "", "--final-eval-battles", "0", "--backend", "python",
+                       "--no-progress", "--out", str(tmp_path / "misfit")])
+    assert status == 2
+    assert "--pool-watch: " in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("flags", "message"), [
