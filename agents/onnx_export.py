@@ -70,6 +70,7 @@ class ExportedNetwork:
     training: dict[str, Any] = field(default_factory=dict)
     move_view: bool = False  # trained on observations with the move view
     aim_view: bool = False  # ... and with the aim view (after the move view)
+    attack_view: bool = False  # ... and with the attack view (after the aim view)
 
     @property
     def obs_dim(self) -> int:
@@ -120,7 +121,8 @@ def read_ppo_checkpoint(path: str | Path) -> ExportedNetwork:
     return ExportedNetwork(layers, list(data["action_labels"]), "relative",
                            str(data.get("scenario", "")), "traveller-ppo", training=training,
                            move_view=bool(data.get("move_view", False)),
-                           aim_view=bool(data.get("aim_view", False)))
+                           aim_view=bool(data.get("aim_view", False)),
+                           attack_view=bool(data.get("attack_view", False)))
 
 
 def _zip_entry(path: Path, archive: zipfile.ZipFile, name: str) -> bytes:
@@ -280,7 +282,8 @@ def export_onnx(policy: str | Path, out: str | Path,
         raise ValueError(f"{policy}: the checkpoint records no scenario (no .meta.json beside "
                          "it?): pass the scenario it plays (--scenario)")
     try:
-        env = TravellerEnv(source, move_view=net.move_view, aim_view=net.aim_view)
+        env = TravellerEnv(source, move_view=net.move_view, aim_view=net.aim_view,
+                           attack_view=net.attack_view)
     except (ValueError, FileNotFoundError) as exc:
         raise ValueError(f"{policy}: scenario {source!r} cannot be loaded ({exc}); pass the "
                          "scenario it plays (--scenario)") from exc
@@ -311,7 +314,8 @@ def export_onnx(policy: str | Path, out: str | Path,
         "source": policy.name, "hidden": _json([int(w.shape[0]) for w, _ in net.layers[:-1]]),
         "activation": "tanh", "training": _json(net.training),
         "move_view": _json(net.move_view),
-        **({"aim_view": _json(True)} if net.aim_view else {})}  # absent: false
+        **({"aim_view": _json(True)} if net.aim_view else {}),  # absent: false
+        **({"attack_view": _json(True)} if net.attack_view else {})}
     data = onnx_bytes(net, metadata)
     _verify(out, net, data)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -110,7 +110,7 @@ def read_metadata(path: str | Path, session: Any = None) -> dict[str, Any]:
         raise ValueError(f"{path}: ONNX policy format version {meta['format_version']}; this "
                          f"code reads version {FORMAT_VERSION}")
     for key in ("action_labels", "observation_labels", "focus", "hidden", "training",
-                "move_view", "aim_view"):
+                "move_view", "aim_view", "attack_view"):
         if key not in raw:
             continue
         try:
@@ -196,6 +196,7 @@ class OnnxPolicy:
         self.focus: tuple[str, ...] = tuple(meta["focus"])
         self.move_view: bool = meta["move_view"]
         self.aim_view: bool = meta["aim_view"]
+        self.attack_view: bool = meta["attack_view"]
         self.views = views_of(meta)  # what complete_observation rebuilds in other envs
         self.move_view_size = 0  # entries the env's observation may lack (set by the check)
         _check_graph(self.path, self.session, self.obs_dim, self.n_actions)
@@ -211,7 +212,8 @@ class OnnxPolicy:
 
     def _check_scenario(self, scenario: ScenarioSource) -> None:
         """``ValueError`` unless the file's observation and actions are the scenario's."""
-        env = TravellerEnv(scenario, move_view=self.move_view, aim_view=self.aim_view)
+        env = TravellerEnv(scenario, move_view=self.move_view, aim_view=self.aim_view,
+                           attack_view=self.attack_view)
         label = env.scenario.name
         meta = self.metadata
         self.move_view_size = view_sizes(env.observation_labels)["move_view"]

@@ -170,10 +170,12 @@ class PPOPolicy:
 
     def __init__(self, layers: list[tuple[np.ndarray, np.ndarray]], action_labels: list[str],
                  name: str, deterministic: bool = True, seed: int | None = None,
-                 move_view_size: int = 0, aim_view: bool = False) -> None:
+                 move_view_size: int = 0, aim_view: bool = False,
+                 attack_view: bool = False) -> None:
         self.layers = layers
         self.move_view_size = int(move_view_size)  # > 0: it reads the move view
-        self.views = {"move_view": self.move_view_size > 0, "aim_view": bool(aim_view)}
+        self.views = {"move_view": self.move_view_size > 0, "aim_view": bool(aim_view),
+                      "attack_view": bool(attack_view)}
         self.action_labels = list(action_labels)
         self.name = name
         self.deterministic = deterministic
@@ -264,4 +266,4 @@ def load_ppo_policy(path: str | Path, scenario: ScenarioSource, deterministic: b
     return PPOPolicy(layers, data["action_labels"], name or path.stem,
                      deterministic=deterministic, seed=seed,
                      move_view_size=view_sizes(env.observation_labels)["move_view"],
-                     aim_view=views["aim_view"])
+                     aim_view=views["aim_view"], attack_view=views["attack_view"])

@@ -1,12 +1,14 @@
 """The optional observation views a trained policy reads, and how it gets them in any env.
 
-``TravellerEnv`` appends two optional views to the observation vector, in this order: the move
-view (``move_view=True``: what the map offers at each square a move could end on) and the aim
-view (``aim_view=True``: who holds an aim on the observer). A policy trained with a view records
-it (a checkpoint's ``move_view``/``aim_view`` keys, an ONNX file's metadata); playing in an env
-whose observation lacks a view it reads (or has one it does not), ``complete_observation``
-rebuilds the vector it was trained on, asking the env for the missing view
-(``env.move_view_vector``, ``env.aim_view_vector``).
+``TravellerEnv`` appends three optional views to the observation vector, in this order: the
+move view (``move_view=True``: what the map offers at each square a move could end on), the aim
+view (``aim_view=True``: who holds an aim on the observer) and the attack view
+(``attack_view=True``: exact hit chances now and from each move's end square). A policy
+trained with a view records it (a checkpoint's ``move_view``/``aim_view``/``attack_view`` keys,
+an ONNX file's metadata); playing in an env whose observation lacks a view it reads (or has one
+it does not), ``complete_observation`` rebuilds the vector it was trained on, asking the env for
+the missing view (``env.move_view_vector``, ``env.aim_view_vector``,
+``env.attack_view_vector``).
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ import numpy as np
 __all__ = ["VIEWS", "complete_observation", "view_sizes", "views_of"]
 
 #: The views, in the order the observation vector appends them; each is an env keyword.
-VIEWS = ("move_view", "aim_view")
-_PREFIX = {"move_view": "move.", "aim_view": "aim."}
+VIEWS = ("move_view", "aim_view", "attack_view")
+_PREFIX = {"move_view": "move.", "aim_view": "aim.", "attack_view": "attack."}
 
 
 def views_of(data: Mapping[str, Any]) -> dict[str, bool]:

@@ -198,8 +198,9 @@ def checkpoint_provenance(checkpoint: Path) -> dict[str, Any]:
     info: dict[str, Any] = {k: data.get(k) for k in ("scenario", "update", "decisions", "seed",
                                                       "hidden")}
     info["move_view"] = bool(data.get("move_view", False))
-    if data.get("aim_view"):
-        info["aim_view"] = True
+    for view in ("aim_view", "attack_view"):
+        if data.get(view):
+            info[view] = True
     info.update(imitation_of(data))  # it descends from a behaviour-cloning start, if so
     folder = checkpoint.parent.parent if checkpoint.parent.name == "pool" else checkpoint.parent
     config = folder / "config.json"

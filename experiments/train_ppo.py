@@ -170,6 +170,10 @@ class Args:
     aim_view: bool = False
     """observe the aim view too (per slot, the aim DM that combatant holds on the seat, R4.3;
     after the move view); the checkpoint records it, and plays in any env"""
+    attack_view: bool = False
+    """observe the attack view too (exact hit chances from the rules: each attack now, per
+    slot, and the best shot and the enemies' threat at each square a move could end on; after
+    the aim view); the checkpoint records it, and plays in any env"""
     total_timesteps: int = 300_000
     """learner decisions to train for (rounded up to whole rollouts)"""
     stop_after_updates: int = 0
@@ -488,8 +492,9 @@ def _trained_views(path: str) -> tuple[tuple[str, bool], ...]:
 
 
 def learner_views(args: Args) -> dict[str, bool]:
-    """The views the learner reads (``--move-view``, ``--aim-view``)."""
-    return {"move_view": args.move_view, "aim_view": args.aim_view}
+    """The views the learner reads (``--move-view``, ``--aim-view``, ``--attack-view``)."""
+    return {"move_view": args.move_view, "aim_view": args.aim_view,
+            "attack_view": args.attack_view}
 
 
 def vector_views(args: Args) -> dict[str, bool]:
@@ -640,14 +645,22 @@ def check_checkpoints(args: Args, venv: Any) -> None:
     from agents.views import views_of
 
     if not isinstance(observation_columns(venv, learner_views(args)), slice):
-        raise ValueError("--aim-view: a --pool-opponents checkpoint reads the move view, which "
-                         "comes before the aim view; pass --move-view too")
+        from agents.views import VIEWS
+
+        mine = learner_views(args)
+        last = max(i for i, v in enumerate(VIEWS) if mine[v])
+        before = [v for v in VIEWS[:last] if vector_views(args)[v] and not mine[v]]
+        flags = " ".join("--" + v.replace("_", "-") for v in before)
+        raise ValueError(f"--{VIEWS[last].replace('_', '-')}: a --pool-opponents checkpoint "
+                         f"reads {', '.join(v.replace('_', ' ') for v in before)}, which "
+                         f"comes before it in the observation; pass {flags} too")
     paths = [("--init", args.init)] if args.init else []
     paths += [("--pool-opponents", p) for p in names_list(args.pool_opponents)]
     for folder in names_list(args.pool_watch):  # the newest checkpoint there already, if any
         paths += [("--pool-watch", str(p))
                   for p in sorted((Path(folder) / "pool").glob("ppo_u*.pt"))[-1:]]
-    names = {"move_view": "the move view", "aim_view": "the aim view"}
+    names = {"move_view": "the move view", "aim_view": "the aim view",
+             "attack_view": "the attack view"}
     for flag, path in paths:
         try:
             data = read_checkpoint(path)

@@ -84,6 +84,17 @@ def test_the_aim_view_is_the_same_on_the_core_aec_env():
             -len(env.aim_view_vector(agent)):].tobytes()
 
 
+def test_the_attack_view_is_the_same_on_the_core_aec_env():
+    assert lockstep("squad", 7, move_view=True, aim_view=True, attack_view=True) > 50
+    env = traveller_env.raw_env("squad", backend="core")
+    env.reset(seed=2)
+    twin = traveller_env.raw_env("squad", backend="python", attack_view=True)
+    twin.reset(seed=2)
+    for agent in env.possible_agents:  # the attack view alone, asked of an env without it
+        assert env.attack_view_vector(agent).tobytes() == twin.observe(agent)["observation"][
+            -len(env.attack_view_vector(agent)):].tobytes()
+
+
 @pytest.mark.parametrize("name", traveller_env.builtin_scenarios())
 def test_every_builtin_scenario_gives_the_same_aec_steps(name):
     assert lockstep(name, seed=3) > 10

@@ -35,7 +35,7 @@ FUZZ = settings(deadline=None, derandomize=True, database=None,
 
 def play_and_compare(scenario, seed: int, attack_rate: float = 0.5, illegal_rate: float = 0.05,
                      seen: dict[str, int] | None = None, move_view: bool = False,
-                     aim_view: bool = False) -> int:
+                     aim_view: bool = False, attack_view: bool = False) -> int:
     """Play one battle through both engines comparing observations and states at every step;
     count in ``seen`` the steps at which each field (label without its slot) was non-zero.
     Returns the number of decisions."""
@@ -48,8 +48,10 @@ def play_and_compare(scenario, seed: int, attack_rate: float = 0.5, illegal_rate
 
     sc = load_scenario(scenario)
     py = build_battle(sc, dice=Dice(seed, generator="pcg"))
-    cb = CoreBattle(sc, seed, record_events=False, move_view=move_view, aim_view=aim_view)
-    builder = ObservationBuilder(py, move_view=move_view, aim_view=aim_view)
+    cb = CoreBattle(sc, seed, record_events=False, move_view=move_view, aim_view=aim_view,
+                    attack_view=attack_view)
+    builder = ObservationBuilder(py, move_view=move_view, aim_view=aim_view,
+                                 attack_view=attack_view)
     assert (cb.observation_size, cb.state_size) == (builder.size, builder.state_size)
     for seat, agent in enumerate(cb.ids):  # the slots, relative to the observer
         core_slots = [cb._b.slot(seat, k) for k in range(cb._b.num_slots)]
@@ -61,6 +63,7 @@ def play_and_compare(scenario, seed: int, attack_rate: float = 0.5, illegal_rate
     fields = [lab.split(".", 1)[1] if lab.startswith("self.")
               else "move." + lab.rsplit(".", 1)[1] if lab.startswith("move.")
               else "aim." + lab.rsplit(".", 1)[1] if lab.startswith("aim.")
+              else "attack." + lab.rsplit(".", 1)[1] if lab.startswith("attack.")
               else "slot." + lab.split(".", 1)[1] for lab in builder.labels]
     rng = np.random.default_rng(seed)
     steps = 0
@@ -153,6 +156,28 @@ def test_the_aim_view_observes_identically_and_reaches_every_entry():
     play_and_compare("squad", 1, aim_view=True)  # the aim view alone: right after the slots
     missing = [f for f in AIM_VIEW_FIELDS if not seen[f"aim.{f}"]]
     assert not missing, f"aim view entries never non-zero: {missing}"
+
+
+def test_the_attack_view_observes_identically_and_reaches_every_entry():
+    """The attack view (exact R1.2 hit chances of each attack now, and from each square a move
+    could end on, with every R4.1/R4.3/R5 DM) is the same on both engines after the other
+    views and alone, in every built-in scenario, and each of its fields is non-zero
+    somewhere."""
+    from traveller_env.observations import ATTACK_SQUARE_FIELDS, ATTACK_VIEW_FIELDS
+
+    seen: dict[str, int] = defaultdict(int)
+    for name in builtin_scenarios():
+        play_and_compare(name, 0, seen=seen, move_view=True, aim_view=True, attack_view=True)
+    play_and_compare("squad", 1, attack_view=True)  # alone: right after the slots
+    missing = [f for f in (*ATTACK_VIEW_FIELDS, *ATTACK_SQUARE_FIELDS)
+               if not seen[f"attack.{f}"]]
+    assert not missing, f"attack view entries never non-zero: {missing}"
+
+
+@settings(FUZZ, max_examples=25)
+@given(sc=valid_scenarios(max_side=4, max_map=8), seed=st.integers(0, 2**64 - 1))
+def test_fuzzed_scenarios_give_the_same_attack_view(sc, seed):
+    play_and_compare(sc, seed, attack_rate=0.7, attack_view=True)
 
 
 @settings(FUZZ, max_examples=25)

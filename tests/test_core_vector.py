@@ -51,6 +51,8 @@ def test_the_backends_play_the_same_battles(threads):
     lockstep("squad", 150, threads=threads, relative_actions=True)
     lockstep("squad", 150, threads=threads, relative_actions=True, move_view=True)
     lockstep("squad", 100, threads=threads, relative_actions=True, aim_view=True)
+    lockstep("squad", 60, threads=threads, relative_actions=True, move_view=True,
+             attack_view=True)
 
 
 def test_in_core_tactician_and_leader_opponents_agree():

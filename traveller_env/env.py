@@ -82,6 +82,16 @@ class TravellerEnv(AECEnv):
       combatant holds on the observer (R4.3, / 6; 0 when it aims elsewhere, not at all, or is
       out of play). An aim is visible at the table, and ``tactician`` weighs it; the rest of
       the vector only flags the observer's own aim.
+    * with ``attack_view=True`` (off by default; after the move and aim views), the attack
+      view: exact hit chances from the rules (``rules.attack.hit_probability``: 2D + every DM
+      >= 8, before reactions, 0 out of reach). Per slot, ``attack.<slot>.hit`` (the
+      observer's attack on it now, its aim and haste and held leadership DMs included) and
+      ``attack.<slot>.hits_me`` (its attack on the observer now); then for the observer's
+      square and each move's end square (as the move view), ``attack.<square>.best_hit`` (its
+      best unaimed attack from there on an enemy in play) and ``attack.<square>.threat`` (the
+      mean over the enemies in play of their chance to hit it there, in its stance now).
+      The odds ``tactician`` plans with, which a network would otherwise learn from noisy
+      outcomes (``observations.ATTACK_VIEW_FIELDS``).
 
     Every entry lies in [-1, 1] (clamped in the rare extremes of Initiative, leadership pools
     and skill DMs).
@@ -116,7 +126,7 @@ class TravellerEnv(AECEnv):
     ``InvariantError`` (an ``AssertionError``) naming the invariant and the combatant; off, it
     costs nothing. ``move_view`` (default ``False``; a constructor keyword) appends the move
     view to every observation vector, and ``aim_view`` (default ``False``; likewise) the aim
-    view (see Observation Space).
+    view, and ``attack_view`` (likewise) the attack view (see Observation Space).
 
     ## Misuse
     ``step``/``observe``/``last``/``state``/``action_mask`` before ``reset`` raise
@@ -151,6 +161,10 @@ class TravellerEnv(AECEnv):
         if not isinstance(aim_view, bool):
             raise TypeError(f"aim_view must be True or False, got {aim_view!r}")
         self.aim_view: bool = aim_view
+        attack_view = options.pop("attack_view", False)
+        if not isinstance(attack_view, bool):
+            raise TypeError(f"attack_view must be True or False, got {attack_view!r}")
+        self.attack_view: bool = attack_view
         sc = load_scenario(scenario)
         max_rounds = options.pop("max_rounds", None)
         if max_rounds is not None:
@@ -161,7 +175,8 @@ class TravellerEnv(AECEnv):
         self.render_mode = render_mode
         template = build_battle(self.scenario, seed=0)
         self._catalogue = ActionCatalogue(template)
-        self._obs_builder = ObservationBuilder(template, move_view=move_view, aim_view=aim_view)
+        self._obs_builder = ObservationBuilder(template, move_view=move_view, aim_view=aim_view,
+                                               attack_view=attack_view)
         self.possible_agents = [c.id for c in template.combatants]
         self.agents = []
         self._side_of = {c.id: c.side for c in template.combatants}
@@ -334,6 +349,16 @@ class TravellerEnv(AECEnv):
             self._require_reset("aim_view_vector()")
             self._check_agent(agent)
         return np.asarray(self._obs_builder.aim_view_entries(self._python_battle(), agent),
+                          dtype=np.float32)
+
+    def attack_view_vector(self, agent: str) -> np.ndarray:
+        """The attack view of ``agent`` alone (float32; the entries ``attack_view=True``
+        appends to its observation), whatever this env's own ``attack_view``: for policies
+        trained with it that play in an env without it (``agents.ppo_policy``)."""
+        if self.battle is None or agent not in self._side_of:
+            self._require_reset("attack_view_vector()")
+            self._check_agent(agent)
+        return np.asarray(self._obs_builder.attack_view_entries(self._python_battle(), agent),
                           dtype=np.float32)
 
     def _python_battle(self) -> Battle:

@@ -14,14 +14,15 @@ import struct
 import numpy as np
 
 from .rules.actions import STANCES
-from .rules.attack import range_dm
+from .rules.attack import hit_probability, range_dm
 from .rules.battle import Battle
 from .rules.checks import skill_dm
 from .rules.grid import DIRECTIONS, GridMap
 from .rules.leadership import leadership_dms
 
-__all__ = ["AIM_VIEW_FIELDS", "MOVE_VIEW_FIELDS", "PHASES", "SELF_FIELDS", "SLOT_FIELDS",
-           "ObservationBuilder", "move_view", "move_view_labels", "move_view_squares"]
+__all__ = ["AIM_VIEW_FIELDS", "ATTACK_SQUARE_FIELDS", "ATTACK_VIEW_FIELDS", "MOVE_VIEW_FIELDS",
+           "PHASES", "SELF_FIELDS", "SLOT_FIELDS", "ObservationBuilder", "attack_square_view",
+           "move_view", "move_view_labels", "move_view_squares"]
 
 PHASES = ("haste", "turn", "reaction")
 _frombuffer, _FLOAT32 = np.frombuffer, np.float32
@@ -83,6 +84,22 @@ MOVE_VIEW_FIELDS = (
 #: observer's own aim (its slot's ``aimed``).
 AIM_VIEW_FIELDS = (
     "on_me",  # the aim DM it holds on me (R4.3, R5.2) / 6; 0 when it aims elsewhere or not
+)
+
+#: The optional attack view (``attack_view=True``), after the aim view: exact hit chances
+#: (``rules.attack.hit_probability``: 2D + every DM of the attack >= 8, before reactions; 0 out
+#: of reach). First per slot, then for each square of ``move_view_squares``. A scripted policy
+#: like ``tactician`` reads these odds off the rules; a network would otherwise have to learn
+#: the 2D6 curve over range band, cover, stance, aim, haste and skill from noisy outcomes.
+ATTACK_VIEW_FIELDS = (
+    "hit",      # my attack on it now: where we both stand, my aim on it, my haste, held DMs
+    "hits_me",  # its attack on me now, likewise from its side
+)
+ATTACK_SQUARE_FIELDS = (
+    "best_hit",  # the best chance of an unaimed attack (a move breaks an aim, R4.3) from
+                 # there on an enemy in play, as I stand (stance) now
+    "threat",    # the mean over the enemies in play of their chance to hit me there, in my
+                 # stance now, with the aims they hold on me
 )
 
 # Position of each R5.1 band DM among the slot's five band flags (None: beyond 4x Range).
@@ -173,12 +190,39 @@ def move_view(battle: Battle, agent: str) -> list[float]:
     return out
 
 
+def attack_square_view(battle: Battle, agent: str) -> list[float]:
+    """The per-square part of ``agent``'s attack view (``ATTACK_SQUARE_FIELDS`` for each of
+    ``move_view_squares``; zeros for a square off the map or a wall, and when no enemy is in
+    play), asked of ``rules.attack.hit_probability``."""
+    me = battle.by_id[agent]
+    grid = battle.grid
+    enemies = [c for c in battle.combatants if c.side != me.side and not c.out]
+    squares = move_view_squares(battle, agent)
+    if not enemies:
+        return [0.0] * (len(ATTACK_SQUARE_FIELDS) * len(squares))
+    n = len(enemies)
+    out: list[float] = []
+    for sq in squares:
+        if not grid.passable(sq):
+            out += (0.0, 0.0)
+            continue
+        best = 0.0
+        threat = 0.0
+        for e in enemies:
+            best = max(best, hit_probability(me, e, grid, apos=sq, aim=0))
+            threat += hit_probability(e, me, grid, tpos=sq)
+        out += (best, threat / n)
+    return out
+
+
 class ObservationBuilder:
     """Builds per-agent observation vectors and the global state for one scenario."""
 
-    def __init__(self, battle: Battle, move_view: bool = False, aim_view: bool = False) -> None:
+    def __init__(self, battle: Battle, move_view: bool = False, aim_view: bool = False,
+                 attack_view: bool = False) -> None:
         self.move_view = bool(move_view)
         self.aim_view = bool(aim_view)
+        self.attack_view = bool(attack_view)
         self.ids = [c.id for c in battle.combatants]
         sides = [[c.id for c in battle.combatants if c.side == s] for s in (0, 1)]
         self.side_of = {c.id: c.side for c in battle.combatants}
@@ -199,6 +243,8 @@ class ObservationBuilder:
             self.labels += move_view_labels(battle.max_move_squares)
         if self.aim_view:
             self.labels += self.aim_view_labels()
+        if self.attack_view:
+            self.labels += self.attack_view_labels(battle.max_move_squares)
         self.size = len(self.labels)
         # Native float32 (one type, so no padding): a plain cast per entry, the same bytes as
         # the standard size's rounding for values in [-1, 1], and cheaper.
@@ -248,6 +294,29 @@ class ObservationBuilder:
             out.append(o.aim_dm / 6.0 if o is not None and not o.out and o.aim_target == agent
                        else 0.0)
         return out
+
+    def attack_view_labels(self, max_move_squares: int) -> list[str]:
+        """The labels of the attack view's entries: per slot (``attack.ally0.hit``,
+        ``attack.ally0.hits_me``, ...), then per square (``attack.here.best_hit``,
+        ``attack.here.threat``, ``attack.N:1.best_hit``, ...)."""
+        squares = ["here"] + [f"{d}:{k}" for d in DIRECTIONS
+                              for k in range(1, max_move_squares + 1)]
+        return ([f"attack.{n}.{f}" for n in self.slot_names() for f in ATTACK_VIEW_FIELDS]
+                + [f"attack.{n}.{f}" for n in squares for f in ATTACK_SQUARE_FIELDS])
+
+    def attack_view_entries(self, battle: Battle, agent: str) -> list[float]:
+        """The attack view of ``agent``: ``ATTACK_VIEW_FIELDS`` per slot (0 for empty slots and
+        combatants out of play), then ``attack_square_view``."""
+        me = battle.by_id[agent]
+        grid = battle.grid
+        out: list[float] = []
+        for oid in self._slots[agent]:
+            o = None if oid is None else battle.by_id[oid]
+            if o is None or o.out:
+                out += (0.0, 0.0)
+            else:
+                out += (hit_probability(me, o, grid), hit_probability(o, me, grid))
+        return out + attack_square_view(battle, agent)
 
     def slots(self, agent: str) -> list[str | None]:
         """Who sits in each slot of ``agent``'s observation (``None``: an empty slot)."""
@@ -335,6 +404,8 @@ class ObservationBuilder:
             v += move_view(battle, agent)
         if self.aim_view:
             v += self.aim_view_entries(battle, agent)
+        if self.attack_view:
+            v += self.attack_view_entries(battle, agent)
         # Every entry is in [-1, 1] (see ``_unit``). Packing straight into float32 bytes is
         # faster than NumPy's conversion of a mixed list, with the same rounding.
         buf = bytearray(self._pack_size)

@@ -177,7 +177,8 @@ PyBattle make_battle(std::shared_ptr<Grid> grid, nb::handle ints_obj, nb::handle
                      std::vector<std::string> ids, std::vector<std::string> weapons,
                      std::vector<std::string> damage_dice, std::vector<std::string> sides,
                      bool hastening, bool reactions, double comms_range_m, nb::handle max_rounds,
-                     nb::handle seed, bool record_events, bool move_view, bool aim_view) {
+                     nb::handle seed, bool record_events, bool move_view, bool aim_view,
+                     bool attack_view) {
     BattleSpec spec = parse_battle(grid, ints_obj, floats_obj, std::move(ids), std::move(weapons),
                                    std::move(damage_dice), std::move(sides), hastening, reactions,
                                    comms_range_m, max_rounds);
@@ -186,7 +187,8 @@ PyBattle make_battle(std::shared_ptr<Grid> grid, nb::handle ints_obj, nb::handle
     out.grid = spec.grid;
     out.battle = std::make_unique<Battle>(spec.grid, std::move(spec.combatants),
                                           std::move(spec.names), spec.options, s, record_events);
-    out.observer = std::make_unique<const Observer>(*out.battle, move_view, aim_view);
+    out.observer = std::make_unique<const Observer>(*out.battle, move_view, aim_view,
+                                                    attack_view);
     out.scratch.assign(static_cast<std::size_t>(out.battle->num_actions()), 0);
     return out;
 }
@@ -446,7 +448,7 @@ void bind_battle(nb::module_& m) {
         .def_static("create", &make_battle, "grid"_a, "ints"_a.none(), "floats"_a.none(), "ids"_a,
                     "weapons"_a, "damage_dice"_a, "side_names"_a, "hastening"_a, "reactions"_a,
                     "comms_range_m"_a, "max_rounds"_a.none(), "seed"_a.none(), "record_events"_a,
-                    "move_view"_a = false, "aim_view"_a = false)
+                    "move_view"_a = false, "aim_view"_a = false, "attack_view"_a = false)
         .def_prop_ro("num_actions", [](const PyBattle& p) { return p.battle->num_actions(); })
         .def_prop_ro("max_move_squares", [](const PyBattle& p) { return p.battle->max_move_squares(); })
         .def_prop_ro("done", [](const PyBattle& p) { return p.battle->done(); })

@@ -29,8 +29,8 @@ constexpr int band_index(int dm) noexcept {
 
 }  // namespace
 
-Observer::Observer(const Battle& b, bool move_view, bool aim_view)
-    : move_view_(move_view), aim_view_(aim_view) {
+Observer::Observer(const Battle& b, bool move_view, bool aim_view, bool attack_view)
+    : move_view_(move_view), aim_view_(aim_view), attack_view_(attack_view) {
     n_ = b.num_combatants();
     int per_side[2] = {0, 0};
     for (int i = 0; i < n_; ++i) ++per_side[b.combatant(i).side];
@@ -40,6 +40,10 @@ Observer::Observer(const Battle& b, bool move_view, bool aim_view)
     size_ = kSelfFields + n_slots_ * kSlotFields;
     if (move_view_) size_ += kMoveViewFields * (1 + kNumDirs * b.max_move_squares());
     if (aim_view_) size_ += kAimViewFields * n_slots_;
+    if (attack_view_) {
+        size_ += kAttackViewFields * n_slots_
+                 + kAttackSquareFields * (1 + kNumDirs * b.max_move_squares());
+    }
     state_size_ = n_ * kStateFields + 4;
     slots_.assign(static_cast<std::size_t>(n_ * n_slots_), -1);
     for (int seat = 0; seat < n_; ++seat) {
@@ -175,7 +179,8 @@ void Observer::observe(const Battle& b, int seat, float* out) const noexcept {
         *o++ = flag(attacker == oid);
     }
     if (move_view_) o = write_move_view(b, seat, o);
-    if (aim_view_) write_aim_view(b, seat, o);
+    if (aim_view_) o = write_aim_view(b, seat, o);
+    if (attack_view_) write_attack_view(b, seat, o);
 }
 
 float* Observer::write_aim_view(const Battle& b, int seat, float* o) const noexcept {
@@ -184,6 +189,58 @@ float* Observer::write_aim_view(const Battle& b, int seat, float* o) const noexc
         const int oid = row[k];
         const Combatant* c = oid < 0 ? nullptr : &b.combatant(oid);
         *o++ = c != nullptr && !c->out && c->aim_target == seat ? f32(c->aim_dm / 6.0) : 0.0f;
+    }
+    return o;
+}
+
+float* Observer::write_attack_view(const Battle& b, int seat, float* o) const noexcept {
+    const Combatant& me = b.combatant(seat);
+    const Grid& g = b.grid();
+    const int* row = slots_.data() + seat * n_slots_;
+    for (int k = 0; k < n_slots_; ++k) {
+        const int oid = row[k];
+        if (oid < 0 || b.combatant(oid).out) {
+            *o++ = 0.0f;
+            *o++ = 0.0f;
+            continue;
+        }
+        const Combatant& c = b.combatant(oid);
+        *o++ = f32(hit_probability(me, c, oid, g, me.x, me.y, c.x, c.y));
+        *o++ = f32(hit_probability(c, me, seat, g, c.x, c.y, me.x, me.y));
+    }
+    // observations.attack_square_view
+    const int squares = 1 + kNumDirs * b.max_move_squares();
+    int n = 0;  // enemies in play
+    for (int i = 0; i < n_; ++i) {
+        const Combatant& c = b.combatant(i);
+        if (c.side != me.side && !c.out) ++n;
+    }
+    if (n == 0) {
+        std::fill(o, o + kAttackSquareFields * squares, 0.0f);
+        return o + kAttackSquareFields * squares;
+    }
+    const double count = n;
+    for (int k = 0; k < squares; ++k) {
+        int x = me.x, y = me.y;
+        if (k > 0) {
+            const int dir = (k - 1) / b.max_move_squares(), steps = (k - 1) % b.max_move_squares() + 1;
+            x += kDirDx[dir] * steps;
+            y += kDirDy[dir] * steps;
+        }
+        if (!g.in_bounds(x, y) || g.is_wall(x, y)) {
+            *o++ = 0.0f;
+            *o++ = 0.0f;
+            continue;
+        }
+        double best = 0.0, threat = 0.0;
+        for (int i = 0; i < n_; ++i) {
+            const Combatant& e = b.combatant(i);
+            if (e.side == me.side || e.out) continue;
+            best = std::max(best, hit_probability(me, e, i, g, x, y, e.x, e.y, 0));
+            threat += hit_probability(e, me, seat, g, e.x, e.y, x, y);
+        }
+        *o++ = f32(best);
+        *o++ = f32(threat / count);
     }
     return o;
 }

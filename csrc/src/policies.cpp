@@ -419,21 +419,7 @@ int attack_dm(const Ctx& ctx, int ai, int ti, int ax, int ay, int tx, int ty, in
               bool held = true, int tstance = -1, int hasty = -1) {
     const Combatant& a = ctx.c(ai);
     if (!in_attack_reach(a.weapon, ctx.g, ax, ay, tx, ty)) return kNoShot;
-    Combatant ha = a;  // the hypothetical attacker and target (attack_dms reads them)
-    ha.x = ax;
-    ha.y = ay;
-    if (aim >= 0) {
-        ha.aim_target = ti;
-        ha.aim_dm = aim;
-    }
-    if (hasty >= 0) ha.hasty = hasty != 0;
-    Combatant ht = ctx.c(ti);
-    ht.x = tx;
-    ht.y = ty;
-    if (tstance >= 0) ht.stance = tstance;
-    Dms dms = attack_dms(ha, ht, ti, ctx.g);
-    if (held) held_dms(a, dms);
-    return dms.total();
+    return attack_dm_at(a, ctx.c(ti), ti, ctx.g, ax, ay, tx, ty, aim, held, tstance, hasty);
 }
 
 int attack_dm_now(const Ctx& ctx, int ai, int ti, int aim = -1, bool held = true,

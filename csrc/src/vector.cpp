@@ -11,7 +11,8 @@ namespace traveller {
 
 VecBattles::VecBattles(std::shared_ptr<const Grid> grid, std::vector<Combatant> initial,
                        Names names, RulesOptions options, RewardSpec rewards,
-                       std::vector<int> opponents, int num_envs, bool move_view, bool aim_view)
+                       std::vector<int> opponents, int num_envs, bool move_view, bool aim_view,
+                       bool attack_view)
     : grid_(std::move(grid)),
       initial_(std::move(initial)),
       rewards_(rewards),
@@ -36,7 +37,7 @@ VecBattles::VecBattles(std::shared_ptr<const Grid> grid, std::vector<Combatant> 
     }
     n_actions_ = rows_[0].battle->num_actions();
     for (Row& row : rows_) row.scratch_mask.assign(static_cast<std::size_t>(n_actions_), 0);
-    observer_ = std::make_unique<Observer>(*rows_[0].battle, move_view, aim_view);
+    observer_ = std::make_unique<Observer>(*rows_[0].battle, move_view, aim_view, attack_view);
 }
 
 std::size_t VecBattles::memory_bytes() const noexcept {

@@ -53,7 +53,7 @@ PyVec* make_vec(std::shared_ptr<Grid> grid, nb::handle ints, nb::handle floats,
                 bool hastening, bool reactions, double comms_range_m, nb::handle max_rounds,
                 std::tuple<double, double, double, double, double, double, bool> rewards,
                 std::vector<std::optional<std::string>> opponents, nb::handle num_envs,
-                bool move_view, bool aim_view) {
+                bool move_view, bool aim_view, bool attack_view) {
     const auto n = to_count(num_envs, "num_envs", 1 << 24);
     if (n < 1) bad("VecBattles: num_envs must be an int >= 1, got 0");
     std::vector<std::string> kept_ids = ids;
@@ -86,7 +86,7 @@ PyVec* make_vec(std::shared_ptr<Grid> grid, nb::handle ints, nb::handle floats,
     p->ids = std::move(kept_ids);
     p->vec = std::make_unique<VecBattles>(spec.grid, std::move(spec.combatants), std::move(spec.names),
                                           spec.options, rw, std::move(kinds), static_cast<int>(n),
-                                          move_view, aim_view);
+                                          move_view, aim_view, attack_view);
     return p;
 }
 
@@ -126,7 +126,7 @@ void bind_vector(nb::module_& m) {
                     "weapons"_a, "damage_dice"_a, "side_names"_a, "hastening"_a, "reactions"_a,
                     "comms_range_m"_a, "max_rounds"_a.none(), "rewards"_a, "opponents"_a,
                     "num_envs"_a.none(), "move_view"_a = false, "aim_view"_a = false,
-                    nb::rv_policy::take_ownership)
+                    "attack_view"_a = false, nb::rv_policy::take_ownership)
         .def_prop_ro("num_envs", [](const PyVec& p) { return p.vec->num_envs(); })
         .def_prop_ro("num_actions", [](const PyVec& p) { return p.vec->num_actions(); })
         .def_prop_ro("obs_dim", [](const PyVec& p) { return p.vec->obs_dim(); })

@@ -111,11 +111,11 @@ class CoreBattleState:
 
     def __init__(self, scenario: Any, seed: int, catalogue: Any, *,
                  prepared: _Prepared | None = None, move_view: bool = False,
-                 aim_view: bool = False) -> None:
+                 aim_view: bool = False, attack_view: bool = False) -> None:
         if prepared is None:
             prepared = _Prepared(scenario, catalogue)
         self.core = CoreBattle(scenario, seed, flat=prepared.flat, move_view=move_view,
-                               aim_view=aim_view)
+                               aim_view=aim_view, attack_view=attack_view)
         self._b = self.core._b
         self._scenario = scenario
         self._seed = seed
@@ -233,7 +233,7 @@ class CoreTravellerEnv(TravellerEnv):
                              "from the seed); use backend='python'")
         state = CoreBattleState(self.scenario, self.seed, self._catalogue,
                                 prepared=self._prepared, move_view=self.move_view,
-                                aim_view=self.aim_view)
+                                aim_view=self.aim_view, attack_view=self.attack_view)
         # What ``_score`` compares with (the core's summary, read straight from the core).
         self._last_dropouts = state._b.dropouts
         self._last_damage = state._b.summary()[:2] if self._damage_rewards else None

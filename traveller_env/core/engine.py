@@ -121,19 +121,21 @@ class CoreBattle:
     ``forfeit(label, reason)`` the penalize mode's do-nothing default, ``observe(agent)`` and
     ``state()`` the observation vector and the global state (``traveller_env.observations``;
     ``move_view=True`` appends the move view, ``ObservationBuilder(move_view=True)``, and
-    ``aim_view=True`` the aim view after it).
+    ``aim_view=True`` the aim view after it, ``attack_view=True`` the attack view last).
     """
 
     def __init__(self, scenario: str | Path | Mapping[str, Any] | Any, seed: int,
                  record_events: bool = True, *, flat: dict[str, Any] | None = None,
-                 move_view: bool = False, aim_view: bool = False) -> None:
+                 move_view: bool = False, aim_view: bool = False,
+                 attack_view: bool = False) -> None:
         check_kinds()
         if flat is None:  # ``flat``: flatten_scenario(scenario), when the caller keeps it
             flat = flatten_scenario(scenario)
         self.ids: list[str] = flat["ids"]
         self.side_names: list[str] = flat["side_names"]
         self._b = require().Battle.create(seed=seed, record_events=record_events,
-                                          move_view=move_view, aim_view=aim_view, **flat)
+                                          move_view=move_view, aim_view=aim_view,
+                                          attack_view=attack_view, **flat)
         self.n_actions: int = self._b.num_actions
         self.labels: list[str] = [self._b.label(i) for i in range(self.n_actions)]
         self._mask = np.zeros(self.n_actions, dtype=np.uint8)

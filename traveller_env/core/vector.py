@@ -46,7 +46,7 @@ class CoreBackend:
             rewards=(float(r.win), float(r.loss), float(r.draw), float(r.damage_dealt),
                      float(r.damage_taken), float(r.per_round), bool(r.shared)),
             opponents=list(policy_names), num_envs=num_envs, move_view=template.move_view,
-            aim_view=template.aim_view, **flat)
+            aim_view=template.aim_view, attack_view=template.attack_view, **flat)
         self.threads = threads
         self._vec.attach(out.obs, out.mask.view(np.uint8), out.rewards, out.terminated,
                          out.truncated, out.agent, out.episode, out.battle_seed, out.winner)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .checks import skill_dm
+from .checks import skill_dm, success_probability
 
 __all__ = [
     "AIM_MAX",
@@ -25,6 +25,7 @@ __all__ = [
     "chebyshev",
     "damage_on_hit",
     "held_dms",
+    "hit_probability",
     "in_attack_reach",
     "next_aim_dm",
     "range_dm",
@@ -124,6 +125,22 @@ def held_dms(combatant: Any) -> dict[str, int]:
     if combatant.penalty:
         dms["leadership_penalty"] = -1
     return dms
+
+
+def hit_probability(attacker: Any, target: Any, grid: Any, *, apos: Square | None = None,
+                    tpos: Square | None = None, aim: int | None = None) -> float:
+    """The exact chance that ``attacker``'s attack on ``target`` hits: 2D + every DM of
+    ``attack_dms`` + the leadership bonus/penalty it holds (``held_dms``) >= 8 (R1.2), before
+    any reaction (R3.6); 0 when the target is out of reach (R4.1). ``apos``, ``tpos`` and
+    ``aim`` ask hypothetical questions, as in ``attack_dms`` (drawn and loaded are not
+    checked)."""
+    apos = attacker.pos if apos is None else apos
+    tpos = target.pos if tpos is None else tpos
+    if not in_attack_reach(attacker.weapon, grid, apos, tpos):
+        return 0.0
+    dms = attack_dms(attacker, target, grid, apos=apos, tpos=tpos, aim=aim)
+    dms.update(held_dms(attacker))
+    return success_probability(total_dm(dms))
 
 
 def total_dm(dms: dict[str, int]) -> int:

@@ -65,6 +65,39 @@ inline void held_dms(const Combatant& c, Dms& dms) noexcept {
     if (c.penalty) dms.set(DmName::leadership_penalty, -1);
 }
 
+// The total DM of a's attack on t (index t_index) with a at (ax, ay) and t at (tx, ty): attack_dms
+// with apos/tpos, an aim DM (aim; -1: the aim a holds on t), a target stance (tstance; -1: t's
+// own) and haste (hasty; -1: a's own, 0 False, 1 True), + held_dms when held. Reach is the
+// caller's to check (in_attack_reach).
+inline int attack_dm_at(const Combatant& a, const Combatant& t, int t_index, const Grid& g, int ax,
+                        int ay, int tx, int ty, int aim = -1, bool held = true, int tstance = -1,
+                        int hasty = -1) {
+    Combatant ha = a;  // the hypothetical attacker and target (attack_dms reads them)
+    ha.x = ax;
+    ha.y = ay;
+    if (aim >= 0) {
+        ha.aim_target = t_index;
+        ha.aim_dm = aim;
+    }
+    if (hasty >= 0) ha.hasty = hasty != 0;
+    Combatant ht = t;
+    ht.x = tx;
+    ht.y = ty;
+    if (tstance >= 0) ht.stance = tstance;
+    Dms dms = attack_dms(ha, ht, t_index, g);
+    if (held) held_dms(a, dms);
+    return dms.total();
+}
+
+// attack.hit_probability: the chance a's attack on t hits with a at (ax, ay), t at (tx, ty) and
+// an aim DM (-1: the one a holds on t), every DM and the held ones counted, before reactions;
+// 0 out of reach (R4.1).
+inline double hit_probability(const Combatant& a, const Combatant& t, int t_index, const Grid& g,
+                              int ax, int ay, int tx, int ty, int aim = -1) {
+    if (!in_attack_reach(a.weapon, g, ax, ay, tx, ty)) return 0.0;
+    return success_probability(attack_dm_at(a, t, t_index, g, ax, ay, tx, ty, aim));
+}
+
 // R4.3: the aim DM after one more aim at `target`.
 constexpr int next_aim_dm(int aim_target, int aim_dm, int target) noexcept {
     if (aim_target == target) return aim_dm + 1 < kAimMax ? aim_dm + 1 : kAimMax;

@@ -81,6 +81,15 @@ constexpr double p2d6(int s) noexcept {
     return static_cast<double>(6 - d) / 36.0;
 }
 
+// checks.success_probability: P(2D + dm >= 8), summed over s = 2..12 in the same order.
+constexpr double success_probability(int dm) noexcept {
+    double p = 0.0;
+    for (int s = 2; s <= 12; ++s) {
+        if (s + dm >= kTargetNumber) p += p2d6(s);
+    }
+    return p;
+}
+
 // The exact distribution of the sum of n six-sided dice (checks.dice_sum_distribution), the same
 // additions in the same order: out[s] = P(sum == s) for s in 0..6n (0 below n).
 inline void dice_sum_distribution(int n, std::vector<double>& out) {

@@ -12,7 +12,9 @@
 // (observations.move_view), kMoveViewFields entries follow for the observer's square and the end
 // square of each move action (kDir order, then 1..max_move_squares). With the aim view on
 // (ObservationBuilder.aim_view_entries), kAimViewFields entries per slot follow: the aim DM that
-// slot's combatant holds on the observer / 6 (0: empty slot, out of play, aiming elsewhere). The state
+// slot's combatant holds on the observer / 6 (0: empty slot, out of play, aiming elsewhere). With
+// the attack view on (ObservationBuilder.attack_view_entries), kAttackViewFields entries per slot
+// (hit, hits_me) and kAttackSquareFields per move-view square (best_hit, threat) follow. The state
 // (ObservationBuilder.state_labels): kStateFields entries (STATE_FIELDS order) per combatant in
 // scenario order, then the three phase flags and the round.
 //
@@ -33,12 +35,15 @@ inline constexpr int kSlotFields = 28;   // len(SLOT_FIELDS)
 inline constexpr int kStateFields = 19;  // len(STATE_FIELDS)
 inline constexpr int kMoveViewFields = 3;  // len(MOVE_VIEW_FIELDS)
 inline constexpr int kAimViewFields = 1;   // len(AIM_VIEW_FIELDS)
+inline constexpr int kAttackViewFields = 2;    // len(ATTACK_VIEW_FIELDS), per slot
+inline constexpr int kAttackSquareFields = 2;  // len(ATTACK_SQUARE_FIELDS), per move-view square
 inline constexpr double kInitScale = 30.0;
 inline constexpr double kPoolScale = 10.0;
 
 class Observer {
 public:
-    explicit Observer(const Battle& b, bool move_view = false, bool aim_view = false);
+    explicit Observer(const Battle& b, bool move_view = false, bool aim_view = false,
+                      bool attack_view = false);
 
     int size() const noexcept { return size_; }              // len(ObservationBuilder.labels)
     int state_size() const noexcept { return state_size_; }  // ObservationBuilder.state_size
@@ -68,9 +73,12 @@ private:
     float* write_move_view(const Battle& b, int seat, float* o) const noexcept;
     // ObservationBuilder.aim_view_entries: who holds an aim on the observer, per slot.
     float* write_aim_view(const Battle& b, int seat, float* o) const noexcept;
+    // ObservationBuilder.attack_view_entries: hit chances per slot, then per move-view square.
+    float* write_attack_view(const Battle& b, int seat, float* o) const noexcept;
 
     bool move_view_ = false;
     bool aim_view_ = false;
+    bool attack_view_ = false;
     int n_ = 0;
     int n_ally_slots_ = 0;
     int n_slots_ = 0;

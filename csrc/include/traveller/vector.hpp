@@ -51,7 +51,8 @@ public:
     // `opponents[seat]`: the in-core policy playing that seat, or nullopt-like kind -1 (learner).
     VecBattles(std::shared_ptr<const Grid> grid, std::vector<Combatant> initial, Names names,
                RulesOptions options, RewardSpec rewards, std::vector<int> opponents,
-               int num_envs, bool move_view = false, bool aim_view = false);
+               int num_envs, bool move_view = false, bool aim_view = false,
+               bool attack_view = false);
 
     int num_envs() const noexcept { return static_cast<int>(rows_.size()); }
     int num_agents() const noexcept { return static_cast<int>(initial_.size()); }
