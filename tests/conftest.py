@@ -46,6 +46,24 @@ def scripted(sc: dict, rolls) -> tuple[Any, ScriptedDice]:
     return build_battle(sc, dice=dice), dice
 
 
+def view_checkpoint(path, seed: int = 0, **views: bool):
+    """Write a ``train_ppo`` checkpoint for ``squad`` (random weights, spread logits) trained
+    "with" the observation ``views`` that are on (``move_view=True``, ...); return its network."""
+    torch = pytest.importorskip("torch")
+    import traveller_env
+    from agents.ppo_policy import ActorCritic, checkpoint_bytes
+
+    env = traveller_env.raw_env("squad", **views)
+    torch.manual_seed(seed)
+    net = ActorCritic(len(env.observation_labels), env.relative_actions.n, [32])
+    with torch.no_grad():
+        net.actor[-1].weight.mul_(100.0)
+    path.write_bytes(checkpoint_bytes(net, "squad", env.relative_actions.labels, decisions=0,
+                                      update=0, seed=seed, **{k: True for k, on in views.items()
+                                                              if on}))
+    return net
+
+
 @pytest.fixture
 def make_scenario():
     return scenario

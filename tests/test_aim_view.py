@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import fighter, scenario
+from conftest import fighter, scenario, view_checkpoint
 
 import traveller_env
 from traveller_env.observations import AIM_VIEW_FIELDS, ObservationBuilder
@@ -92,18 +92,7 @@ def test_the_env_appends_the_view_after_the_move_view_and_checks_the_keyword():
 # ------------------------------------------------------------------ trained policies with it
 def _checkpoint(path, move_view: bool, aim_view: bool, seed: int = 0):
     """A ``train_ppo`` checkpoint (random weights, spread logits) trained "with" the views."""
-    torch = pytest.importorskip("torch")
-    from agents.ppo_policy import ActorCritic, checkpoint_bytes
-
-    env = traveller_env.raw_env("squad", move_view=move_view, aim_view=aim_view)
-    torch.manual_seed(seed)
-    net = ActorCritic(len(env.observation_labels), env.relative_actions.n, [32])
-    with torch.no_grad():
-        net.actor[-1].weight.mul_(100.0)
-    flags = {k: True for k, on in (("move_view", move_view), ("aim_view", aim_view)) if on}
-    path.write_bytes(checkpoint_bytes(net, "squad", env.relative_actions.labels,
-                                      decisions=0, update=0, seed=seed, **flags))
-    return net
+    return view_checkpoint(path, seed, move_view=move_view, aim_view=aim_view)
 
 
 @pytest.mark.parametrize("move_view", [False, True])
@@ -160,36 +149,40 @@ def test_a_checkpoint_trained_with_the_aim_view_plays_in_envs_without_it(tmp_pat
     assert checked > 50 and aimed_at > 5
 
 
-def test_train_ppo_aim_view_records_it_and_checks_init_and_pool(tmp_path):
+@pytest.mark.parametrize("view", ["aim_view", "attack_view"])
+def test_train_ppo_views_after_the_move_view_record_and_check_init_and_pool(tmp_path, view):
+    """``--aim-view`` and ``--attack-view`` (both come after the move view): the checkpoint
+    records the view, ``--init`` must match it, and beside a pool opponent with the move view
+    the learner must read the move view too (its inputs stay a prefix)."""
     pytest.importorskip("torch")
     from agents.ppo_policy import read_checkpoint
     from experiments import train_ppo
 
+    flag, name = "--" + view.replace("_", "-"), view.replace("_", " ")
     common = ["--scenario", "squad", "--num-envs", "8", "--num-steps", "8",
               "--total-timesteps", "200", "--eval-vs", "rush", "--eval-battles", "2",
               "--eval-envs", "2", "--final-eval-battles", "0", "--no-progress"]
-    assert train_ppo.main([*common, "--aim-view", "--out", str(tmp_path / "a")]) == 0
+    assert train_ppo.main([*common, flag, "--out", str(tmp_path / "a")]) == 0
     ckpt = read_checkpoint(tmp_path / "a" / "ppo.pt")
-    assert ckpt["aim_view"] is True and "move_view" not in ckpt
-    assert ckpt["obs_dim"] == len(traveller_env.raw_env("squad", aim_view=True)
+    assert ckpt[view] is True and {"move_view", "aim_view", "attack_view"} & set(ckpt) == {view}
+    assert ckpt["obs_dim"] == len(traveller_env.raw_env("squad", **{view: True})
                                   .observation_labels)
-    with pytest.raises(ValueError, match=r"--init: .*ppo.pt was trained with the aim view; "
-                                         r"pass --aim-view"):
+    with pytest.raises(ValueError, match=rf"--init: .*ppo.pt was trained with the {name}; "
+                                         rf"pass {flag}"):
         train_ppo.prepare(train_ppo.Args(scenario="squad", init=str(tmp_path / "a" / "ppo.pt"),
                                          out=str(tmp_path / "b"), progress=False))
-    # a pool opponent with the move view: the learner's aim view would not be a prefix
-    _checkpoint(tmp_path / "mv.pt", True, False)
+    # a pool opponent with the move view: the learner's view would not be a prefix
+    view_checkpoint(tmp_path / "mv.pt", move_view=True)
     pool = ["--pool", "--pool-opponents", str(tmp_path / "mv.pt")]
-    with pytest.raises(ValueError, match="pass --move-view too"):
-        train_ppo.prepare(train_ppo.Args(scenario="squad", aim_view=True, pool=True,
+    with pytest.raises(ValueError, match=rf"{flag}: .*reads move view.*pass --move-view too"):
+        train_ppo.prepare(train_ppo.Args(scenario="squad", pool=True, **{view: True},
                                          pool_opponents=str(tmp_path / "mv.pt"),
                                          out=str(tmp_path / "c"), progress=False))
-    # the learner with the move view beside a pool opponent with only the aim view: the
-    # vector observes both; the opponent reads the plain part and the aim view (a gather)
-    _checkpoint(tmp_path / "av.pt", False, True)
+    # the learner with the move view beside a pool opponent with only this view: the
+    # vector observes both; the opponent reads the plain part and its view (a gather)
     assert train_ppo.main([*common, "--move-view", "--pool", "--pool-opponents",
-                           str(tmp_path / "av.pt"), "--out", str(tmp_path / "d")]) == 0
+                           str(tmp_path / "a" / "ppo.pt"), "--out", str(tmp_path / "d")]) == 0
     assert read_checkpoint(tmp_path / "d" / "ppo.pt")["obs_dim"] == len(
         traveller_env.raw_env("squad", move_view=True).observation_labels)
-    assert train_ppo.main([*common, *pool, "--move-view", "--aim-view",
+    assert train_ppo.main([*common, *pool, "--move-view", flag,
                            "--out", str(tmp_path / "e")]) == 0

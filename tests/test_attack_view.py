@@ -3,8 +3,9 @@ exact hit chances from the rules (``rules.attack.hit_probability``: 2D + every D
 per slot for each attack now and per move-view square for the best unaimed shot and the
 enemies' mean threat. Exact cases by hand on a small map, and its plumbing: labels and order
 after the aim view, the env keyword's check, ``attack_view_vector``, trained policies that read
-it in envs without it, ONNX metadata and ``train_ppo --attack-view``. (Both engines agree on
-it: tests/test_core_observation.py, test_core_aec.py, test_core_vector.py.)"""
+it in envs without it, ONNX metadata (``train_ppo --attack-view``: tests/test_aim_view.py,
+beside ``--aim-view``). (Both engines agree on it: tests/test_core_observation.py,
+test_core_aec.py, test_core_vector.py.)"""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from conftest import fighter, scenario
+from conftest import fighter, scenario, view_checkpoint
 
 import traveller_env
 from traveller_env.observations import (
@@ -159,23 +160,6 @@ def test_the_env_appends_the_view_last_and_checks_the_keyword():
         traveller_env.raw_env("squad", attack_view="yes")
 
 
-def _checkpoint(path, attack_view: bool, move_view: bool = False, seed: int = 0):
-    """A ``train_ppo`` checkpoint (random weights, spread logits) trained "with" the views."""
-    torch = pytest.importorskip("torch")
-    from agents.ppo_policy import ActorCritic, checkpoint_bytes
-
-    env = traveller_env.raw_env("squad", move_view=move_view, attack_view=attack_view)
-    torch.manual_seed(seed)
-    net = ActorCritic(len(env.observation_labels), env.relative_actions.n, [32])
-    with torch.no_grad():
-        net.actor[-1].weight.mul_(100.0)
-    flags = {k: True for k, on in (("move_view", move_view), ("attack_view", attack_view))
-             if on}
-    path.write_bytes(checkpoint_bytes(net, "squad", env.relative_actions.labels,
-                                      decisions=0, update=0, seed=seed, **flags))
-    return net
-
-
 def test_a_checkpoint_trained_with_the_attack_view_plays_in_envs_without_it(tmp_path):
     """``load_ppo_policy`` reads ``attack_view``; in an env without it (or with other views)
     the policy asks the env and picks what the network picks on the full observation; the
@@ -183,7 +167,7 @@ def test_a_checkpoint_trained_with_the_attack_view_plays_in_envs_without_it(tmp_
     torch = pytest.importorskip("torch")
     from agents.ppo_policy import load_ppo_policy, masked_logits
 
-    net = _checkpoint(tmp_path / "atk.pt", True, move_view=True)
+    net = view_checkpoint(tmp_path / "atk.pt", move_view=True, attack_view=True)
     policy = load_ppo_policy(tmp_path / "atk.pt", "squad")
     full = traveller_env.raw_env("squad", move_view=True, attack_view=True)
     envs = [traveller_env.raw_env("squad"), traveller_env.raw_env("squad", aim_view=True),
@@ -224,35 +208,3 @@ def test_a_checkpoint_trained_with_the_attack_view_plays_in_envs_without_it(tmp_
         for env in envs:
             env.step(action)
     assert checked > 50
-
-
-def test_train_ppo_attack_view_records_it_and_checks_init_and_pool(tmp_path):
-    pytest.importorskip("torch")
-    from agents.ppo_policy import read_checkpoint
-    from experiments import train_ppo
-
-    common = ["--scenario", "squad", "--num-envs", "8", "--num-steps", "8",
-              "--total-timesteps", "200", "--eval-vs", "rush", "--eval-battles", "2",
-              "--eval-envs", "2", "--final-eval-battles", "0", "--no-progress"]
-    assert train_ppo.main([*common, "--attack-view", "--out", str(tmp_path / "a")]) == 0
-    ckpt = read_checkpoint(tmp_path / "a" / "ppo.pt")
-    assert ckpt["attack_view"] is True and "move_view" not in ckpt and "aim_view" not in ckpt
-    assert ckpt["obs_dim"] == len(traveller_env.raw_env("squad", attack_view=True)
-                                  .observation_labels)
-    with pytest.raises(ValueError, match=r"--init: .*ppo.pt was trained with the attack view; "
-                                         r"pass --attack-view"):
-        train_ppo.prepare(train_ppo.Args(scenario="squad", init=str(tmp_path / "a" / "ppo.pt"),
-                                         out=str(tmp_path / "b"), progress=False))
-    # a pool opponent with the move view: the learner's attack view would not be a prefix
-    _checkpoint(tmp_path / "mv.pt", False, move_view=True)
-    with pytest.raises(ValueError, match=r"--attack-view: .*reads move view.*pass --move-view "
-                                         r"too"):
-        train_ppo.prepare(train_ppo.Args(scenario="squad", attack_view=True, pool=True,
-                                         pool_opponents=str(tmp_path / "mv.pt"),
-                                         out=str(tmp_path / "c"), progress=False))
-    # the learner with the move view beside a pool opponent with the attack view: the vector
-    # observes both, each network reads its own columns
-    assert train_ppo.main([*common, "--move-view", "--pool", "--pool-opponents",
-                           str(tmp_path / "a" / "ppo.pt"), "--out", str(tmp_path / "d")]) == 0
-    assert read_checkpoint(tmp_path / "d" / "ppo.pt")["obs_dim"] == len(
-        traveller_env.raw_env("squad", move_view=True).observation_labels)

@@ -73,26 +73,17 @@ def test_the_move_view_is_the_same_on_the_core_aec_env():
         -len(env.move_view_vector(agent)):].tobytes()
 
 
-def test_the_aim_view_is_the_same_on_the_core_aec_env():
-    assert lockstep("squad", 6, move_view=True, aim_view=True) > 50
+@pytest.mark.parametrize(("view", "seed"), [("aim_view", 6), ("attack_view", 7)])
+def test_the_aim_and_attack_views_are_the_same_on_the_core_aec_env(view, seed):
+    assert lockstep("squad", seed, move_view=True, aim_view=True,
+                    attack_view=view == "attack_view") > 50
     env = traveller_env.raw_env("squad", backend="core")
     env.reset(seed=2)
-    twin = traveller_env.raw_env("squad", backend="python", aim_view=True)
+    twin = traveller_env.raw_env("squad", backend="python", **{view: True})
     twin.reset(seed=2)
-    for agent in env.possible_agents:  # the aim view alone, asked of an env without it
-        assert env.aim_view_vector(agent).tobytes() == twin.observe(agent)["observation"][
-            -len(env.aim_view_vector(agent)):].tobytes()
-
-
-def test_the_attack_view_is_the_same_on_the_core_aec_env():
-    assert lockstep("squad", 7, move_view=True, aim_view=True, attack_view=True) > 50
-    env = traveller_env.raw_env("squad", backend="core")
-    env.reset(seed=2)
-    twin = traveller_env.raw_env("squad", backend="python", attack_view=True)
-    twin.reset(seed=2)
-    for agent in env.possible_agents:  # the attack view alone, asked of an env without it
-        assert env.attack_view_vector(agent).tobytes() == twin.observe(agent)["observation"][
-            -len(env.attack_view_vector(agent)):].tobytes()
+    for agent in env.possible_agents:  # the view alone, asked of an env without it
+        alone = getattr(env, f"{view}_vector")(agent)
+        assert alone.tobytes() == twin.observe(agent)["observation"][-len(alone):].tobytes()
 
 
 @pytest.mark.parametrize("name", traveller_env.builtin_scenarios())

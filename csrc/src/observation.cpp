@@ -27,6 +27,30 @@ constexpr int band_index(int dm) noexcept {
     }
 }
 
+// The enemies of `me` in play (the move and attack views' denominators).
+int enemies_in_play(const Battle& b, const Combatant& me) noexcept {
+    int n = 0;
+    for (int i = 0; i < b.num_combatants(); ++i) {
+        const Combatant& c = b.combatant(i);
+        if (c.side != me.side && !c.out) ++n;
+    }
+    return n;
+}
+
+// observations.move_view_squares: square k is the observer's own (k = 0), then direction
+// (k - 1) / max_move_squares, (k - 1) % max_move_squares + 1 squares on. False off the map or on
+// a wall (GridMap.passable), where both views write zeros.
+bool view_square(const Battle& b, const Combatant& me, int k, int& x, int& y) noexcept {
+    x = me.x;
+    y = me.y;
+    if (k > 0) {
+        const int dir = (k - 1) / b.max_move_squares(), steps = (k - 1) % b.max_move_squares() + 1;
+        x += kDirDx[dir] * steps;
+        y += kDirDy[dir] * steps;
+    }
+    return b.grid().in_bounds(x, y) && !b.grid().is_wall(x, y);
+}
+
 }  // namespace
 
 Observer::Observer(const Battle& b, bool move_view, bool aim_view, bool attack_view)
@@ -210,24 +234,15 @@ float* Observer::write_attack_view(const Battle& b, int seat, float* o) const no
     }
     // observations.attack_square_view
     const int squares = 1 + kNumDirs * b.max_move_squares();
-    int n = 0;  // enemies in play
-    for (int i = 0; i < n_; ++i) {
-        const Combatant& c = b.combatant(i);
-        if (c.side != me.side && !c.out) ++n;
-    }
+    const int n = enemies_in_play(b, me);
     if (n == 0) {
         std::fill(o, o + kAttackSquareFields * squares, 0.0f);
         return o + kAttackSquareFields * squares;
     }
     const double count = n;
     for (int k = 0; k < squares; ++k) {
-        int x = me.x, y = me.y;
-        if (k > 0) {
-            const int dir = (k - 1) / b.max_move_squares(), steps = (k - 1) % b.max_move_squares() + 1;
-            x += kDirDx[dir] * steps;
-            y += kDirDy[dir] * steps;
-        }
-        if (!g.in_bounds(x, y) || g.is_wall(x, y)) {
+        int x, y;
+        if (!view_square(b, me, k, x, y)) {
             *o++ = 0.0f;
             *o++ = 0.0f;
             continue;
@@ -249,24 +264,15 @@ float* Observer::write_move_view(const Battle& b, int seat, float* o) const noex
     const Combatant& me = b.combatant(seat);
     const Grid& g = b.grid();
     const int squares = 1 + kNumDirs * b.max_move_squares();
-    int n = 0;  // enemies in play
-    for (int i = 0; i < n_; ++i) {
-        const Combatant& c = b.combatant(i);
-        if (c.side != me.side && !c.out) ++n;
-    }
+    const int n = enemies_in_play(b, me);
     if (n == 0) {
         std::fill(o, o + kMoveViewFields * squares, 0.0f);
         return o + kMoveViewFields * squares;
     }
     const double count = n;
     for (int k = 0; k < squares; ++k) {
-        int x = me.x, y = me.y;
-        if (k > 0) {  // move_view_squares: direction (k - 1) / max, then (k - 1) % max + 1 squares
-            const int dir = (k - 1) / b.max_move_squares(), steps = (k - 1) % b.max_move_squares() + 1;
-            x += kDirDx[dir] * steps;
-            y += kDirDy[dir] * steps;
-        }
-        if (!g.in_bounds(x, y) || g.is_wall(x, y)) {  // GridMap.passable
+        int x, y;
+        if (!view_square(b, me, k, x, y)) {
             *o++ = 0.0f;
             *o++ = 0.0f;
             *o++ = 0.0f;
