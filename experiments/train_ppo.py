@@ -160,10 +160,13 @@ class Args:
     of a seat gains gamma x the potential at that seat's next decision (0 at the battle's end)
     minus the potential at its own. Over a battle the gains sum to minus the first potential,
     so every policy's shaped return differs from its true one by a constant (gamma 1) and the
-    best policies stay the best; what changes is how soon a good square pays. Terms, read from
-    the move view of the seat's own square (needs --move-view): clear_shots (share of enemies in
+    best policies stay the best; what changes is how soon a good square pays. Terms read from
+    the move view of the seat's own square (need --move-view): clear_shots (share of enemies in
     play it sees out of their cover), exposed (share of enemies in play that see it and whose
-    line passes no cover next to it, or all that see it when it stands, R5.3)"""
+    line passes no cover next to it, or all that see it when it stands, R5.3). Terms read from
+    the attack view (need --attack-view): hit (its best chance to hit an enemy now, its held
+    aim counted: an aim pays when it is taken, a reaction that breaks it costs at once),
+    threat (the enemies' mean chance to hit it where it stands, attack.here.threat)"""
     move_view: bool = False
     """observe the move view too (traveller_env.observations.move_view: line of sight and
     cover at each square a move could end on); the checkpoint records it, and plays in any env"""
@@ -286,9 +289,15 @@ class Args:
             if not path.endswith(".pt") or not Path(path).is_file():
                 raise ValueError(f"{flag}: {path!r} is not a train_ppo checkpoint file (.pt)")
         parse_style(self.style)
-        if parse_potential(self.potential) and not self.move_view:
-            raise ValueError("--potential reads the move view of the seat's own square: it "
+        terms = parse_potential(self.potential)
+        if any(t in terms for t in _MOVE_VIEW_TERMS) and not self.move_view:
+            raise ValueError("--potential reads the move view of the seat's own square "
+                             f"({', '.join(t for t in _MOVE_VIEW_TERMS if t in terms)}): it "
                              "needs --move-view")
+        if any(t not in _MOVE_VIEW_TERMS for t in terms) and not self.attack_view:
+            raise ValueError("--potential reads the attack view ("
+                             f"{', '.join(t for t in terms if t not in _MOVE_VIEW_TERMS)}): "
+                             "it needs --attack-view")
         if self.out and (Path(self.out) / "config.json").exists() and not self.overwrite:
             raise ValueError(f"--out {self.out}: holds a run already (config.json); choose "
                              "another folder, or pass --overwrite to replace it")
@@ -303,7 +312,9 @@ STYLE_TERMS = ("distance", "distance_m", "exposure", "low_stance", "shots", "lea
 
 
 #: ``--potential`` terms (see ``PositionPotential``).
-POTENTIAL_TERMS = ("clear_shots", "exposed")
+POTENTIAL_TERMS = ("clear_shots", "exposed", "hit", "threat")
+#: The terms read from the move view (the rest read the attack view).
+_MOVE_VIEW_TERMS = ("clear_shots", "exposed")
 
 
 def parse_terms(text: str, flag: str, allowed: tuple[str, ...]) -> dict[str, float]:
@@ -338,16 +349,23 @@ def parse_potential(text: str) -> dict[str, float]:
 
 
 class PositionPotential:
-    """The ``--potential`` of each decision's observation, from the move view of the seat's own
-    square (``move.here.*``, shares of the enemies in play) and its stance."""
+    """The ``--potential`` of each decision's observation: from the move view of the seat's own
+    square (``move.here.*``, shares of the enemies in play) and its stance, and from the attack
+    view (``attack.enemyK.hit``, ``attack.here.threat``)."""
 
     def __init__(self, weights: dict[str, float], observation_labels: list[str]) -> None:
         self.weights = weights
         col = {label: j for j, label in enumerate(observation_labels)}
-        self.seen = col["move.here.seen_by"]
-        self.covered = col["move.here.covered_from"]
-        self.clear = col["move.here.clear_shots"]
-        self.low = np.array([col["self.stance_crouch"], col["self.stance_prone"]])
+        if any(t in weights for t in _MOVE_VIEW_TERMS):
+            self.seen = col["move.here.seen_by"]
+            self.covered = col["move.here.covered_from"]
+            self.clear = col["move.here.clear_shots"]
+            self.low = np.array([col["self.stance_crouch"], col["self.stance_prone"]])
+        if "hit" in weights:
+            self.hits = np.array([j for label, j in col.items()
+                                  if label.startswith("attack.enemy") and label.endswith(".hit")])
+        if "threat" in weights:
+            self.threat = col["attack.here.threat"]
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
         """The potential of each row's observation (float32)."""
@@ -358,6 +376,10 @@ class PositionPotential:
             # cover counts only when crouched or prone (R5.3)
             low = obs[:, self.low].sum(axis=1) > 0.5
             out += w["exposed"] * (obs[:, self.seen] - np.where(low, obs[:, self.covered], 0.0))
+        if "hit" in w:
+            out += w["hit"] * obs[:, self.hits].max(axis=1)
+        if "threat" in w:
+            out += w["threat"] * obs[:, self.threat]
         return out
 
 

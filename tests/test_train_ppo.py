@@ -147,6 +147,25 @@ def test_position_potential_reads_the_move_view_of_the_seats_own_square():
     assert np.allclose(pot(obs), [0.5 - 0.75, 0.5 - 0.25, 0.5 - 0.25])
 
 
+def test_position_potential_reads_the_attack_view():
+    """hit is the best attack.enemyK.hit (the seat's held aim is in it, so an aim pays when
+    taken); threat is attack.here.threat (observations.ATTACK_VIEW_FIELDS)."""
+    from experiments.train_ppo import PositionPotential, parse_potential
+
+    venv = vector.make("squad", num_envs=1, seed=0, backend="python", relative_actions=True,
+                       attack_view=True)
+    labels = venv.observation_labels
+    col = {lab: j for j, lab in enumerate(labels)}
+    obs = np.zeros((2, len(labels)), dtype=np.float32)
+    obs[0, col["attack.enemy1.hit"]] = 0.25
+    obs[0, col["attack.enemy3.hit"]] = 0.5
+    obs[0, col["attack.ally0.hit"]] = 1.0  # allies are not targets
+    obs[0, col["attack.enemy2.hits_me"]] = 1.0
+    obs[1, col["attack.here.threat"]] = 0.75
+    pot = PositionPotential(parse_potential("hit=2,threat=-1"), labels)
+    assert np.allclose(pot(obs), [2 * 0.5, -0.75])
+
+
 # ============================================================================ a tiny run
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
@@ -518,6 +537,8 @@ def test_pool_watch_plays_the_other_runs_checkpoints(tmp_path, capsys):
     (["--pool", "--pool-watch", "no/such/run"], "--pool-watch: 'no/such/run' is not a folder"),
     (["--pool", "--pool-watch-share", "2"], "--pool-watch-share must be in [0, 1]"),
     (["--potential", "exposed=-1"], "--potential reads the move view"),
+    (["--potential", "hit=1", "--move-view"], "--potential reads the attack view (hit): it "
+                                               "needs --attack-view"),
     (["--pool-opponents", "a.pt"], "--pool-opponents needs --pool"),
     (["--pool", "--pool-opponents", "missing.pt"], "--pool-opponents: 'missing.pt' is not"),
     (["--pool", "--pool-sampling", "best"], "--pool-sampling must be one of uniform, pfsp"),
