@@ -44,7 +44,14 @@ a share whose denominator is 0 is ``nan``. *Living* means not incapacitated (no
 * ``distance_m``: the mean distance in metres to the nearest living enemy at the start of its
   turns (the ``turn`` event);
 * ``damage_dealt``, ``damage_taken``: damage (after armour) its attacks dealt / its seats took,
-  per battle.
+  per battle;
+* ``reacted_share``: the share of its reactions (``reaction`` events: one per attack on its
+  seats when the scenario has reactions, R3.6) that dodge or parry rather than ``none``; a
+  reaction costs Initiative and breaks its own aim (R4.3);
+* ``aims_lost_share``: ``aim_lost`` events of its seats / its ``aim`` actions: aims broken
+  by another action or a reaction before an attack could spend them (R4.3);
+* ``turns_ended_early``: the share of its turns that it ended itself (``end_turn`` with reason
+  ``chosen``) rather than by spending its budget (R2.1, R2.3): Minor actions left unused.
 
 The dict also holds the counts behind them (``COUNTS``: turns, moves, attacks, focus choices,
 ...), so callers can merge runs or compute intervals, and ``win_ci95`` (Wilson).
@@ -87,7 +94,8 @@ DESCRIPTORS: tuple[str, ...] = (
     "win_rate", "draw_rate", "prone_share", "crouch_share", "in_cover_share", "cover_moves",
     "focus_fire", "aims_per_shot", "shots_per_battle", "reloads_per_battle",
     "leadership_per_turn", "bonuses_per_battle", "distance_m", "damage_dealt", "damage_taken",
-    "hit_rate", "shots_into_cover", "fired_on_in_cover",
+    "hit_rate", "shots_into_cover", "fired_on_in_cover", "reacted_share", "aims_lost_share",
+    "turns_ended_early",
 )
 
 
@@ -122,6 +130,10 @@ class BehaviourTally:
     shots_into_cover: int = 0   # its ranged attacks with a cover DM
     shots_taken: int = 0        # enemy ranged attacks on its seats
     shots_taken_in_cover: int = 0
+    reactions: int = 0          # its reactions (any choice)
+    reacted: int = 0            # ... that were a dodge or a parry
+    aims_lost: int = 0          # aim_lost events of its seats
+    turns_ended_early: int = 0  # its turns ended by end_turn (reason "chosen")
 
     def __iadd__(self, other: BehaviourTally) -> BehaviourTally:
         for f in fields(self):
@@ -155,6 +167,9 @@ class BehaviourTally:
             "hit_rate": _ratio(self.hits, self.shots),
             "shots_into_cover": _ratio(self.shots_into_cover, self.shots),
             "fired_on_in_cover": _ratio(self.shots_taken_in_cover, self.shots_taken),
+            "reacted_share": _ratio(self.reacted, self.reactions),
+            "aims_lost_share": _ratio(self.aims_lost, self.aims),
+            "turns_ended_early": _ratio(self.turns_ended_early, self.turns),
         }
 
 
@@ -336,6 +351,7 @@ def tally_battle(events: Sequence[Mapping[str, Any]], layout: Layout, side: int
                     t.distance_turns += 1
         elif kind == "end_turn":
             if state.seat(i, ev) == turn:
+                t.turns_ended_early += turn in mine and ev["reason"] == "chosen"
                 close_turn()
                 turn = None
         elif kind == "move":
@@ -364,6 +380,10 @@ def tally_battle(events: Sequence[Mapping[str, Any]], layout: Layout, side: int
                 if not ev["melee"]:
                     t.shots_taken += 1
                     t.shots_taken_in_cover += "cover" in (ev["dms"] or {})
+        elif kind == "reaction":
+            if state.seat(i, ev) in mine:
+                t.reactions += 1
+                t.reacted += ev["reaction"] != "none"
         elif kind in _COUNTED:
             if state.seat(i, ev) in mine and (kind != "reload" or ev["done"]):
                 setattr(t, _COUNTED[kind], getattr(t, _COUNTED[kind]) + 1)
@@ -386,7 +406,8 @@ def tally_battle(events: Sequence[Mapping[str, Any]], layout: Layout, side: int
 
 
 #: Events counted one for one (a ``reload`` only when it completes): type -> tally field.
-_COUNTED = {"aim": "aims", "reload": "reloads", "leadership": "leadership_checks",
+_COUNTED = {"aim": "aims", "aim_lost": "aims_lost", "reload": "reloads",
+            "leadership": "leadership_checks",
             "bonus_granted": "bonuses_granted", "penalty_imposed": "penalties_imposed"}
 
 
@@ -474,6 +495,8 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "distance_m": ("dist m", ".1f"), "damage_dealt": ("dealt", ".1f"),
     "damage_taken": ("taken", ".1f"), "hit_rate": ("hit", ".2f"),
     "shots_into_cover": ("into cover", ".2f"), "fired_on_in_cover": ("fired on in cover", ".2f"),
+    "reacted_share": ("reacted", ".2f"), "aims_lost_share": ("aims lost", ".2f"),
+    "turns_ended_early": ("ended early", ".2f"),
 }
 
 

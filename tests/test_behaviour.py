@@ -272,6 +272,32 @@ def test_aims_reloads_leadership_bonuses_and_outcome():
     assert math.isnan(red.descriptors()["aims_per_shot"])  # no attack: undefined, not 0
 
 
+def test_reactions_aims_lost_and_turns_ended_early():
+    """R3.6 reactions (dodge or parry against none), R4.3 aims broken before an attack spends
+    them, and turns ended by choice rather than by a spent budget (R2.1, R2.3)."""
+    lay = layout_of([(0, 0)], [(9, 0)])
+    log = [turn("blue_0"), ev("aim", actor="blue_0", target="red_0", aim=1),
+           ev("aim", actor="blue_0", target="red_0", aim=2), end_turn("blue_0"),
+           turn("red_0"), ev("reaction", actor="blue_0", reaction="dodge", attacker="red_0"),
+           ev("aim_lost", actor="blue_0", target="red_0"),
+           attack("red_0", "blue_0", (9, 0), (0, 0), dms={"dodge": -1}),
+           ev("end_turn", actor="red_0", reason="budget spent"),
+           turn("blue_0", 2), ev("aim", actor="blue_0", target="red_0", aim=1),
+           attack("blue_0", "red_0", (0, 0), (9, 0)),
+           ev("reaction", actor="red_0", reaction="none", attacker="blue_0"),
+           ev("end_turn", actor="blue_0", reason="budget spent"),
+           turn("red_0", 2), ev("reaction", actor="blue_0", reaction="none", attacker="red_0"),
+           attack("red_0", "blue_0", (9, 0), (0, 0)), end_turn("red_0"), end()]
+    blue, red = tally_battle(log, lay, 0), tally_battle(log, lay, 1)
+    assert (blue.reactions, blue.reacted, blue.aims, blue.aims_lost) == (2, 1, 3, 1)
+    assert (blue.turns, blue.turns_ended_early) == (2, 1)
+    d = blue.descriptors()
+    assert d["reacted_share"] == 0.5 and d["aims_lost_share"] == pytest.approx(1 / 3)
+    assert d["turns_ended_early"] == 0.5
+    assert (red.reactions, red.reacted, red.turns_ended_early, red.turns) == (1, 0, 1, 2)
+    assert math.isnan(red.descriptors()["aims_lost_share"])  # no aim: undefined
+
+
 def test_tallies_add_up_and_descriptors_are_ratios_of_sums():
     lay = layout_of([(0, 0)], [(9, 0)])
     prone = [turn("blue_0"), stance("blue_0", "stand", "prone"), end_turn("blue_0"), end()]
