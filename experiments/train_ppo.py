@@ -153,7 +153,8 @@ class Args:
     metres over 4x the seat's weapon Range, so small for rifles), distance_m (the same in
     metres), exposure (share of enemies in play with line of sight to it), low_stance (crouched or
     prone), shots (the decision is an attack), lead (a Leadership check or a bonus handed),
-    shots_into_cover (an attack on an enemy in cover from it, R5.3)"""
+    shots_into_cover (an attack on an enemy in cover from it, R5.3), reactions (a dodge or a
+    parry, R3.6: it also breaks the seat's own aim, R4.3)"""
     potential: str = ""
     """potential-based shaping (Ng, Harada & Russell 1999), TERM=WEIGHT comma-separated: the
     potential of a decision's observation is the weighted sum of its terms, and each decision
@@ -308,7 +309,7 @@ class Args:
 POOL_SAMPLING = ("uniform", "pfsp")
 #: ``--style`` terms (see ``StyleShaping``).
 STYLE_TERMS = ("distance", "distance_m", "exposure", "low_stance", "shots", "lead",
-               "shots_into_cover")
+               "shots_into_cover", "reactions")
 
 
 #: ``--potential`` terms (see ``PositionPotential``).
@@ -416,6 +417,7 @@ class StyleShaping:
                                       for lab in action_labels])
         self.lead = np.array([lab == "leadership" or lab.startswith("direct:")
                               for lab in action_labels])
+        self.react = np.array([lab in ("react:dodge", "react:parry") for lab in action_labels])
 
     def __call__(self, obs: np.ndarray, actions: np.ndarray) -> np.ndarray:
         """The shaping reward of each row's decision (``obs``: the rows' observations)."""
@@ -441,6 +443,8 @@ class StyleShaping:
             out += w["shots"] * self.shot[actions]
         if "lead" in w:
             out += w["lead"] * self.lead[actions]
+        if "reactions" in w:
+            out += w["reactions"] * self.react[actions]
         if "shots_into_cover" in w:
             cols = self.target_cover[actions]
             covered = (cols >= 0) & (obs[np.arange(len(obs)), np.maximum(cols, 0)] > 0.5)

@@ -480,6 +480,20 @@ def test_style_shots_into_cover_reads_the_target_slots_cover_flag():
     assert np.allclose(shaping(obs, act), [-0.5, 0.0, 0.0, 0.0])
 
 
+def test_style_reactions_score_a_dodge_or_a_parry():
+    """reactions: react:dodge and react:parry score the weight (R3.6); react:none and other
+    actions score nothing."""
+    from experiments.train_ppo import StyleShaping, parse_style
+
+    venv = vector.make("squad", num_envs=1, seed=0, backend="python", relative_actions=True)
+    labels, actions = venv.observation_labels, venv.action_labels
+    obs = np.zeros((4, len(labels)), dtype=np.float32)
+    act = np.array([actions.index(a) for a in
+                    ("react:dodge", "react:parry", "react:none", "aim:enemy1")])
+    shaping = StyleShaping(parse_style("reactions=-0.02"), labels, actions)
+    assert np.allclose(shaping(obs, act), [-0.02, -0.02, 0.0, 0.0])
+
+
 def test_style_distance_in_metres_uses_the_map_size():
     """distance_m: metres (R8.1, 1.5 m squares) to the nearest enemy in play, from the slot's
     offset (dx, dy over the map's width and height), whatever the seat's weapon."""
