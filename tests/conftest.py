@@ -64,6 +64,43 @@ def view_checkpoint(path, seed: int = 0, **views: bool):
     return net
 
 
+def play_like_the_network(net, full, envs, policies, seeds, choose, max_iter: int = 100_000
+                          ) -> int:
+    """Play ``full`` and every env of ``envs`` in lockstep (the same seeds and actions); at each
+    decision each of ``policies`` (``Policy.act``), given each env's own observation, must pick
+    what ``net``'s actor picks on ``full``'s observation (greedy over the relative mask).
+    ``choose(agent, observation, mask)`` gives the action played. Returns the decisions
+    checked."""
+    torch = pytest.importorskip("torch")
+    from agents.ppo_policy import masked_logits
+
+    checked = 0
+    for seed in seeds:
+        for env in envs:
+            env.reset(seed=seed)
+        for agent in full.agent_iter(max_iter=max_iter):
+            obs, _, term, trunc, _ = full.last()
+            if term or trunc:
+                for env in envs:
+                    env.step(None)
+                continue
+            m = obs["action_mask"]
+            rel = full.relative_actions.mask(agent, m).astype(bool)
+            with torch.no_grad():
+                z = masked_logits(net.actor(torch.as_tensor(obs["observation"])),
+                                  torch.as_tensor(rel))
+            want = full.relative_actions.to_absolute(agent, int(z.argmax()))
+            for env in envs:
+                o = env.observe(agent)["observation"]
+                for policy in policies:
+                    assert policy.act(o, m, agent, env) == want
+            checked += 1
+            action = choose(agent, obs["observation"], m)
+            for env in envs:
+                env.step(action)
+    return checked
+
+
 @pytest.fixture
 def make_scenario():
     return scenario

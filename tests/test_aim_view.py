@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import fighter, scenario, view_checkpoint
+from conftest import fighter, play_like_the_network, scenario, view_checkpoint
 
 import traveller_env
 from traveller_env.observations import AIM_VIEW_FIELDS, ObservationBuilder
@@ -100,8 +100,8 @@ def test_a_checkpoint_trained_with_the_aim_view_plays_in_envs_without_it(tmp_pat
     """``load_ppo_policy`` reads ``aim_view`` from the checkpoint; in an env without it (or
     with only the other view) the policy asks the env and picks what the network picks on
     the full observation; the ONNX export records it and ``OnnxPolicy`` does the same."""
-    torch = pytest.importorskip("torch")
-    from agents.ppo_policy import load_ppo_policy, masked_logits
+    pytest.importorskip("torch")
+    from agents.ppo_policy import load_ppo_policy
 
     net = _checkpoint(tmp_path / "av.pt", move_view, True)
     policy = load_ppo_policy(tmp_path / "av.pt", "squad")
@@ -118,34 +118,17 @@ def test_a_checkpoint_trained_with_the_aim_view_plays_in_envs_without_it(tmp_pat
         assert (meta["aim_view"], meta["move_view"]) == (True, move_view)
         onnx_policy = OnnxPolicy(tmp_path / "av.onnx", "squad")
     rng = np.random.default_rng(0)
-    checked = aimed_at = 0
-    for seed in range(2):
-        for env in envs:
-            env.reset(seed=seed)
-        for agent in full.agent_iter():
-            obs, _, term, trunc, _ = full.last()
-            if term or trunc:
-                for env in envs:
-                    env.step(None)
-                continue
-            m = obs["action_mask"]
-            want_obs = obs["observation"]
-            aimed_at += bool(want_obs[-7:].any())
-            rel = full.relative_actions.mask(agent, m).astype(bool)
-            with torch.no_grad():
-                z = masked_logits(net.actor(torch.as_tensor(want_obs)), torch.as_tensor(rel))
-            want = full.relative_actions.to_absolute(agent, int(z.argmax()))
-            for env in envs:
-                o = env.observe(agent)["observation"]
-                assert policy.act(o, m, agent, env) == want
-                if onnx_policy is not None:
-                    assert onnx_policy.act(o, m, agent, env) == want
-            checked += 1
-            legal = np.flatnonzero(m)
-            aims = [i for i in legal if full.action_labels[i].startswith("aim:")]
-            action = int(rng.choice(aims if aims and rng.random() < 0.5 else legal))
-            for env in envs:
-                env.step(action)
+    aimed_at = 0
+
+    def choose(agent, observation, mask):
+        nonlocal aimed_at
+        aimed_at += bool(observation[-7:].any())
+        legal = np.flatnonzero(mask)
+        aims = [i for i in legal if full.action_labels[i].startswith("aim:")]
+        return int(rng.choice(aims if aims and rng.random() < 0.5 else legal))
+
+    policies = [policy] + ([onnx_policy] if onnx_policy is not None else [])
+    checked = play_like_the_network(net, full, envs, policies, range(2), choose)
     assert checked > 50 and aimed_at > 5
 
 

@@ -13,7 +13,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from conftest import fighter, scenario, view_checkpoint
+from conftest import fighter, play_like_the_network, scenario, view_checkpoint
 
 import traveller_env
 from traveller_env.observations import (
@@ -164,8 +164,8 @@ def test_a_checkpoint_trained_with_the_attack_view_plays_in_envs_without_it(tmp_
     """``load_ppo_policy`` reads ``attack_view``; in an env without it (or with other views)
     the policy asks the env and picks what the network picks on the full observation; the
     ONNX export records it and ``OnnxPolicy`` does the same."""
-    torch = pytest.importorskip("torch")
-    from agents.ppo_policy import load_ppo_policy, masked_logits
+    pytest.importorskip("torch")
+    from agents.ppo_policy import load_ppo_policy
 
     net = view_checkpoint(tmp_path / "atk.pt", move_view=True, attack_view=True)
     policy = load_ppo_policy(tmp_path / "atk.pt", "squad")
@@ -183,28 +183,8 @@ def test_a_checkpoint_trained_with_the_attack_view_plays_in_envs_without_it(tmp_
         assert (meta["attack_view"], meta["move_view"], meta["aim_view"]) == (True, True, False)
         onnx_policy = OnnxPolicy(tmp_path / "atk.onnx", "squad")
     rng = np.random.default_rng(0)
-    checked = 0
-    for env in envs:
-        env.reset(seed=1)
-    for agent in full.agent_iter(max_iter=300):
-        obs, _, term, trunc, _ = full.last()
-        if term or trunc:
-            for env in envs:
-                env.step(None)
-            continue
-        m = obs["action_mask"]
-        rel = full.relative_actions.mask(agent, m).astype(bool)
-        with torch.no_grad():
-            z = masked_logits(net.actor(torch.as_tensor(obs["observation"])),
-                              torch.as_tensor(rel))
-        want = full.relative_actions.to_absolute(agent, int(z.argmax()))
-        for env in envs:
-            o = env.observe(agent)["observation"]
-            assert policy.act(o, m, agent, env) == want
-            if onnx_policy is not None:
-                assert onnx_policy.act(o, m, agent, env) == want
-        checked += 1
-        action = int(rng.choice(np.flatnonzero(m)))
-        for env in envs:
-            env.step(action)
+    policies = [policy] + ([onnx_policy] if onnx_policy is not None else [])
+    checked = play_like_the_network(net, full, envs, policies, [1],
+                                    lambda agent, obs, mask: int(rng.choice(np.flatnonzero(mask))),
+                                    max_iter=300)
     assert checked > 50
