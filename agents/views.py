@@ -18,10 +18,12 @@ from typing import Any
 
 import numpy as np
 
+from traveller_env.observations import VIEWS as OBSERVATION_VIEWS
+
 __all__ = ["VIEWS", "complete_observation", "view_sizes", "views_of"]
 
 #: The views, in the order the observation vector appends them; each is an env keyword.
-VIEWS = ("move_view", "aim_view", "attack_view")
+VIEWS = OBSERVATION_VIEWS
 _PREFIX = {"move_view": "move.", "aim_view": "aim.", "attack_view": "attack."}
 
 

@@ -519,8 +519,9 @@ def _trained_views(path: str) -> tuple[tuple[str, bool], ...]:
 
 def learner_views(args: Args) -> dict[str, bool]:
     """The views the learner reads (``--move-view``, ``--aim-view``, ``--attack-view``)."""
-    return {"move_view": args.move_view, "aim_view": args.aim_view,
-            "attack_view": args.attack_view}
+    from agents.views import VIEWS
+
+    return {view: getattr(args, view) for view in VIEWS}
 
 
 def vector_views(args: Args) -> dict[str, bool]:
@@ -662,20 +663,19 @@ def check_checkpoints(args: Args, venv: Any) -> None:
     watched run holds already; later ones are checked as they are loaded) must fit the
     battles: the same observation size and action labels (``ValueError`` naming the flag and
     both layouts);
-    ``--init`` must also have been trained with the move view exactly when ``--move-view``
-    is given, and with the aim view exactly when ``--aim-view`` (a pool opponent may differ:
+    ``--init`` must also have been trained with each view exactly when its flag is given
+    (``--move-view``, ``--aim-view``, ``--attack-view``; a pool opponent may differ:
     it reads its own columns of the observation). The learner reads a prefix of the
-    vector's observation: ``--aim-view`` without ``--move-view`` beside a pool opponent with
-    the move view is refused."""
+    vector's observation: a learner's view beside a pool opponent that reads an earlier view
+    the learner does not (``--aim-view`` without ``--move-view`` beside one with the move
+    view) is refused."""
     from agents.ppo_policy import read_checkpoint
-    from agents.views import views_of
+    from agents.views import VIEWS, views_of
 
     if not isinstance(observation_columns(venv, learner_views(args)), slice):
-        from agents.views import VIEWS
-
-        mine = learner_views(args)
+        mine, observed = learner_views(args), vector_views(args)
         last = max(i for i, v in enumerate(VIEWS) if mine[v])
-        before = [v for v in VIEWS[:last] if vector_views(args)[v] and not mine[v]]
+        before = [v for v in VIEWS[:last] if observed[v] and not mine[v]]
         flags = " ".join("--" + v.replace("_", "-") for v in before)
         raise ValueError(f"--{VIEWS[last].replace('_', '-')}: a --pool-opponents checkpoint "
                          f"reads {', '.join(v.replace('_', ' ') for v in before)}, which "
@@ -685,8 +685,6 @@ def check_checkpoints(args: Args, venv: Any) -> None:
     for folder in names_list(args.pool_watch):  # the newest checkpoint there already, if any
         paths += [("--pool-watch", str(p))
                   for p in sorted((Path(folder) / "pool").glob("ppo_u*.pt"))[-1:]]
-    names = {"move_view": "the move view", "aim_view": "the aim view",
-             "attack_view": "the attack view"}
     for flag, path in paths:
         try:
             data = read_checkpoint(path)
@@ -698,7 +696,8 @@ def check_checkpoints(args: Args, venv: Any) -> None:
             if flag == "--init" and views[view] != mine:
                 said = "with" if views[view] else "without"
                 option = "--" + view.replace("_", "-")
-                raise ValueError(f"{flag}: {path} was trained {said} {names[view]}; pass "
+                raise ValueError(f"{flag}: {path} was trained {said} the "
+                                 f"{view.replace('_', ' ')}; pass "
                                  f"{option if views[view] else 'no ' + option} "
                                  "to train beside it")
         checkpoint_columns(flag, path, data, venv)

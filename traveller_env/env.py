@@ -16,7 +16,7 @@ from pettingzoo.utils.env_logger import EnvLogger
 
 from .encoding import ActionCatalogue, RelativeActions
 from .invariants import InvariantError, check_invariants, check_new_events
-from .observations import ObservationBuilder, move_view
+from .observations import VIEWS, ObservationBuilder, move_view
 from .rules.battle import Battle, IllegalActionError
 from .rules.dice import Dice
 from .scenario import Scenario, build_battle, load_scenario, with_options
@@ -153,18 +153,15 @@ class TravellerEnv(AECEnv):
         if not isinstance(check, bool):
             raise TypeError(f"check_invariants must be True or False, got {check!r}")
         self._check_invariants = check
-        move_view = options.pop("move_view", False)
-        if not isinstance(move_view, bool):
-            raise TypeError(f"move_view must be True or False, got {move_view!r}")
-        self.move_view: bool = move_view
-        aim_view = options.pop("aim_view", False)
-        if not isinstance(aim_view, bool):
-            raise TypeError(f"aim_view must be True or False, got {aim_view!r}")
-        self.aim_view: bool = aim_view
-        attack_view = options.pop("attack_view", False)
-        if not isinstance(attack_view, bool):
-            raise TypeError(f"attack_view must be True or False, got {attack_view!r}")
-        self.attack_view: bool = attack_view
+        views: dict[str, bool] = {}
+        for view in VIEWS:  # move_view, aim_view, attack_view
+            on = options.pop(view, False)
+            if not isinstance(on, bool):
+                raise TypeError(f"{view} must be True or False, got {on!r}")
+            views[view] = on
+        self.move_view: bool = views["move_view"]
+        self.aim_view: bool = views["aim_view"]
+        self.attack_view: bool = views["attack_view"]
         sc = load_scenario(scenario)
         max_rounds = options.pop("max_rounds", None)
         if max_rounds is not None:
@@ -175,8 +172,7 @@ class TravellerEnv(AECEnv):
         self.render_mode = render_mode
         template = build_battle(self.scenario, seed=0)
         self._catalogue = ActionCatalogue(template)
-        self._obs_builder = ObservationBuilder(template, move_view=move_view, aim_view=aim_view,
-                                               attack_view=attack_view)
+        self._obs_builder = ObservationBuilder(template, **views)
         self.possible_agents = [c.id for c in template.combatants]
         self.agents = []
         self._side_of = {c.id: c.side for c in template.combatants}

@@ -21,10 +21,14 @@ from .rules.grid import DIRECTIONS, GridMap
 from .rules.leadership import leadership_dms
 
 __all__ = ["AIM_VIEW_FIELDS", "ATTACK_SQUARE_FIELDS", "ATTACK_VIEW_FIELDS", "MOVE_VIEW_FIELDS",
-           "PHASES", "SELF_FIELDS", "SLOT_FIELDS", "ObservationBuilder", "attack_square_view",
-           "move_view", "move_view_labels", "move_view_squares"]
+           "PHASES", "SELF_FIELDS", "SLOT_FIELDS", "VIEWS", "ObservationBuilder",
+           "attack_square_view", "move_view", "move_view_labels", "move_view_square_names",
+           "move_view_squares"]
 
 PHASES = ("haste", "turn", "reaction")
+#: The optional views, in the order the observation vector appends them; each is a keyword of
+#: ``ObservationBuilder`` and ``TravellerEnv``.
+VIEWS = ("move_view", "aim_view", "attack_view")
 _frombuffer, _FLOAT32 = np.frombuffer, np.float32
 INIT_SCALE = 30.0
 POOL_SCALE = 10.0
@@ -156,10 +160,15 @@ def move_view_squares(battle: Battle, agent: str) -> list[tuple[int, int]]:
                        for k in range(1, n + 1)]
 
 
+def move_view_square_names(max_move_squares: int) -> list[str]:
+    """The names of ``move_view_squares`` in labels: ``here``, ``N:1``, ... ``NW:max``."""
+    return ["here"] + [f"{d}:{k}" for d in DIRECTIONS for k in range(1, max_move_squares + 1)]
+
+
 def move_view_labels(max_move_squares: int) -> list[str]:
     """The labels of the move view's entries (``move.here.seen_by``, ``move.N:1.seen_by``, ...)."""
-    names = ["here"] + [f"{d}:{k}" for d in DIRECTIONS for k in range(1, max_move_squares + 1)]
-    return [f"move.{n}.{f}" for n in names for f in MOVE_VIEW_FIELDS]
+    return [f"move.{n}.{f}" for n in move_view_square_names(max_move_squares)
+            for f in MOVE_VIEW_FIELDS]
 
 
 def move_view(battle: Battle, agent: str) -> list[float]:
@@ -299,8 +308,7 @@ class ObservationBuilder:
         """The labels of the attack view's entries: per slot (``attack.ally0.hit``,
         ``attack.ally0.hits_me``, ...), then per square (``attack.here.best_hit``,
         ``attack.here.threat``, ``attack.N:1.best_hit``, ...)."""
-        squares = ["here"] + [f"{d}:{k}" for d in DIRECTIONS
-                              for k in range(1, max_move_squares + 1)]
+        squares = move_view_square_names(max_move_squares)
         return ([f"attack.{n}.{f}" for n in self.slot_names() for f in ATTACK_VIEW_FIELDS]
                 + [f"attack.{n}.{f}" for n in squares for f in ATTACK_SQUARE_FIELDS])
 
