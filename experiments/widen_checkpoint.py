@@ -8,10 +8,11 @@ it, so the wider actor's logits and critic's values equal the old ones exactly; 
 grows the new units' outgoing weights from their gradients. Continue with ``train_ppo --init
 OUT.pt --hidden <the new sizes>``.
 
-With ``--aim-view``, the network also gets inputs for the aim view (``TravellerEnv(aim_view=
-True)``, appended after the rest of the observation) with zero weights into the old units, so
-it still computes the same; continue with ``train_ppo --aim-view`` (the same ``--hidden``
-keeps the width).
+With ``--move-view``, ``--aim-view`` or ``--attack-view``, the network also gets inputs for that
+view (``TravellerEnv(aim_view=True)`` and so on), at the place the observation puts it (the
+views come after the rest, in the order move, aim, attack), with zero weights into the old
+units, so it still computes the same; continue with ``train_ppo --aim-view`` and so on (the
+same ``--hidden`` keeps the width).
 
     python -m experiments.widen_checkpoint runs/squad_tc/d/ppo.pt --hidden 256,256 \\
         --out runs/squad_wide/start.pt
@@ -20,10 +21,13 @@ keeps the width).
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["build_parser", "main", "widen", "widen_checkpoint"]
+from agents.views import VIEWS
+
+__all__ = ["build_parser", "main", "view_columns", "widen", "widen_checkpoint"]
 
 
 def _hidden(text: str) -> list[int]:
@@ -46,15 +50,49 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, required=True, help="where to write the wider checkpoint")
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the new units' incoming weights (default: 0)")
-    p.add_argument("--aim-view", action="store_true",
-                   help="add (zero-weight) inputs for the aim view, for train_ppo --aim-view")
+    for view in VIEWS:
+        flag = "--" + view.replace("_", "-")
+        p.add_argument(flag, action="store_true",
+                       help=f"add (zero-weight) inputs for the {view.replace('_', ' ')}, for "
+                            f"train_ppo {flag}")
     return p
 
 
-def widen(net: Any, hidden: list[int], seed: int, extra_inputs: int = 0) -> Any:
-    """A new ``ActorCritic`` with layer sizes ``hidden`` (and ``extra_inputs`` more inputs
-    after the old ones) computing what the ``ActorCritic`` ``net`` does (exactly, up to float
-    summation order). ``ValueError`` when ``hidden`` has another depth or a smaller layer."""
+def view_columns(data: dict[str, Any], add: Sequence[str]) -> tuple[int, list[int]]:
+    """For a checkpoint ``data`` gaining the views ``add``: the new observation's size, and
+    the new column of each old input (the plain observation first, then the views in
+    ``VIEWS`` order, as the env lays them out). ``ValueError`` for a view it already reads."""
+    from traveller_env.observations import view_labels
+
+    labels = data["action_labels"]
+    slots = [lab.split(":", 1)[1] for lab in labels if lab.startswith("aim:")]
+    max_move = max((int(lab.rsplit(":", 1)[1]) for lab in labels if lab.startswith("move:")),
+                   default=0)
+    sizes = {v: len(view_labels(v, slots, max_move)) for v in VIEWS}
+    for v in add:
+        if data.get(v):
+            raise ValueError(f"--{v.replace('_', '-')}: the checkpoint already reads the "
+                             f"{v.replace('_', ' ')}")
+    plain = data["obs_dim"] - sum(sizes[v] for v in VIEWS if data.get(v))
+    if plain <= 0:
+        raise ValueError(f"the checkpoint's obs_dim {data['obs_dim']} is too small for the "
+                         "views it records")
+    columns, at = list(range(plain)), plain
+    for v in VIEWS:
+        if data.get(v):
+            columns += range(at, at + sizes[v])
+        if data.get(v) or v in add:
+            at += sizes[v]
+    return at, columns
+
+
+def widen(net: Any, hidden: list[int], seed: int, extra_inputs: int = 0,
+          inputs: tuple[int, Sequence[int]] | None = None) -> Any:
+    """A new ``ActorCritic`` with layer sizes ``hidden`` computing what the ``ActorCritic``
+    ``net`` does (exactly, up to float summation order). New inputs get zero weights:
+    ``extra_inputs`` more after the old ones, or ``inputs`` = (the new input size, the new
+    column of each old input). ``ValueError`` when ``hidden`` has another depth or a smaller
+    layer."""
     import torch
 
     from agents.ppo_policy import ActorCritic
@@ -63,45 +101,53 @@ def widen(net: Any, hidden: list[int], seed: int, extra_inputs: int = 0) -> Any:
     if len(hidden) != len(old) or any(h < o for h, o in zip(hidden, old, strict=True)):
         raise ValueError(f"--hidden {','.join(map(str, hidden))}: the checkpoint has layers "
                          f"{','.join(map(str, old))}; give as many layers, none smaller")
+    if inputs is None:
+        inputs = (net.obs_dim + extra_inputs, range(net.obs_dim))
+    n_inputs, old_columns = inputs[0], torch.as_tensor(list(inputs[1]))
     torch.manual_seed(seed)
-    wide = ActorCritic(net.obs_dim + extra_inputs, net.n_actions, hidden)
+    wide = ActorCritic(n_inputs, net.n_actions, hidden)
     with torch.no_grad():
         for old_mlp, new_mlp in ((net.actor, wide.actor), (net.critic, wide.critic)):
+            first = True
             for o, n in zip(old_mlp, new_mlp, strict=True):
                 if not isinstance(o, torch.nn.Linear):
                     continue
                 rows, cols = o.weight.shape
-                n.weight[:rows, :cols] = o.weight   # the old units, as they were
-                # No input from the new units below them, nor from the new inputs (for the
-                # head: the new last-layer units compute, but nothing reads them until
-                # training grows these weights).
-                n.weight[:rows, cols:] = 0.0
+                # The old units as they were; no input from the new units below them, nor
+                # from the new inputs (for the head: the new last-layer units compute, but
+                # nothing reads them until training grows these weights).
+                n.weight[:rows] = 0.0
+                if first:
+                    n.weight[:rows, old_columns] = o.weight
+                else:
+                    n.weight[:rows, :cols] = o.weight
+                first = False
                 n.bias[:rows] = o.bias
                 n.bias[rows:] = 0.0
     return wide
 
 
 def widen_checkpoint(path: Path, hidden: list[int], out: Path, seed: int = 0,
-                     aim_view: bool = False) -> Path:
-    """Read ``path``, widen its network to ``hidden`` (with ``aim_view``: and to the aim
-    view's inputs), write the checkpoint (same scenario, labels, views and bookkeeping, plus
-    ``widened_from``) atomically to ``out``."""
+                     aim_view: bool = False, add_views: Sequence[str] = ()) -> Path:
+    """Read ``path``, widen its network to ``hidden`` (and to the inputs of the views in
+    ``add_views``; ``aim_view=True`` adds the aim view), write the checkpoint (same scenario,
+    labels, views and bookkeeping, plus ``widened_from``) atomically to ``out``."""
     from agents.ppo_policy import checkpoint_bytes, network_from_checkpoint, read_checkpoint
     from experiments.train_common import atomic_write_bytes
 
+    add = [v for v in VIEWS if v in add_views or (v == "aim_view" and aim_view)]
+    unknown = sorted(set(add_views) - set(VIEWS))
+    if unknown:
+        raise ValueError(f"add_views {unknown}: each one of {', '.join(VIEWS)}")
     data = read_checkpoint(path)
-    extra = 0
-    if aim_view:
-        if data.get("aim_view"):
-            raise ValueError(f"--aim-view: {path} already reads the aim view")
-        # one aim-view entry per slot, as one slot-relative aim action per slot
-        extra = sum(label.startswith("aim:") for label in data["action_labels"])
-    wide = widen(network_from_checkpoint(data), hidden, seed, extra)
-    keep = {k: data[k] for k in ("decisions", "update", "seed", "move_view", "aim_view",
-                                      "imitation")
+    try:
+        inputs = view_columns(data, add)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    wide = widen(network_from_checkpoint(data), hidden, seed, inputs=inputs)
+    keep = {k: data[k] for k in ("decisions", "update", "seed", *VIEWS, "imitation")
             if k in data}
-    if aim_view:
-        keep["aim_view"] = True
+    keep.update({v: True for v in add})
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(out, checkpoint_bytes(wide, data["scenario"], data["action_labels"],
                                              widened_from=str(path), **keep))
@@ -112,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
     args = build_parser().parse_args(argv)
     try:
-        widen_checkpoint(args.checkpoint, args.hidden, args.out, args.seed, args.aim_view)
+        widen_checkpoint(args.checkpoint, args.hidden, args.out, args.seed,
+                         add_views=[v for v in VIEWS if getattr(args, v)])
     except (FileNotFoundError, ValueError) as exc:
         raise SystemExit(str(exc)) from exc
     print(f"wrote {args.out} (hidden {','.join(map(str, args.hidden))})")

@@ -85,3 +85,58 @@ def test_aim_view_inputs_are_added_with_zero_weights_and_train_ppo_takes_them(tm
                                      out=str(tmp_path / "run"), progress=False))
     with pytest.raises(SystemExit, match="already reads the aim view"):
         main([str(out), "--hidden", "16", "--aim-view", "--out", str(tmp_path / "again.pt")])
+
+
+def _views_checkpoint(path, scenario, **views):
+    """An untrained checkpoint for ``scenario`` reading ``views``."""
+    from agents.ppo_policy import ActorCritic, checkpoint_bytes
+    from traveller_env import vector
+
+    venv = vector.make(scenario, num_envs=1, seed=0, backend="python", relative_actions=True,
+                       **views)
+    torch.manual_seed(0)
+    net = ActorCritic(venv.obs_dim, venv.n_actions, [16])
+    path.write_bytes(checkpoint_bytes(net, scenario, venv.action_labels, **views))
+    return path
+
+
+@pytest.mark.parametrize("have, add", [
+    ({"move_view": True, "attack_view": True}, "--aim-view"),   # in the middle
+    ({"move_view": True}, "--attack-view"),                     # at the end
+    ({"aim_view": True}, "--move-view"),                        # before another view
+])
+def test_a_view_is_added_where_the_observation_puts_it(tmp_path, have, add):
+    """The widened network on the env's observation with every view it now reads computes
+    what the old one did on the observation without the added view (the layout:
+    the views follow the plain observation in the order move, aim, attack)."""
+    import numpy as np
+
+    import traveller_env
+    from agents.views import complete_observation
+
+    src = _views_checkpoint(tmp_path / "src.pt", "squad", **have)
+    out = tmp_path / "wide.pt"
+    assert main([str(src), "--hidden", "24", add, "--out", str(out)]) == 0
+    added = add[2:].replace("-", "_")
+    data = read_checkpoint(out)
+    assert data[added] is True and all(data[v] is True for v in have)
+    old, new = (network_from_checkpoint(read_checkpoint(p)) for p in (src, out))
+    env = traveller_env.raw_env("squad", move_view=True, aim_view=True, attack_view=True)
+    env.reset(seed=5)
+    rows_old, rows_new = [], []
+    for _ in range(40):   # observations from a few turns of play
+        agent = env.agent_selection
+        obs = env.observe(agent)["observation"]
+        rows_old.append(complete_observation(obs, env, agent, have))
+        rows_new.append(complete_observation(obs, env, agent, {**have, added: True}))
+        mask = env.observe(agent)["action_mask"]
+        env.step(int(np.flatnonzero(mask)[-1]))
+        if not env.agents:
+            break
+    x_old, x_new = (torch.from_numpy(np.stack(r)) for r in (rows_old, rows_new))
+    assert x_old.shape[1] == old.obs_dim and x_new.shape[1] == new.obs_dim
+    with torch.no_grad():
+        assert torch.allclose(old.actor(x_old), new.actor(x_new), atol=1e-5)
+        assert torch.allclose(old.value(x_old), new.value(x_new), atol=1e-5)
+    with pytest.raises(SystemExit, match="already reads the"):
+        main([str(out), "--hidden", "24", add, "--out", str(tmp_path / "again.pt")])

@@ -23,7 +23,7 @@ from .rules.leadership import leadership_dms
 __all__ = ["AIM_VIEW_FIELDS", "ATTACK_SQUARE_FIELDS", "ATTACK_VIEW_FIELDS", "MOVE_VIEW_FIELDS",
            "PHASES", "SELF_FIELDS", "SLOT_FIELDS", "VIEWS", "ObservationBuilder",
            "attack_square_view", "move_view", "move_view_labels", "move_view_square_names",
-           "move_view_squares"]
+           "move_view_squares", "view_labels"]
 
 PHASES = ("haste", "turn", "reaction")
 #: The optional views, in the order the observation vector appends them; each is a keyword of
@@ -171,6 +171,20 @@ def move_view_labels(max_move_squares: int) -> list[str]:
             for f in MOVE_VIEW_FIELDS]
 
 
+def view_labels(view: str, slot_names: list[str], max_move_squares: int) -> list[str]:
+    """The labels of ``view``'s entries (one of ``VIEWS``) for an observer with these slots
+    (``ally0``, ..., ``enemy0``, ...) and moves of up to ``max_move_squares`` squares."""
+    if view == "move_view":
+        return move_view_labels(max_move_squares)
+    if view == "aim_view":
+        return [f"aim.{n}.{f}" for n in slot_names for f in AIM_VIEW_FIELDS]
+    if view == "attack_view":
+        squares = move_view_square_names(max_move_squares)
+        return ([f"attack.{n}.{f}" for n in slot_names for f in ATTACK_VIEW_FIELDS]
+                + [f"attack.{n}.{f}" for n in squares for f in ATTACK_SQUARE_FIELDS])
+    raise ValueError(f"view {view!r}: one of {', '.join(VIEWS)}")
+
+
 def move_view(battle: Battle, agent: str) -> list[float]:
     """The move view of ``agent`` (``MOVE_VIEW_FIELDS`` for each of ``move_view_squares``): what
     the map offers at each square it could end a move on, asked of the map's own line-of-sight
@@ -290,7 +304,7 @@ class ObservationBuilder:
 
     def aim_view_labels(self) -> list[str]:
         """The labels of the aim view's entries (``aim.ally0.on_me``, ..., ``aim.enemy0.on_me``)."""
-        return [f"aim.{n}.{f}" for n in self.slot_names() for f in AIM_VIEW_FIELDS]
+        return view_labels("aim_view", self.slot_names(), 0)
 
     def aim_view_entries(self, battle: Battle, agent: str) -> list[float]:
         """The aim view of ``agent`` (``AIM_VIEW_FIELDS`` per slot): the aim DM each combatant
@@ -308,9 +322,7 @@ class ObservationBuilder:
         """The labels of the attack view's entries: per slot (``attack.ally0.hit``,
         ``attack.ally0.hits_me``, ...), then per square (``attack.here.best_hit``,
         ``attack.here.threat``, ``attack.N:1.best_hit``, ...)."""
-        squares = move_view_square_names(max_move_squares)
-        return ([f"attack.{n}.{f}" for n in self.slot_names() for f in ATTACK_VIEW_FIELDS]
-                + [f"attack.{n}.{f}" for n in squares for f in ATTACK_SQUARE_FIELDS])
+        return view_labels("attack_view", self.slot_names(), max_move_squares)
 
     def attack_view_entries(self, battle: Battle, agent: str) -> list[float]:
         """The attack view of ``agent``: ``ATTACK_VIEW_FIELDS`` per slot (0 for empty slots and
