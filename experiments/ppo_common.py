@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["SeatRollout", "greedy_actions", "plot_curve", "sample_masked", "vector_winrate"]
+__all__ = ["SeatRollout", "greedy_actions", "plot_curve", "sample_masked", "vector_winrate",
+           "without_forbidden"]
 
 
 # ============================================================================ masked sampling
@@ -171,13 +172,23 @@ class SeatRollout:
 
 
 # ============================================================================ evaluation
+def without_forbidden(mask: np.ndarray, forbid: np.ndarray) -> np.ndarray:
+    """``mask`` (rows of legal actions) with the ``forbid`` columns cleared in every row where
+    another action stays legal; a row whose only legal actions are forbidden keeps them."""
+    others = (mask & ~forbid).any(axis=1)
+    out = mask.copy()
+    out[np.ix_(others, forbid)] = False
+    return out
+
+
 def vector_winrate(net: Any, venv: Any, learner_side: int, battles: int,
-                   seed: int) -> tuple[int, int, int]:
+                   seed: int, forbid: np.ndarray | None = None) -> tuple[int, int, int]:
     """``(wins, draws, losses)`` of ``net`` playing greedily (``greedy_actions``) every
     learner seat of ``venv`` (a ``traveller_env.vector`` vector whose opponents play the other
     sides) in its first ``battles`` battles from ``reset(seed=seed)``: row ``r`` counts its
     first ``battles // N`` battles (one more for the first ``battles % N`` rows), so the same
-    battles are played at every call."""
+    battles are played at every call. ``forbid`` (a boolean per action): those actions are
+    taken from its choices wherever another is legal (``without_forbidden``), an ablation."""
     n = venv.num_envs
     quota = np.full(n, battles // n, dtype=np.int64)
     quota[: battles % n] += 1
@@ -187,6 +198,8 @@ def vector_winrate(net: Any, venv: Any, learner_side: int, battles: int,
     with torch.no_grad():
         while (done < quota).any():
             # the network's prefix of the observation (the vector may add the move view)
+            if forbid is not None:
+                mask = without_forbidden(mask, forbid)
             a = greedy_actions(net.actor(torch.from_numpy(obs[:, :net.obs_dim])),
                                torch.from_numpy(mask))
             obs, mask, _, term, trunc, info = venv.step(a.numpy())

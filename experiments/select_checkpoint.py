@@ -7,6 +7,10 @@ from 300,000; the result scripts, e.g. ``experiments.squad_ppo --checkpoint``, e
 seeds from 200,000), half the battles from each side, and ranks them. Evaluate the pick
 afterwards with the result script: its battles played no part in choosing it.
 
+``--forbid react:dodge`` (any action labels) plays the same battles with those actions taken
+from the policies' choices wherever another action is legal: an ablation of what a learned
+habit is worth to the policy that has it.
+
     python -m experiments.select_checkpoint runs/squad_bc/m --vs tactician --battles 400 \\
         --every 40 --json runs/squad_bc/m/selection.json
 """
@@ -17,10 +21,13 @@ import argparse
 import json
 import re
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["build_parser", "candidates", "main", "run", "score"]
+import numpy as np
+
+__all__ = ["build_parser", "candidates", "forbidden_actions", "main", "run", "score"]
 
 SELECTION_SEED = 300_000
 
@@ -46,11 +53,26 @@ def candidates(run: Path, every: int, since: int) -> list[Path]:
     return found
 
 
+def forbidden_actions(labels: list[str], forbid: Sequence[str]) -> np.ndarray | None:
+    """A boolean per action of ``labels``: those named in ``forbid`` (None when it is empty).
+    ``ValueError`` naming ``--forbid`` for a name that is not one of the labels."""
+    if not forbid:
+        return None
+    unknown = [f for f in forbid if f not in labels]
+    if unknown:
+        raise ValueError(f"--forbid {','.join(unknown)}: not an action of the checkpoint; "
+                         f"its actions are labelled like {', '.join(labels[:2])}, ..., "
+                         f"{labels[-1]} (e.g. react:dodge, end_turn, leadership)")
+    return np.isin(np.asarray(labels), list(forbid))
+
+
 def score(checkpoint: Path, scenario: str, vs: str, battles: int, seed: int, envs: int,
-          vectors: dict[Any, Any]) -> dict[str, Any]:
+          vectors: dict[Any, Any], forbid: Sequence[str] = ()) -> dict[str, Any]:
     """Wins, draws and losses of ``checkpoint`` (greedy) against ``vs``: ``battles // 2``
     battles as each side, from vectors reset with ``seed`` (blue) and ``seed + 1`` (red).
-    ``vectors`` caches the vectors by observation views between calls."""
+    ``vectors`` caches the vectors by observation views between calls. ``forbid``: action
+    labels taken from the policy's choices wherever another action is legal (an ablation:
+    what those actions are worth to it)."""
     from agents.evaluation import wilson_interval
     from agents.ppo_policy import network_from_checkpoint, read_checkpoint
     from agents.views import views_of
@@ -58,6 +80,7 @@ def score(checkpoint: Path, scenario: str, vs: str, battles: int, seed: int, env
     from traveller_env import load_scenario, vector
 
     data = read_checkpoint(checkpoint)
+    banned = forbidden_actions(list(data["action_labels"]), forbid)
     net = network_from_checkpoint(data)
     views = views_of(data)
     key = tuple(sorted(views.items()))
@@ -68,7 +91,7 @@ def score(checkpoint: Path, scenario: str, vs: str, battles: int, seed: int, env
                                     **views) for side in (0, 1)]
     per_side = []
     for side, venv in enumerate(vectors[key]):
-        per_side.append(vector_winrate(net, venv, side, battles // 2, seed + side))
+        per_side.append(vector_winrate(net, venv, side, battles // 2, seed + side, banned))
     w, d, lost = (sum(x) for x in zip(*per_side, strict=True))
     n = w + d + lost
     lo, hi = wilson_interval(w, n)
@@ -97,6 +120,10 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
                    help=f"selection seed (default: {SELECTION_SEED}, apart from the result "
                         "scripts' evaluation seeds)")
     p.add_argument("--envs", type=int, default=100, help="battles stepped at once (default: 100)")
+    p.add_argument("--forbid", default="",
+                   help="comma-separated action labels (e.g. react:dodge) the policies may not "
+                        "choose wherever another action is legal: an ablation of what they "
+                        "are worth to them (default: none)")
     p.add_argument("--json", type=Path, default=None, help="write the ranking here")
     return p
 
@@ -123,8 +150,12 @@ def run(args: argparse.Namespace) -> int:
     torch.set_num_threads(1)
     t0 = time.time()
     vectors: dict[Any, Any] = {}
-    rows = [score(p, args.scenario, args.vs, args.battles, args.seed, args.envs, vectors)
-            for p in paths]
+    forbid = [f for f in args.forbid.split(",") if f]
+    try:
+        rows = [score(p, args.scenario, args.vs, args.battles, args.seed, args.envs, vectors,
+                      forbid) for p in paths]
+    except ValueError as exc:
+        raise SystemExit(f"select_checkpoint: {exc}") from None
     ranked = sorted(rows, key=lambda r: -r["win_rate"])
     print(f"| checkpoint | update | win rate vs {args.vs} (95% CI) | as blue | as red |")
     print("|---|---:|---|---:|---:|")
@@ -133,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
               f"({r['ci95'][0]:.3f}-{r['ci95'][1]:.3f}) | {r['win_rate_blue']:.3f} | "
               f"{r['win_rate_red']:.3f} |")
     print(f"{len(rows)} checkpoints x {args.battles} battles in {time.time() - t0:.0f} s "
-          f"(seeds from {args.seed})")
+          f"(seeds from {args.seed}" + (f"; forbidden: {', '.join(forbid)})" if forbid else ")"))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({

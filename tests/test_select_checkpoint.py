@@ -73,3 +73,61 @@ def test_bad_arguments_are_refused_naming_the_flag(argv, message, tmp_path):
 def test_a_missing_run_is_named(tmp_path):
     with pytest.raises(SystemExit, match="neither a train_ppo run folder"):
         main([str(tmp_path / "nothing")])
+
+
+def test_without_forbidden_clears_the_actions_only_where_another_stays_legal():
+    import numpy as np
+
+    from experiments.ppo_common import without_forbidden
+
+    mask = np.array([[1, 1, 0], [0, 1, 0], [1, 1, 1]], dtype=bool)
+    forbid = np.array([False, True, False])
+    out = without_forbidden(mask, forbid)
+    assert out.tolist() == [[True, False, False],   # another action stays legal
+                            [False, True, False],   # the forbidden one is all it has
+                            [True, False, True]]
+    assert mask[0, 1]  # the caller's mask is not changed
+
+
+def test_forbid_is_an_ablation_on_the_same_battles(tmp_path, capsys):
+    """An action the greedy policy chooses is never chosen once forbidden (unless it is all
+    that is legal), the ablated score is reproducible, and a label the checkpoint lacks is
+    refused naming the flag."""
+    import numpy as np
+    import torch
+
+    from agents.ppo_policy import network_from_checkpoint, read_checkpoint
+    from experiments.ppo_common import greedy_actions, without_forbidden
+    from experiments.select_checkpoint import forbidden_actions
+    from traveller_env import vector
+
+    ckpt = random_checkpoint(tmp_path / "duel.pt", "duel")
+    data = read_checkpoint(ckpt)
+    labels = list(data["action_labels"])
+    net = network_from_checkpoint(data)
+    venv = vector.make("duel", num_envs=8, seed=0, backend="core", relative_actions=True,
+                       opponents={"red": "rush"})
+    obs, mask, _ = venv.reset(seed=3)
+    chosen = set()
+    for _ in range(60):
+        a = greedy_actions(net.actor(torch.from_numpy(obs[:, :net.obs_dim])),
+                           torch.from_numpy(mask)).numpy()
+        chosen.update(labels[i] for i in a)
+        obs, mask, *_ = venv.step(a)
+    label = sorted(chosen - {"end_turn"})[0]   # something the untrained policy plays
+    banned = forbidden_actions(labels, [label])
+    assert banned.sum() == 1 and labels[int(np.flatnonzero(banned)[0])] == label
+    obs, mask, _ = venv.reset(seed=3)
+    for _ in range(60):
+        m = without_forbidden(mask, banned)
+        a = greedy_actions(net.actor(torch.from_numpy(obs[:, :net.obs_dim])),
+                           torch.from_numpy(m)).numpy()
+        assert all(labels[i] != label or mask[r].sum() == mask[r, banned].sum()
+                   for r, i in enumerate(a))
+        obs, mask, *_ = venv.step(a)
+    ablated = score(ckpt, "duel", "rush", 40, SELECTION_SEED, 8, {}, forbid=[label])
+    assert ablated["wins"] + ablated["draws"] + ablated["losses"] == 40
+    assert ablated == score(ckpt, "duel", "rush", 40, SELECTION_SEED, 8, {}, forbid=[label])
+    with pytest.raises(SystemExit, match="--forbid react:nap: not an action"):
+        main([str(ckpt), "--scenario", "duel", "--vs", "rush", "--battles", "4",
+              "--envs", "2", "--forbid", "react:nap"])
