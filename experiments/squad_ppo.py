@@ -16,14 +16,19 @@ processes; win rates with Wilson 95% intervals. It also measures the policy's an
 scripted NPCs' behaviour against ``marksman``.
 
     python -m experiments.squad_ppo --total-timesteps 40000000 --seed 1 \\
-        --extra '--stop-after-updates 1630' --json results/squad_ppo.json   # the README's run
+        --extra '--stop-after-updates 1630' --json results/squad_ppo.json   # the first headline
     python -m experiments.squad_ppo --total-timesteps 40000000 --seed 1 \\
         --extra '--no-move-view --stop-after-updates 1800'   # the same without the move view
-    python -m experiments.squad_ppo --total-timesteps 30000000 --seed 62 \
-        --extra '--scenario configs/training/squad_damage.yaml --potential \
-        clear_shots=1.0,exposed=-1.0 --hidden 256,256 --eval-every 40 \
-        --eval-vs rush,marksman,tactician --stop-after-updates 2000' \
-        --json results/squad_ppo_potential.json   # the best self-play run (potential shaping)
+    python -m experiments.squad_ppo --total-timesteps 30000000 --seed 62 \\
+        --extra '--scenario configs/training/squad_damage.yaml --potential \\
+        clear_shots=1.0,exposed=-1.0 --hidden 256,256 --eval-every 40 \\
+        --eval-vs rush,marksman,tactician --stop-after-updates 2000' \\
+        --json results/squad_ppo_potential.json   # run w (potential shaping)
+    python -m experiments.squad_ppo --total-timesteps 30000000 --seed 62 \\
+        --extra '--scenario configs/training/squad_damage_own.yaml --potential \\
+        clear_shots=1.0,exposed=-1.0 --hidden 256,256 --eval-every 40 \\
+        --eval-vs rush,marksman,tactician --stop-after-updates 1840' \\
+        --json results/squad_ppo_own_damage.json   # the best self-play run (per-seat damage)
     python -m experiments.squad_ppo --checkpoint runs/squad_ppo/ppo.pt --json out.json
 """
 
