@@ -86,13 +86,13 @@ def view_columns(data: dict[str, Any], add: Sequence[str]) -> tuple[int, list[in
     return at, columns
 
 
-def widen(net: Any, hidden: list[int], seed: int, extra_inputs: int = 0,
+def widen(net: Any, hidden: list[int], seed: int,
           inputs: tuple[int, Sequence[int]] | None = None) -> Any:
     """A new ``ActorCritic`` with layer sizes ``hidden`` computing what the ``ActorCritic``
-    ``net`` does (exactly, up to float summation order). New inputs get zero weights:
-    ``extra_inputs`` more after the old ones, or ``inputs`` = (the new input size, the new
-    column of each old input). ``ValueError`` when ``hidden`` has another depth or a smaller
-    layer."""
+    ``net`` does (exactly, up to float summation order). ``inputs``: (the new input size, the
+    new column of each old input; ``view_columns`` gives them), new inputs getting zero
+    weights; by default the inputs stay as they are. ``ValueError`` when ``hidden`` has
+    another depth or a smaller layer."""
     import torch
 
     from agents.ppo_policy import ActorCritic
@@ -102,7 +102,7 @@ def widen(net: Any, hidden: list[int], seed: int, extra_inputs: int = 0,
         raise ValueError(f"--hidden {','.join(map(str, hidden))}: the checkpoint has layers "
                          f"{','.join(map(str, old))}; give as many layers, none smaller")
     if inputs is None:
-        inputs = (net.obs_dim + extra_inputs, range(net.obs_dim))
+        inputs = (net.obs_dim, range(net.obs_dim))
     n_inputs, old_columns = inputs[0], torch.as_tensor(list(inputs[1]))
     torch.manual_seed(seed)
     wide = ActorCritic(n_inputs, net.n_actions, hidden)
@@ -128,14 +128,14 @@ def widen(net: Any, hidden: list[int], seed: int, extra_inputs: int = 0,
 
 
 def widen_checkpoint(path: Path, hidden: list[int], out: Path, seed: int = 0,
-                     aim_view: bool = False, add_views: Sequence[str] = ()) -> Path:
+                     add_views: Sequence[str] = ()) -> Path:
     """Read ``path``, widen its network to ``hidden`` (and to the inputs of the views in
-    ``add_views``; ``aim_view=True`` adds the aim view), write the checkpoint (same scenario,
-    labels, views and bookkeeping, plus ``widened_from``) atomically to ``out``."""
+    ``add_views``), write the checkpoint (same scenario, labels, views and bookkeeping, plus
+    ``widened_from``) atomically to ``out``."""
     from agents.ppo_policy import checkpoint_bytes, network_from_checkpoint, read_checkpoint
     from experiments.train_common import atomic_write_bytes
 
-    add = [v for v in VIEWS if v in add_views or (v == "aim_view" and aim_view)]
+    add = [v for v in VIEWS if v in add_views]
     unknown = sorted(set(add_views) - set(VIEWS))
     if unknown:
         raise ValueError(f"add_views {unknown}: each one of {', '.join(VIEWS)}")

@@ -262,12 +262,9 @@ class ObservationBuilder:
         for k in range(self.n_slots):
             name = f"ally{k}" if k < self.n_ally_slots else f"enemy{k - self.n_ally_slots}"
             self.labels += [f"{name}.{f}" for f in SLOT_FIELDS]
-        if self.move_view:
-            self.labels += move_view_labels(battle.max_move_squares)
-        if self.aim_view:
-            self.labels += self.aim_view_labels()
-        if self.attack_view:
-            self.labels += self.attack_view_labels(battle.max_move_squares)
+        for view in VIEWS:
+            if getattr(self, view):
+                self.labels += view_labels(view, self.slot_names(), battle.max_move_squares)
         self.size = len(self.labels)
         # Native float32 (one type, so no padding): a plain cast per entry, the same bytes as
         # the standard size's rounding for values in [-1, 1], and cheaper.
