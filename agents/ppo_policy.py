@@ -18,6 +18,9 @@ tensors, no pickled code) holding a dict:
   (``TravellerEnv(move_view=True)``; absent otherwise), and ``aim_view`` likewise for the aim
   view. Such a policy plays in any env: where the env's observation lacks a view, it asks
   ``env.move_view_vector(agent)`` or ``env.aim_view_vector(agent)`` (``agents.views``).
+* ``arch``: ``"entity"`` for an ``agents.entity_net.EntityActor`` actor, with ``embed`` (its
+  token width) and ``observation_labels`` (which columns form each token); absent for the
+  tanh-MLP actor (``"mlp"``).
 * ``imitation``: the scripted policy it (or the checkpoint it was trained on from) was first
   fitted to by behaviour cloning (``experiments/clone_scripted.py``); absent for policies
   that imitate nothing. ``train_ppo --init`` and ``widen_checkpoint`` carry it forward.
@@ -28,6 +31,7 @@ gives the same bytes.
 
 from __future__ import annotations
 
+import copy
 import io
 import itertools
 from pathlib import Path
@@ -42,9 +46,9 @@ from traveller_env.env import ScenarioSource, TravellerEnv
 from .base import legal_indices
 from .views import complete_observation, view_sizes, views_of
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "ActorCritic", "PPOPolicy", "checkpoint_bytes",
-           "imitation_of", "is_ppo_checkpoint", "load_ppo_policy", "masked_logits",
-           "network_from_checkpoint", "read_checkpoint"]
+__all__ = ["ARCHS", "FORMAT", "FORMAT_VERSION", "ActorCritic", "PPOPolicy", "arch_of",
+           "checkpoint_bytes", "imitation_of", "is_ppo_checkpoint", "load_ppo_policy",
+           "masked_logits", "network_from_checkpoint", "read_checkpoint"]
 
 FORMAT = "traveller-ppo"
 FORMAT_VERSION = 1
@@ -73,15 +77,46 @@ def _mlp(sizes: list[int], out: int, out_std: float) -> nn.Sequential:
     return nn.Sequential(*layers)
 
 
-class ActorCritic(nn.Module):
-    """Separate actor and critic tanh MLPs over one seat's observation (CleanRL's PPO): the
-    actor gives one logit per slot-relative action, the critic the seat's value."""
+#: Actor architectures: ``"mlp"`` (a tanh MLP over the flat vector) and ``"entity"``
+#: (``agents.entity_net.EntityActor``: shared encoders per slot and per square, pointer heads).
+ARCHS = ("mlp", "entity")
 
-    def __init__(self, obs_dim: int, n_actions: int, hidden: list[int]) -> None:
+
+class ActorCritic(nn.Module):
+    """Separate actor and critic over one seat's observation (CleanRL's PPO): the actor gives one
+    logit per slot-relative action, the critic (a tanh MLP) the seat's value.
+
+    ``arch="mlp"``: the actor is a tanh MLP too. ``arch="entity"``: an ``EntityActor`` with
+    token width ``embed``, which needs the ``observation_labels`` and ``action_labels`` to know
+    which columns form each token and which output each action reads.
+    """
+
+    def __init__(self, obs_dim: int, n_actions: int, hidden: list[int], arch: str = "mlp",
+                 observation_labels: list[str] | None = None,
+                 action_labels: list[str] | None = None, embed: int = 64) -> None:
         super().__init__()
         self.obs_dim, self.n_actions, self.hidden = int(obs_dim), int(n_actions), list(hidden)
-        self.actor = _mlp([self.obs_dim, *self.hidden], self.n_actions, 0.01)
+        if arch not in ARCHS:
+            raise ValueError(f"actor architecture must be one of {', '.join(ARCHS)}, got "
+                             f"{arch!r}")
+        self.arch, self.embed = arch, int(embed)
+        self.observation_labels = list(observation_labels or [])
+        if arch == "entity":
+            from .entity_net import EntityActor
+
+            if len(self.observation_labels) != self.obs_dim or action_labels is None \
+                    or len(action_labels) != self.n_actions:
+                raise ValueError("an entity actor needs the observation labels (one per "
+                                 "observation entry) and the action labels (one per action)")
+            self.actor = EntityActor(self.observation_labels, list(action_labels),
+                                     self.hidden, self.embed)
+        else:
+            self.actor = _mlp([self.obs_dim, *self.hidden], self.n_actions, 0.01)
         self.critic = _mlp([self.obs_dim, *self.hidden], 1, 1.0)
+
+    def twin(self) -> ActorCritic:
+        """A new network of the same shape and architecture, holding a copy of these weights."""
+        return copy.deepcopy(self)
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         """``V(obs)``: float ``[B]``."""
@@ -102,6 +137,8 @@ def checkpoint_bytes(net: ActorCritic, scenario: str, action_labels: list[str],
         "format": FORMAT, "format_version": FORMAT_VERSION, "scenario": scenario,
         "obs_dim": int(net.obs_dim), "action_labels": list(action_labels),
         "hidden": [int(h) for h in net.hidden], "activation": "tanh",
+        **({"arch": net.arch, "embed": int(net.embed),
+            "observation_labels": list(net.observation_labels)} if net.arch != "mlp" else {}),
         "actor": {k: v.detach().clone().contiguous() for k, v in net.actor.state_dict().items()},
         "critic": {k: v.detach().clone().contiguous()
                    for k, v in net.critic.state_dict().items()},
@@ -147,9 +184,20 @@ def imitation_of(data: dict) -> dict[str, str]:
     return {"imitation": str(teacher)} if teacher else {}
 
 
+def arch_of(data: dict) -> str:
+    """The actor architecture of a checkpoint dict (``"mlp"`` when it does not say)."""
+    arch = data.get("arch", "mlp")
+    if arch not in ARCHS:
+        raise ValueError(f"checkpoint actor architecture {arch!r}; this code knows "
+                         f"{', '.join(ARCHS)}")
+    return arch
+
+
 def network_from_checkpoint(data: dict) -> ActorCritic:
     """The ``ActorCritic`` a checkpoint dict holds (weights loaded, in eval mode)."""
-    net = ActorCritic(int(data["obs_dim"]), len(data["action_labels"]), list(data["hidden"]))
+    net = ActorCritic(int(data["obs_dim"]), len(data["action_labels"]), list(data["hidden"]),
+                      arch=arch_of(data), observation_labels=data.get("observation_labels"),
+                      action_labels=list(data["action_labels"]), embed=int(data.get("embed", 64)))
     net.actor.load_state_dict(data["actor"])
     net.critic.load_state_dict(data["critic"])
     net.eval()
@@ -171,8 +219,12 @@ class PPOPolicy:
     def __init__(self, layers: list[tuple[np.ndarray, np.ndarray]], action_labels: list[str],
                  name: str, deterministic: bool = True, seed: int | None = None,
                  move_view_size: int = 0, aim_view: bool = False,
-                 attack_view: bool = False) -> None:
+                 attack_view: bool = False, network: nn.Module | None = None,
+                 obs_dim: int | None = None) -> None:
         self.layers = layers
+        # a torch actor (the entity architecture) instead of the NumPy layers
+        self.network = network
+        self.obs_dim = int(obs_dim) if obs_dim is not None else int(layers[0][0].shape[1])
         self.move_view_size = int(move_view_size)  # > 0: it reads the move view
         self.views = {"move_view": self.move_view_size > 0, "aim_view": bool(aim_view),
                       "attack_view": bool(attack_view)}
@@ -188,6 +240,10 @@ class PPOPolicy:
 
     def logits(self, observation: np.ndarray) -> np.ndarray:
         """The actor's raw logits for one observation (float64 ``[n_actions]``)."""
+        if self.network is not None:
+            with torch.no_grad():
+                x = torch.as_tensor(np.asarray(observation, dtype=np.float32)).unsqueeze(0)
+                return self.network(x)[0].numpy().astype(np.float64)
         x = np.asarray(observation, dtype=np.float64)
         last = len(self.layers) - 1
         for i, (w, b) in enumerate(self.layers):
@@ -226,7 +282,7 @@ class PPOPolicy:
         if rel is None:
             raise ValueError(f"{self.name}: the environment {type(env).__name__} has no "
                              "relative_actions translation; play this policy in a TravellerEnv")
-        obs_dim = self.layers[0][0].shape[1]
+        obs_dim = self.obs_dim
         # Trained with a view the env lacks (or without one it has): the vector it knows.
         observation = complete_observation(observation, env, agent, self.views)
         if np.shape(observation) != (obs_dim,):
@@ -259,11 +315,16 @@ def load_ppo_policy(path: str | Path, scenario: ScenarioSource, deterministic: b
     if int(data["obs_dim"]) != want_obs:
         raise ValueError(f"{path}: observation size {data['obs_dim']}{trained_on} does not fit "
                          f"scenario {label!r}, whose observation vectors have {want_obs} entries")
-    actor = data["actor"]
-    keys = sorted({k.rsplit(".", 1)[0] for k in actor}, key=lambda k: int(k))
-    layers = [(actor[f"{k}.weight"].numpy().astype(np.float64),
-               actor[f"{k}.bias"].numpy().astype(np.float64)) for k in keys]
-    return PPOPolicy(layers, data["action_labels"], name or path.stem,
-                     deterministic=deterministic, seed=seed,
+    common = {"deterministic": deterministic, "seed": seed}
+    if arch_of(data) != "mlp":
+        net = network_from_checkpoint(data)
+        common.update(network=net.actor, obs_dim=net.obs_dim)
+        layers = []
+    else:
+        actor = data["actor"]
+        keys = sorted({k.rsplit(".", 1)[0] for k in actor}, key=lambda k: int(k))
+        layers = [(actor[f"{k}.weight"].numpy().astype(np.float64),
+                   actor[f"{k}.bias"].numpy().astype(np.float64)) for k in keys]
+    return PPOPolicy(layers, data["action_labels"], name or path.stem, **common,
                      move_view_size=view_sizes(env.observation_labels)["move_view"],
                      aim_view=views["aim_view"], attack_view=views["attack_view"])

@@ -198,6 +198,8 @@ def checkpoint_provenance(checkpoint: Path) -> dict[str, Any]:
     info: dict[str, Any] = {k: data.get(k) for k in ("scenario", "update", "decisions", "seed",
                                                       "hidden")}
     info["move_view"] = bool(data.get("move_view", False))
+    if data.get("arch", "mlp") != "mlp":  # the actor architecture, when not the MLP
+        info["arch"], info["embed"] = data["arch"], data.get("embed")
     for view in ("aim_view", "attack_view"):
         if data.get(view):
             info[view] = True

@@ -217,6 +217,13 @@ class Args:
     """gradient norm clip"""
     hidden: str = "64,64"
     """hidden layer sizes of the actor and of the critic"""
+    arch: str = "mlp"
+    """actor architecture: 'mlp' (a tanh MLP over the observation vector) or 'entity' (one
+    shared encoder for every slot and one for every square of the move view, pointer heads
+    that score each slot's and each square's actions with the same weights; see
+    agents/entity_net.py). The critic is an MLP either way"""
+    embed: int = 64
+    """--arch entity: width of the slot and square tokens"""
     threads: int = 1
     """torch CPU threads (1: reproducible to the byte, and fastest for small networks)"""
     eval_every: int = 10
@@ -242,6 +249,7 @@ class Args:
                         ("--epochs", self.epochs, 1),
                         ("--minibatches", self.minibatches, 1),
                         ("--threads", self.threads, 1),
+                        ("--embed", self.embed, 1),
                         ("--pool-every", self.pool_every, 1),
                         ("--pool-size", self.pool_size, 0),
                         ("--eval-every", self.eval_every, 0),
@@ -267,6 +275,10 @@ class Args:
         if vector.BACKENDS[self.backend] != "available":
             raise ValueError(f"--backend {self.backend}: {vector.BACKENDS[self.backend]} here; "
                              "use --backend python")
+        from agents.ppo_policy import ARCHS
+
+        if self.arch not in ARCHS:
+            raise ValueError(f"--arch must be one of {', '.join(ARCHS)}, got {self.arch!r}")
         if self.pool and self.opponents:
             raise ValueError("--pool and --opponents exclude each other: with --pool the "
                              "opponents are the pool's (add scripted ones with --pool-scripted)")
@@ -805,7 +817,9 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
         net = network_from_checkpoint(init_data)
         net.train()
     else:
-        net = ActorCritic(obs_dim, n_actions, hidden_sizes(args.hidden))
+        net = ActorCritic(obs_dim, n_actions, hidden_sizes(args.hidden), arch=args.arch,
+                          observation_labels=first.observation_labels,
+                          action_labels=first.action_labels, embed=args.embed)
     optimizer = torch.optim.Adam(net.parameters(), lr=args.lr, eps=1e-5)
 
     from torch.utils.tensorboard import SummaryWriter
@@ -843,8 +857,7 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
         row_group[g.start:g.stop] = i
 
     def freeze(update: int, decisions: int) -> None:
-        copy = ActorCritic(obs_dim, n_actions, net.hidden)
-        copy.load_state_dict(net.state_dict())
+        copy = net.twin()
         copy.eval()
         add_frozen(copy, slice(0, obs_dim), "own", f"pool/ppo_u{update:06d}.pt")
         save(out / "pool" / f"ppo_u{update:06d}.pt", update, decisions)

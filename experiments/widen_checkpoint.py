@@ -140,6 +140,9 @@ def widen_checkpoint(path: Path, hidden: list[int], out: Path, seed: int = 0,
     if unknown:
         raise ValueError(f"add_views {unknown}: each one of {', '.join(VIEWS)}")
     data = read_checkpoint(path)
+    if data.get("arch", "mlp") != "mlp":
+        raise ValueError(f"{path}: its actor is the {data['arch']!r} architecture (train_ppo "
+                         "--arch); widening works on MLP networks only (--arch mlp)")
     try:
         inputs = view_columns(data, add)
     except ValueError as exc:

@@ -1,0 +1,207 @@
+"""The entity actor (agents/entity_net.py, ``train_ppo --arch entity``): its layout read from the
+labels, the same weights scoring every slot, and its checkpoints as NPC policies."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from agents.entity_net import POINTER_KINDS, EntityActor, EntityLayout
+from agents.ppo_policy import (
+    ActorCritic,
+    PPOPolicy,
+    checkpoint_bytes,
+    load_ppo_policy,
+    network_from_checkpoint,
+    read_checkpoint,
+)
+from agents.registry import make_policy
+from traveller_cli import main as cli_main
+from traveller_env import vector
+from traveller_env.env import TravellerEnv
+
+
+def squad_labels(**views: bool) -> tuple[list[str], list[str]]:
+    env = TravellerEnv("squad", **views)
+    return list(env.observation_labels), list(env.relative_actions.labels)
+
+
+def test_the_layout_reads_slots_squares_and_actions_from_the_labels():
+    obs, actions = squad_labels(move_view=True, aim_view=True, attack_view=True)
+    lay = EntityLayout.from_labels(obs, actions)
+    assert lay.slot_names == ("ally0", "ally1", "ally2", "enemy0", "enemy1", "enemy2", "enemy3")
+    assert lay.slot_enemy == (0, 0, 0, 1, 1, 1, 1)
+    # a slot token: its 27 fields, the aim view's entry and the attack view's two
+    assert [obs[i] for i in lay.slot_cols[4]][:2] == ["enemy1.present", "enemy1.in_play"]
+    assert [obs[i] for i in lay.slot_cols[4]][-3:] == ["aim.enemy1.on_me", "attack.enemy1.hit",
+                                                       "attack.enemy1.hits_me"]
+    # squares: the seat's own, then one per move action; each token its move and attack views
+    assert lay.square_names[:2] == ("here", "N:1") and len(lay.square_names) == 33
+    assert [obs[i] for i in lay.square_cols[1]] == [
+        "move.N:1.seen_by", "move.N:1.covered_from", "move.N:1.clear_shots",
+        "attack.N:1.best_hit", "attack.N:1.threat"]
+    assert lay.square_geometry[0] == (0.0, 0.0, 1.0)
+    assert all(obs[i].startswith("self.") for i in lay.global_cols)
+    # every column belongs to exactly one token or to the global vector
+    used = [*lay.global_cols, *(c for s in lay.slot_cols for c in s),
+            *(c for q in lay.square_cols for c in q)]
+    assert sorted(used) == list(range(len(obs)))
+    # every action reads its own output
+    assert len(set(lay.action_source)) == len(actions)
+    n_base = len(lay.base_actions)
+    k = POINTER_KINDS.index("attack")
+    assert lay.action_source[actions.index("attack:enemy2")] == n_base + 5 * 4 + k
+    assert lay.action_source[actions.index("move:N:1")] == n_base + 7 * 4 + 1
+    assert [actions[a] for a in lay.base_actions][:3] == ["end_turn", "stance:stand",
+                                                          "stance:crouch"]
+
+
+def test_the_layout_refuses_an_action_aimed_at_a_slot_the_observation_lacks():
+    obs, actions = squad_labels()
+    with pytest.raises(ValueError, match="'attack:enemy9' aims at slot 'enemy9'"):
+        EntityLayout.from_labels(obs, [*actions, "attack:enemy9"])
+    with pytest.raises(ValueError, match="unknown direction"):
+        EntityLayout.from_labels(obs, [*actions, "move:UP:1"])
+
+
+def _swap_slots(x: np.ndarray, labels: list[str], a: str, b: str) -> np.ndarray:
+    """``x`` with every column of slot ``a`` exchanged with slot ``b``'s (views too)."""
+    index = {lab: i for i, lab in enumerate(labels)}
+
+    def partner(label: str) -> str:
+        return ".".join({a: b, b: a}.get(part, part) for part in label.split("."))
+
+    return x[..., [index[partner(lab)] for lab in labels]]
+
+
+def test_the_same_weights_score_every_enemy():
+    """Exchanging two enemies in the observation exchanges the logits of every action aimed
+    at them and leaves every other logit as it was."""
+    obs_labels, actions = squad_labels(move_view=True, aim_view=True, attack_view=True)
+    torch.manual_seed(0)
+    actor = EntityActor(obs_labels, actions, [32, 32], embed=16)
+    with torch.no_grad():  # spread the logits so that equality is not trivial
+        for p in actor.parameters():
+            p.mul_(20.0)
+    venv = vector.make("squad", num_envs=4, seed=3, relative_actions=True, move_view=True,
+                       aim_view=True, attack_view=True)
+    obs, mask, _ = venv.reset()
+    rng = np.random.default_rng(0)
+    for _ in range(6):
+        obs, mask, *_ = venv.step(vector.random_legal_actions(mask, rng))
+    swapped = _swap_slots(obs, obs_labels, "enemy0", "enemy2")
+    assert not np.array_equal(swapped, obs)
+    with torch.no_grad():
+        z = actor(torch.from_numpy(obs)).numpy()
+        zs = actor(torch.from_numpy(swapped)).numpy()
+    perm = list(range(len(actions)))
+    for kind in POINTER_KINDS:
+        i, j = actions.index(f"{kind}:enemy0"), actions.index(f"{kind}:enemy2")
+        perm[i], perm[j] = j, i
+    assert np.allclose(zs, z[:, perm], atol=1e-4)
+    assert not np.allclose(zs, z, atol=1e-4)
+
+
+def test_an_entity_checkpoint_round_trips_and_plays_as_the_network_does(tmp_path):
+    obs_labels, actions = squad_labels(move_view=True)
+    torch.manual_seed(1)
+    net = ActorCritic(len(obs_labels), len(actions), [32, 32], arch="entity",
+                      observation_labels=obs_labels, action_labels=actions, embed=16)
+    path = tmp_path / "entity.pt"
+    path.write_bytes(checkpoint_bytes(net, "squad", actions, decisions=0, update=0, seed=1,
+                                      move_view=True))
+    data = read_checkpoint(path)
+    assert (data["arch"], data["embed"]) == ("entity", 16)
+    back = network_from_checkpoint(data)
+    policy = load_ppo_policy(path, "squad")
+    assert isinstance(policy, PPOPolicy) and policy.obs_dim == len(obs_labels)
+    venv = vector.make("squad", num_envs=8, seed=9, relative_actions=True, move_view=True)
+    obs, mask, _ = venv.reset()
+    with torch.no_grad():
+        want = net.actor(torch.from_numpy(obs)).numpy()
+        assert np.array_equal(back.actor(torch.from_numpy(obs)).numpy(), want)
+        assert np.array_equal(back.critic(torch.from_numpy(obs)).numpy(),
+                              net.critic(torch.from_numpy(obs)).numpy())
+    for i in range(len(obs)):
+        assert np.allclose(policy.logits(obs[i]), want[i], atol=1e-5)
+        legal = np.flatnonzero(mask[i])
+        assert policy.choose(obs[i], mask[i]) == legal[np.argmax(want[i][legal])]
+    # an NPC anywhere a policy name is accepted, in an env without the move view too
+    from agents.evaluation import evaluate_matchup
+
+    row = evaluate_matchup(make_policy(str(path), scenario="squad"), make_policy("rush"),
+                           "squad", battles=1, seed=4)
+    assert row["wins"] + row["draws"] + row["losses"] == 1
+
+
+def test_the_twin_of_a_network_is_an_independent_copy():
+    obs_labels, actions = squad_labels()
+    net = ActorCritic(len(obs_labels), len(actions), [16], arch="entity",
+                      observation_labels=obs_labels, action_labels=actions, embed=8)
+    twin = net.twin()
+    x = torch.rand(3, len(obs_labels))
+    assert torch.equal(twin.actor(x), net.actor(x))
+    with torch.no_grad():
+        next(twin.actor.parameters()).add_(1.0)
+    assert not torch.equal(twin.actor(x), net.actor(x))
+
+
+def test_an_entity_network_needs_the_labels_and_a_known_arch():
+    with pytest.raises(ValueError, match="actor architecture must be one of mlp, entity"):
+        ActorCritic(4, 2, [8], arch="transformer")
+    with pytest.raises(ValueError, match="needs the observation labels"):
+        ActorCritic(4, 2, [8], arch="entity")
+
+
+TINY_ENTITY = ["--scenario", "duel", "--opponents", "red=rush", "--total-timesteps", "1024",
+               "--seed", "5", "--num-envs", "16", "--num-steps", "32", "--eval-every", "0",
+               "--eval-vs", "rush", "--eval-battles", "2", "--eval-envs", "2",
+               "--final-eval-battles", "0", "--threads", "1", "--no-progress",
+               "--arch", "entity", "--embed", "8", "--hidden", "16"]
+
+
+def test_train_ppo_arch_entity_trains_reproducibly_and_saves_an_npc(tmp_path):
+    from experiments.train_ppo import build_parser, run
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert run(build_parser().parse_args([*TINY_ENTITY, "--out", str(a)])) == 0
+    assert run(build_parser().parse_args([*TINY_ENTITY, "--out", str(b)])) == 0
+    assert (a / "ppo.pt").read_bytes() == (b / "ppo.pt").read_bytes()
+    data = read_checkpoint(a / "ppo.pt")
+    assert data["arch"] == "entity" and data["decisions"] == 1024
+    assert cli_main(["eval", str(a / "ppo.pt"), "--scenario", "duel", "--vs", "random",
+                     "--battles", "2"]) == 0
+    # a pool run freezes entity copies of itself
+    pool = tmp_path / "pool"
+    args = [*TINY_ENTITY, "--out", str(pool)]
+    args[args.index("--opponents"):args.index("--opponents") + 2] = ["--pool", "--pool-every",
+                                                                     "1"]
+    assert run(build_parser().parse_args(args)) == 0
+    assert read_checkpoint(sorted((pool / "pool").glob("*.pt"))[-1])["arch"] == "entity"
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--arch", "cnn"], "--arch must be one of mlp, entity, got 'cnn'"),
+    (["--embed", "0"], "--embed must be at least 1, got 0"),
+])
+def test_bad_arch_flags_give_clear_errors(flags, message, capsys, tmp_path):
+    status = cli_main(["train", "ppo", "--backend", "python", "--out", str(tmp_path / "never"),
+                       *flags])
+    assert status == 2
+    assert message in capsys.readouterr().err
+
+
+def test_export_and_widening_refuse_an_entity_checkpoint_by_name(tmp_path):
+    from agents.onnx_export import read_ppo_checkpoint
+    from experiments.widen_checkpoint import widen_checkpoint
+
+    obs_labels, actions = squad_labels()
+    net = ActorCritic(len(obs_labels), len(actions), [16], arch="entity",
+                      observation_labels=obs_labels, action_labels=actions, embed=8)
+    path = tmp_path / "e.pt"
+    path.write_bytes(checkpoint_bytes(net, "squad", actions))
+    with pytest.raises(ValueError, match=r"e\.pt: its actor is the 'entity' architecture"):
+        read_ppo_checkpoint(path)
+    with pytest.raises(ValueError, match=r"e\.pt: its actor is the 'entity' architecture"):
+        widen_checkpoint(path, [32], tmp_path / "w.pt")
