@@ -35,7 +35,7 @@ from torch import nn
 
 from traveller_env.rules.grid import DIRECTIONS
 
-__all__ = ["POINTER_KINDS", "EntityActor", "EntityLayout"]
+__all__ = ["POINTER_KINDS", "EntityActor", "EntityLayout", "linear_head", "tanh_mlp"]
 
 #: Actions aimed at a slot, scored against that slot's token (one output each per slot).
 POINTER_KINDS = ("aim", "attack", "direct", "hamper")
@@ -135,7 +135,7 @@ class EntityLayout:
                    square_cols, tuple(geometry), tuple(base), tuple(source))
 
 
-def _tanh_mlp(sizes: list[int]) -> nn.Sequential:
+def tanh_mlp(sizes: list[int]) -> nn.Sequential:
     """Linear + tanh layers (orthogonal gain sqrt(2), as CleanRL initialises hidden layers)."""
     layers: list[nn.Module] = []
     for a, b in itertools.pairwise(sizes):
@@ -146,7 +146,8 @@ def _tanh_mlp(sizes: list[int]) -> nn.Sequential:
     return nn.Sequential(*layers)
 
 
-def _head(n_in: int, n_out: int, std: float = 0.01) -> nn.Linear:
+def linear_head(n_in: int, n_out: int, std: float = 0.01) -> nn.Linear:
+    """A linear output layer, orthogonal with gain ``std`` (0.01: near-uniform logits)."""
     lin = nn.Linear(n_in, n_out)
     nn.init.orthogonal_(lin.weight, std)
     nn.init.constant_(lin.bias, 0.0)
@@ -171,7 +172,10 @@ class EntityActor(nn.Module):
         self.register_buffer("slot_enemy", torch.tensor(lay.slot_enemy).unsqueeze(-1),
                              persistent=False)
         self.register_buffer("is_enemy", torch.tensor(lay.slot_enemy) > 0, persistent=False)
-        self.present_col = 0  # "present" is each slot's first field (SLOT_FIELDS)
+        first = [observation_labels[c] for c in lay.slot_cols[0]]
+        if f"{lay.slot_names[0]}.present" not in first:
+            raise ValueError("entity network: the slots lack the 'present' field")
+        self.present_col = first.index(f"{lay.slot_names[0]}.present")
         n_sq = len(lay.square_names)
         sq_cols = lay.square_cols if n_sq else ()
         self.register_buffer("square_idx", torch.tensor(sq_cols, dtype=torch.long).reshape(
@@ -181,17 +185,17 @@ class EntityActor(nn.Module):
         self.register_buffer("source", torch.tensor(lay.action_source, dtype=torch.long),
                              persistent=False)
         e, eq = self.embed, max(1, self.embed // 4)
-        self.slot_enc = _tanh_mlp([len(lay.slot_cols[0]) + 1, e])
-        self.square_enc = _tanh_mlp([self.square_idx.shape[1] + 3, eq]) if n_sq else None
+        self.slot_enc = tanh_mlp([len(lay.slot_cols[0]) + 1, e])
+        self.square_enc = tanh_mlp([self.square_idx.shape[1] + 3, eq]) if n_sq else None
         pooled = 3 * e + (2 * eq if n_sq else 0)
-        self.trunk = _tanh_mlp([len(lay.global_cols) + pooled, *hidden])
+        self.trunk = tanh_mlp([len(lay.global_cols) + pooled, *hidden])
         h = hidden[-1]
         k = len(POINTER_KINDS)
-        self.base_head = _head(h, len(lay.base_actions))
+        self.base_head = linear_head(h, len(lay.base_actions))
         # a slot's logit of kind k: query_k(h) . token + bias_k(token) (dot-product pointer)
-        self.slot_query, self.slot_bias = _head(h, k * e), _head(e, k)
+        self.slot_query, self.slot_bias = linear_head(h, k * e), linear_head(e, k)
         if n_sq:
-            self.square_query, self.square_bias = _head(h, eq), _head(eq, 1)
+            self.square_query, self.square_bias = linear_head(h, eq), linear_head(eq, 1)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         """Logits ``[B, n_actions]`` for flat observations ``[B, obs_dim]``."""

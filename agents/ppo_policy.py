@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import copy
 import io
-import itertools
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +43,7 @@ from torch import nn
 from traveller_env.env import ScenarioSource, TravellerEnv
 
 from .base import legal_indices
+from .entity_net import linear_head, tanh_mlp
 from .views import complete_observation, view_sizes, views_of
 
 __all__ = ["ARCHS", "FORMAT", "FORMAT_VERSION", "ActorCritic", "PPOPolicy", "arch_of",
@@ -64,17 +64,7 @@ def masked_logits(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 def _mlp(sizes: list[int], out: int, out_std: float) -> nn.Sequential:
     """A tanh MLP with CleanRL's orthogonal initialisation (gain sqrt(2), ``out_std`` last)."""
-    layers: list[nn.Module] = []
-    for a, b in itertools.pairwise(sizes):
-        lin = nn.Linear(a, b)
-        nn.init.orthogonal_(lin.weight, np.sqrt(2))
-        nn.init.constant_(lin.bias, 0.0)
-        layers += [lin, nn.Tanh()]
-    head = nn.Linear(sizes[-1], out)
-    nn.init.orthogonal_(head.weight, out_std)
-    nn.init.constant_(head.bias, 0.0)
-    layers.append(head)
-    return nn.Sequential(*layers)
+    return nn.Sequential(*tanh_mlp(sizes), linear_head(sizes[-1], out, out_std))
 
 
 #: Actor architectures: ``"mlp"`` (a tanh MLP over the flat vector) and ``"entity"``
