@@ -231,9 +231,17 @@ class PPOPolicy:
     def logits(self, observation: np.ndarray) -> np.ndarray:
         """The actor's raw logits for one observation (float64 ``[n_actions]``)."""
         if self.network is not None:
-            with torch.no_grad():
-                x = torch.as_tensor(np.asarray(observation, dtype=np.float32)).unsqueeze(0)
-                return self.network(x)[0].numpy().astype(np.float64)
+            # One observation gains nothing from torch's intra-op threads, and they wait for
+            # each other when other processes hold the cores (6x slower per call, measured):
+            # one thread for the call, the caller's setting restored after.
+            threads = torch.get_num_threads()
+            torch.set_num_threads(1)
+            try:
+                with torch.no_grad():
+                    x = torch.as_tensor(np.asarray(observation, dtype=np.float32)).unsqueeze(0)
+                    return self.network(x)[0].numpy().astype(np.float64)
+            finally:
+                torch.set_num_threads(threads)
         x = np.asarray(observation, dtype=np.float64)
         last = len(self.layers) - 1
         for i, (w, b) in enumerate(self.layers):

@@ -123,8 +123,10 @@ def test_an_entity_checkpoint_round_trips_and_plays_as_the_network_does(tmp_path
         assert np.array_equal(back.actor(torch.from_numpy(obs)).numpy(), want)
         assert np.array_equal(back.critic(torch.from_numpy(obs)).numpy(),
                               net.critic(torch.from_numpy(obs)).numpy())
+    threads = torch.get_num_threads()
     for i in range(len(obs)):
         assert np.allclose(policy.logits(obs[i]), want[i], atol=1e-5)
+        assert torch.get_num_threads() == threads  # one thread per call, the caller's restored
         legal = np.flatnonzero(mask[i])
         assert policy.choose(obs[i], mask[i]) == legal[np.argmax(want[i][legal])]
     # an NPC anywhere a policy name is accepted, in an env without the move view too
