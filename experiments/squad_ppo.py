@@ -28,7 +28,12 @@ scripted NPCs' behaviour against ``marksman``.
         --extra '--scenario configs/training/squad_damage_own.yaml --potential \\
         clear_shots=1.0,exposed=-1.0 --hidden 256,256 --eval-every 40 \\
         --eval-vs rush,marksman,tactician --stop-after-updates 1840' \\
-        --json results/squad_ppo_own_damage.json   # the best self-play run (per-seat damage)
+        --json results/squad_ppo_own_damage.json   # the best MLP run (per-seat damage)
+    python -m experiments.squad_ppo --total-timesteps 11000000 --seed 65 \\
+        --extra '--scenario configs/training/squad_damage_own.yaml --attack-view --arch entity \\
+        --embed 64 --potential clear_shots=1.0,exposed=-1.0 --hidden 256,256 --eval-every 40 \\
+        --eval-vs rush,marksman,tactician --stop-after-updates 320' \\
+        --json results/squad_ppo_entity.json   # the best self-play run (the entity actor)
     python -m experiments.squad_ppo --checkpoint runs/squad_ppo/ppo.pt --json out.json
 """
 
