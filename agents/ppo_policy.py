@@ -43,7 +43,7 @@ from torch import nn
 from traveller_env.env import ScenarioSource, TravellerEnv
 
 from .base import legal_indices
-from .entity_net import linear_head, tanh_mlp
+from .entity_net import EntityActor, linear_head, tanh_mlp
 from .views import complete_observation, view_sizes, views_of
 
 __all__ = ["ARCHS", "FORMAT", "FORMAT_VERSION", "ActorCritic", "PPOPolicy", "arch_of",
@@ -92,8 +92,6 @@ class ActorCritic(nn.Module):
         self.arch, self.embed = arch, int(embed)
         self.observation_labels = list(observation_labels or [])
         if arch == "entity":
-            from .entity_net import EntityActor
-
             if len(self.observation_labels) != self.obs_dim or action_labels is None \
                     or len(action_labels) != self.n_actions:
                 raise ValueError("an entity actor needs the observation labels (one per "
@@ -198,8 +196,9 @@ class PPOPolicy:
     """A ``train_ppo`` actor playing through the ``Policy`` protocol.
 
     ``act`` translates the seat's absolute mask to the slot-relative one
-    (``env.relative_actions``), runs the actor (a NumPy forward pass: no torch call per
-    decision) and returns the absolute index. Deterministic by default (the most probable
+    (``env.relative_actions``), runs the actor (an MLP as a NumPy forward pass, no torch call
+    per decision; an entity actor as its torch module, ``network``) and returns the absolute
+    index. Deterministic by default (the most probable
     legal action); with ``deterministic=False`` it samples the masked distribution with its
     own generator, seeded by ``reset``. Build one with ``load_ppo_policy``.
     """
