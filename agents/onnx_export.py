@@ -105,14 +105,14 @@ def _check_chain(path: Path, layers: list[tuple[np.ndarray, np.ndarray]]) -> Non
 
 def read_ppo_checkpoint(path: str | Path) -> ExportedNetwork:
     """The actor of a ``train_ppo`` checkpoint (``agents.ppo_policy`` format)."""
-    from .ppo_policy import read_checkpoint
+    from .ppo_policy import arch_of, read_checkpoint
 
     path = Path(path)
     data = read_checkpoint(path)
     if data.get("activation", "tanh") != "tanh":
         raise ValueError(f"{path}: activation {data['activation']!r}; the export supports "
                          "tanh networks only")
-    if data.get("arch", "mlp") != "mlp":
+    if arch_of(data) != "mlp":
         raise ValueError(f"{path}: its actor is the {data['arch']!r} architecture (train_ppo "
                          "--arch); the export supports MLP actors only (--arch mlp)")
     actor = data["actor"]

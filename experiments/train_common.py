@@ -191,14 +191,14 @@ def checkpoint_provenance(checkpoint: Path) -> dict[str, Any]:
     flags (``config.json``) and training seconds at that update (``training.jsonl``). A copied
     checkpoint gets only its own bookkeeping (``run`` is then None). A run started with
     ``--init`` counts only its own seconds: follow ``run.args.init`` for the rest."""
-    from agents.ppo_policy import imitation_of, read_checkpoint
+    from agents.ppo_policy import arch_of, imitation_of, read_checkpoint
 
     checkpoint = Path(checkpoint)
     data = read_checkpoint(checkpoint)
     info: dict[str, Any] = {k: data.get(k) for k in ("scenario", "update", "decisions", "seed",
                                                       "hidden")}
     info["move_view"] = bool(data.get("move_view", False))
-    if data.get("arch", "mlp") != "mlp":  # the actor architecture, when not the MLP
+    if arch_of(data) != "mlp":  # the actor architecture, when not the MLP
         info["arch"], info["embed"] = data["arch"], data.get("embed")
     for view in ("aim_view", "attack_view"):
         if data.get(view):

@@ -132,7 +132,12 @@ def widen_checkpoint(path: Path, hidden: list[int], out: Path, seed: int = 0,
     """Read ``path``, widen its network to ``hidden`` (and to the inputs of the views in
     ``add_views``), write the checkpoint (same scenario, labels, views and bookkeeping, plus
     ``widened_from``) atomically to ``out``."""
-    from agents.ppo_policy import checkpoint_bytes, network_from_checkpoint, read_checkpoint
+    from agents.ppo_policy import (
+        arch_of,
+        checkpoint_bytes,
+        network_from_checkpoint,
+        read_checkpoint,
+    )
     from experiments.train_common import atomic_write_bytes
 
     add = [v for v in VIEWS if v in add_views]
@@ -140,7 +145,7 @@ def widen_checkpoint(path: Path, hidden: list[int], out: Path, seed: int = 0,
     if unknown:
         raise ValueError(f"add_views {unknown}: each one of {', '.join(VIEWS)}")
     data = read_checkpoint(path)
-    if data.get("arch", "mlp") != "mlp":
+    if arch_of(data) != "mlp":
         raise ValueError(f"{path}: its actor is the {data['arch']!r} architecture (train_ppo "
                          "--arch); widening works on MLP networks only (--arch mlp)")
     try:
