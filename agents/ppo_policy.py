@@ -20,7 +20,10 @@ tensors, no pickled code) holding a dict:
   ``env.move_view_vector(agent)`` or ``env.aim_view_vector(agent)`` (``agents.views``).
 * ``arch``: ``"entity"`` for an ``agents.entity_net.EntityActor`` actor, with ``embed`` (its
   token width) and ``observation_labels`` (which columns form each token); absent for the
-  tanh-MLP actor (``"mlp"``).
+  tanh-MLP actor (``"mlp"``). ``"ensemble"`` for several checkpoints played as one
+  (``ensemble_bytes``; ``EnsembleNet``): ``members`` lists each member's architecture and
+  provenance, ``actor``/``critic`` hold every member's weights (``members.K.*``) and
+  ``hidden`` is empty. An ensemble plays and evaluates like any checkpoint; it is not trained.
 * ``imitation``: the scripted policy it (or the checkpoint it was trained on from) was first
   fitted to by behaviour cloning (``experiments/clone_scripted.py``); absent for policies
   that imitate nothing. ``train_ppo --init`` and ``widen_checkpoint`` carry it forward.
@@ -46,9 +49,10 @@ from .base import legal_indices
 from .entity_net import EntityActor, linear_head, tanh_mlp
 from .views import complete_observation, view_sizes, views_of
 
-__all__ = ["ARCHS", "FORMAT", "FORMAT_VERSION", "ActorCritic", "PPOPolicy", "arch_of",
-           "checkpoint_bytes", "imitation_of", "is_ppo_checkpoint", "load_ppo_policy",
-           "masked_logits", "network_from_checkpoint", "read_checkpoint"]
+__all__ = ["ARCHS", "CHECKPOINT_ARCHS", "FORMAT", "FORMAT_VERSION", "ActorCritic", "EnsembleNet",
+           "PPOPolicy", "arch_of", "checkpoint_bytes", "ensemble_bytes", "imitation_of",
+           "is_ppo_checkpoint", "load_ppo_policy", "masked_logits", "network_from_checkpoint",
+           "read_checkpoint"]
 
 FORMAT = "traveller-ppo"
 FORMAT_VERSION = 1
@@ -70,6 +74,9 @@ def _mlp(sizes: list[int], out: int, out_std: float) -> nn.Sequential:
 #: Actor architectures: ``"mlp"`` (a tanh MLP over the flat vector) and ``"entity"``
 #: (``agents.entity_net.EntityActor``: shared encoders per slot and per square, pointer heads).
 ARCHS = ("mlp", "entity")
+#: What a checkpoint's ``arch`` may say: a trained architecture, or ``"ensemble"`` (several
+#: checkpoints pooled by ``ensemble_bytes``: played and evaluated, never trained further).
+CHECKPOINT_ARCHS = (*ARCHS, "ensemble")
 
 
 class ActorCritic(nn.Module):
@@ -175,14 +182,136 @@ def imitation_of(data: dict) -> dict[str, str]:
 def arch_of(data: dict) -> str:
     """The actor architecture of a checkpoint dict (``"mlp"`` when it does not say)."""
     arch = data.get("arch", "mlp")
-    if arch not in ARCHS:
+    if arch not in CHECKPOINT_ARCHS:
         raise ValueError(f"checkpoint actor architecture {arch!r}; this code knows "
-                         f"{', '.join(ARCHS)}")
+                         f"{', '.join(CHECKPOINT_ARCHS)}")
     return arch
 
 
-def network_from_checkpoint(data: dict) -> ActorCritic:
-    """The ``ActorCritic`` a checkpoint dict holds (weights loaded, in eval mode)."""
+class _MeanOf(nn.Module):
+    """The mean of its members' outputs (the ensemble's actor, and its critic)."""
+
+    def __init__(self, members: list[nn.Module]) -> None:
+        super().__init__()
+        self.members = nn.ModuleList(members)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return torch.stack([m(obs) for m in self.members]).mean(dim=0)
+
+
+class EnsembleNet(nn.Module):
+    """Several ``ActorCritic`` networks of the same battles played as one policy.
+
+    Its logits are the mean of the members' logits. Softmax of that mean is the normalised
+    geometric mean of the members' policies (each member's log-normaliser is a constant per
+    observation, so it drops out, masked or not): an action any member finds very unlikely
+    stays unlikely, and greedy play takes the action with the highest mean log-probability.
+    Its value is the mean of the members' values. It has the ``ActorCritic`` interface that
+    playing and evaluation use (``actor``, ``critic``, ``value``, ``logits``, ``obs_dim``);
+    training starts from one network, never from an ensemble.
+    """
+
+    arch = "ensemble"
+
+    def __init__(self, members: list[ActorCritic]) -> None:
+        super().__init__()
+        if len(members) < 2:
+            raise ValueError(f"an ensemble needs at least 2 networks, got {len(members)}")
+        self.obs_dim, self.n_actions = members[0].obs_dim, members[0].n_actions
+        if any((m.obs_dim, m.n_actions) != (self.obs_dim, self.n_actions) for m in members):
+            raise ValueError("ensemble members must share the observation size and actions")
+        self.hidden: list[int] = []
+        self.actor = _MeanOf([m.actor for m in members])
+        self.critic = _MeanOf([m.critic for m in members])
+
+    def value(self, obs: torch.Tensor) -> torch.Tensor:
+        """The members' mean ``V(obs)``: float ``[B]``."""
+        return self.critic(obs).squeeze(-1)
+
+    def logits(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Masked mean logits ``[B, n_actions]`` (illegal actions at ``MASKED_LOGIT``)."""
+        return masked_logits(self.actor(obs), mask)
+
+
+#: What an ensemble keeps of each member checkpoint, besides its weights.
+_MEMBER_KEYS = ("arch", "hidden", "embed", "scenario", "update", "decisions", "seed",
+                "imitation")
+
+
+def ensemble_bytes(members: list[dict], sources: list[str]) -> bytes:
+    """One checkpoint (bytes) that plays the checkpoint dicts ``members`` (read from the paths
+    ``sources``) as an ``EnsembleNet``.
+
+    ``ValueError`` naming the file when there are fewer than two, when one is an ensemble
+    itself, or when one differs from the first in observation size, action labels, views
+    or observation labels (they must read the same observation the same way)."""
+    from .views import views_of
+
+    if len(members) != len(sources):
+        raise ValueError("ensemble_bytes: one source path per member checkpoint")
+    if len(members) < 2:
+        raise ValueError(f"an ensemble needs at least 2 checkpoints, got {len(members)}")
+    first, first_src = members[0], sources[0]
+    for data, src in zip(members, sources, strict=True):
+        if arch_of(data) == "ensemble":
+            raise ValueError(f"{src}: an ensemble already; list its members instead")
+        for what, mine, theirs in (
+                ("observation size", data["obs_dim"], first["obs_dim"]),
+                ("number of actions", len(data["action_labels"]), len(first["action_labels"])),
+                ("action labels", list(data["action_labels"]), list(first["action_labels"])),
+                ("views", views_of(data), views_of(first))):
+            if mine != theirs:
+                shown = "" if what == "action labels" else f" ({mine} against {theirs})"
+                raise ValueError(f"{src}: its {what} differ from {first_src}'s{shown}; an "
+                                 "ensemble's members must read the same observation and "
+                                 "choose among the same actions")
+        labels, first_labels = data.get("observation_labels"), first.get("observation_labels")
+        if labels and first_labels and list(labels) != list(first_labels):
+            raise ValueError(f"{src}: its observation labels differ from {first_src}'s; an "
+                             "ensemble's members must read the same observation")
+    nets = [network_from_checkpoint(d) for d in members]
+    ensemble = EnsembleNet(nets)
+    specs = [{"source": str(src), **{k: d[k] for k in _MEMBER_KEYS if d.get(k) is not None},
+              "arch": arch_of(d)} for d, src in zip(members, sources, strict=True)]
+    labels = next((d["observation_labels"] for d in members if d.get("observation_labels")),
+                  None)
+    teachers = sorted({str(d["imitation"]) for d in members if d.get("imitation")})
+    payload = {
+        "format": FORMAT, "format_version": FORMAT_VERSION,
+        "scenario": ",".join(dict.fromkeys(str(d.get("scenario")) for d in members)),
+        "obs_dim": int(first["obs_dim"]), "action_labels": list(first["action_labels"]),
+        "hidden": [], "activation": "tanh", "arch": "ensemble", "members": specs,
+        **({"observation_labels": list(labels)} if labels else {}),
+        **{v: True for v, on in views_of(first).items() if on},
+        # an imitation start anywhere in it stays on record
+        **({"imitation": ",".join(teachers)} if teachers else {}),
+        "actor": {k: v.detach().clone().contiguous()
+                  for k, v in ensemble.actor.state_dict().items()},
+        "critic": {k: v.detach().clone().contiguous()
+                   for k, v in ensemble.critic.state_dict().items()},
+        "decisions": sum(int(d.get("decisions") or 0) for d in members)}
+    buf = io.BytesIO()
+    torch.save(payload, buf)
+    return buf.getvalue()
+
+
+def network_from_checkpoint(data: dict) -> ActorCritic | EnsembleNet:
+    """The network a checkpoint dict holds (weights loaded, in eval mode): an ``ActorCritic``,
+    or an ``EnsembleNet`` for an ensemble checkpoint."""
+    if arch_of(data) == "ensemble":
+        specs = data.get("members")
+        if not isinstance(specs, list) or len(specs) < 2:
+            raise ValueError("an ensemble checkpoint lists at least 2 members")
+        members = [ActorCritic(int(data["obs_dim"]), len(data["action_labels"]),
+                               list(spec["hidden"]), arch=spec["arch"],
+                               observation_labels=data.get("observation_labels"),
+                               action_labels=list(data["action_labels"]),
+                               embed=int(spec.get("embed", 64))) for spec in specs]
+        net = EnsembleNet(members)
+        net.actor.load_state_dict(data["actor"])
+        net.critic.load_state_dict(data["critic"])
+        net.eval()
+        return net
     net = ActorCritic(int(data["obs_dim"]), len(data["action_labels"]), list(data["hidden"]),
                       arch=arch_of(data), observation_labels=data.get("observation_labels"),
                       action_labels=list(data["action_labels"]), embed=int(data.get("embed", 64)))

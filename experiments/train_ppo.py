@@ -681,7 +681,7 @@ def check_checkpoints(args: Args, venv: Any) -> None:
     vector's observation: a learner's view beside a pool opponent that reads an earlier view
     the learner does not (``--aim-view`` without ``--move-view`` beside one with the move
     view) is refused."""
-    from agents.ppo_policy import read_checkpoint
+    from agents.ppo_policy import arch_of, read_checkpoint
     from agents.views import VIEWS, views_of
 
     if not isinstance(observation_columns(venv, learner_views(args)), slice):
@@ -703,6 +703,10 @@ def check_checkpoints(args: Args, venv: Any) -> None:
         except Exception as exc:  # a corrupt file: say which flag and file
             raise ValueError(f"{flag}: {path}: not a readable train_ppo checkpoint "
                              f"({exc})") from None
+        if flag == "--init" and arch_of(data) == "ensemble":
+            raise ValueError(f"--init: {path} is an ensemble of checkpoints "
+                             "(ensemble_checkpoints); training starts from one network: pass "
+                             "one of its members")
         views = views_of(data)
         for view, mine in learner_views(args).items():
             if flag == "--init" and views[view] != mine:

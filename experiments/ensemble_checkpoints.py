@@ -1,0 +1,66 @@
+"""Play several ``train_ppo`` checkpoints as one policy: write an ensemble checkpoint.
+
+The ensemble's logits are the mean of its members' logits, so its policy is the normalised
+geometric mean of theirs and greedy play takes the action with the highest mean
+log-probability (``agents.ppo_policy.EnsembleNet``). The members must read the same
+observation (size, views, labels) and choose among the same slot-relative actions; their
+architectures and widths may differ. The result is an ordinary ``.pt`` checkpoint: it plays
+as an NPC anywhere a policy name is accepted, ``select_checkpoint`` ranks it and
+``squad_ppo --checkpoint`` evaluates it. It records each member's path and provenance
+(``members``), and an imitation start of any member (``imitation``). It cannot be trained
+further (``train_ppo --init`` refuses it), widened or exported to ONNX.
+
+Ensembling runs trained side by side is a cheap way to smooth over each run's idiosyncratic
+mistakes; the README's issue-13 section measures what it gives there.
+
+    python -m experiments.ensemble_checkpoints runs/s21/atk64/pool/ppo_u000560.pt \\
+        runs/s21/atk65/pool/ppo_u000320.pt --out runs/s21/atk_pair.pt
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+__all__ = ["build_parser", "ensemble_checkpoints", "main"]
+
+
+def ensemble_checkpoints(paths: list[Path], out: Path) -> Path:
+    """Read the checkpoints ``paths``, write their ensemble atomically to ``out``.
+    ``FileNotFoundError``/``ValueError`` naming the file that is missing or does not fit."""
+    from agents.ppo_policy import ensemble_bytes, read_checkpoint
+    from experiments.train_common import atomic_write_bytes
+
+    if len(set(map(str, paths))) != len(paths):
+        raise ValueError("checkpoints: the same file is listed twice; an ensemble's members "
+                         "are distinct checkpoints")
+    members = [read_checkpoint(p) for p in paths]
+    blob = ensemble_bytes(members, [str(p) for p in paths])
+    out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(out, blob)
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The script's options."""
+    p = argparse.ArgumentParser(prog="ensemble_checkpoints",
+                                description=__doc__.split("\n\n")[0])
+    p.add_argument("checkpoints", type=Path, nargs="+",
+                   help="two or more train_ppo checkpoints (.pt) of the same battles")
+    p.add_argument("--out", type=Path, required=True, help="the ensemble checkpoint to write")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point."""
+    args = build_parser().parse_args(argv)
+    try:
+        ensemble_checkpoints(list(args.checkpoints), args.out)
+    except (FileNotFoundError, ValueError) as exc:
+        raise SystemExit(f"ensemble_checkpoints: {exc}") from exc
+    print(f"wrote {args.out} ({len(args.checkpoints)} members)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

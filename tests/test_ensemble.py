@@ -1,0 +1,129 @@
+"""Ensemble checkpoints (experiments/ensemble_checkpoints.py, agents.ppo_policy.EnsembleNet):
+several train_ppo checkpoints played as one policy, the mean of their logits."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from agents.ppo_policy import (
+    ActorCritic,
+    EnsembleNet,
+    PPOPolicy,
+    checkpoint_bytes,
+    load_ppo_policy,
+    network_from_checkpoint,
+    read_checkpoint,
+)
+from agents.registry import make_policy
+from experiments import ensemble_checkpoints as ens
+from experiments.train_common import checkpoint_provenance
+from traveller_env import vector
+from traveller_env.env import TravellerEnv
+
+
+def squad_labels(**views: bool) -> tuple[list[str], list[str]]:
+    env = TravellerEnv("squad", **views)
+    return list(env.observation_labels), list(env.relative_actions.labels)
+
+
+def write_member(path, arch: str, seed: int, **extra) -> ActorCritic:
+    obs, actions = squad_labels(move_view=True)
+    torch.manual_seed(seed)
+    net = ActorCritic(len(obs), len(actions), [32, 16] if arch == "mlp" else [32], arch=arch,
+                      observation_labels=obs, action_labels=actions, embed=16)
+    path.write_bytes(checkpoint_bytes(net, "squad", actions, decisions=100 * seed,
+                                      update=seed, seed=seed, move_view=True, **extra))
+    return net
+
+
+@pytest.fixture
+def members(tmp_path):
+    a = write_member(tmp_path / "a.pt", "entity", 1)
+    b = write_member(tmp_path / "b.pt", "mlp", 2, imitation="tactician")
+    return tmp_path, a, b
+
+
+def test_an_ensemble_plays_the_mean_of_its_members_logits(members):
+    tmp, a, b = members
+    out = ens.ensemble_checkpoints([tmp / "a.pt", tmp / "b.pt"], tmp / "e.pt")
+    data = read_checkpoint(out)
+    assert data["arch"] == "ensemble" and data["hidden"] == [] and data["move_view"]
+    assert [m["arch"] for m in data["members"]] == ["entity", "mlp"]
+    assert [m["source"] for m in data["members"]] == [str(tmp / "a.pt"), str(tmp / "b.pt")]
+    assert data["imitation"] == "tactician"  # a member's imitation start stays on record
+    assert data["decisions"] == 300
+    net = network_from_checkpoint(data)
+    assert isinstance(net, EnsembleNet)
+    venv = vector.make("squad", num_envs=6, seed=3, relative_actions=True, move_view=True)
+    obs, mask, _ = venv.reset()
+    x = torch.from_numpy(obs)
+    with torch.no_grad():
+        want = (a.actor(x) + b.actor(x)) / 2
+        assert torch.allclose(net.actor(x), want, atol=1e-6)
+        assert torch.allclose(net.value(x), (a.value(x) + b.value(x)) / 2, atol=1e-6)
+        # the mean of logits is the mean of log-probabilities up to a constant per row
+        logp = (torch.log_softmax(a.actor(x), -1) + torch.log_softmax(b.actor(x), -1)) / 2
+        assert torch.allclose(torch.softmax(want, -1), torch.softmax(logp, -1), atol=1e-6)
+    # it plays as an NPC: greedy on the mean logits, anywhere a policy name is accepted
+    policy = load_ppo_policy(out, "squad")
+    assert isinstance(policy, PPOPolicy)
+    for i in range(len(obs)):
+        legal = np.flatnonzero(mask[i])
+        assert policy.choose(obs[i], mask[i]) == legal[np.argmax(want[i].numpy()[legal])]
+    from agents.evaluation import evaluate_matchup
+
+    row = evaluate_matchup(make_policy(str(out), scenario="squad"), make_policy("rush"),
+                           "squad", battles=1, seed=4)
+    assert row["wins"] + row["draws"] + row["losses"] == 1
+    prov = checkpoint_provenance(out)
+    assert prov["arch"] == "ensemble" and [m["seed"] for m in prov["members"]] == [1, 2]
+
+
+def test_select_checkpoint_ranks_an_ensemble(members, capsys):
+    from experiments import select_checkpoint
+
+    tmp, _, _ = members
+    ens.main([str(tmp / "a.pt"), str(tmp / "b.pt"), "--out", str(tmp / "e.pt")])
+    assert select_checkpoint.main([str(tmp / "e.pt"), "--vs", "rush", "--battles", "4",
+                                   "--envs", "2"]) == 0
+    assert "e.pt" in capsys.readouterr().out
+
+
+def write_other_views(path) -> None:
+    obs, actions = squad_labels()
+    net = ActorCritic(len(obs), len(actions), [8], arch="mlp")
+    path.write_bytes(checkpoint_bytes(net, "squad", actions, decisions=0, update=0, seed=0))
+
+
+@pytest.mark.parametrize(("case", "message"), [
+    ("one", "at least 2 checkpoints"),
+    ("twice", "listed twice"),
+    ("views", "its observation size differ"),
+    ("nested", "an ensemble already"),
+    ("missing", "no such trained-policy file"),
+])
+def test_bad_members_are_refused_naming_the_file(members, case, message, capsys):
+    tmp, _, _ = members
+    a, b = str(tmp / "a.pt"), str(tmp / "b.pt")
+    ens.main([a, b, "--out", str(tmp / "e.pt")])
+    write_other_views(tmp / "plain.pt")
+    argv = {"one": [a], "twice": [a, a], "views": [a, str(tmp / "plain.pt")],
+            "nested": [a, str(tmp / "e.pt")], "missing": [a, str(tmp / "nope.pt")]}[case]
+    with pytest.raises(SystemExit) as err:
+        ens.main([*argv, "--out", str(tmp / "f.pt")])
+    assert message in str(err.value)
+    assert not (tmp / "f.pt").exists()
+
+
+def test_training_refuses_to_start_from_an_ensemble(members, capsys):
+    from experiments import train_ppo
+
+    tmp, _, _ = members
+    ens.main([str(tmp / "a.pt"), str(tmp / "b.pt"), "--out", str(tmp / "e.pt")])
+    status = train_ppo.main(["--scenario", "squad", "--move-view", "--init", str(tmp / "e.pt"),
+                             "--total-timesteps", "64", "--num-envs", "2", "--num-steps", "4",
+                             "--out", str(tmp / "run"), "--no-progress"])
+    assert status == 2
+    assert "is an ensemble of checkpoints" in capsys.readouterr().err
