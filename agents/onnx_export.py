@@ -113,8 +113,8 @@ def read_ppo_checkpoint(path: str | Path) -> ExportedNetwork:
         raise ValueError(f"{path}: activation {data['activation']!r}; the export supports "
                          "tanh networks only")
     if arch_of(data) != "mlp":
-        raise ValueError(f"{path}: its actor is the {data['arch']!r} architecture (train_ppo "
-                         "--arch); the export supports MLP actors only (--arch mlp)")
+        raise ValueError(f"{path}: its actor is the {data['arch']!r} architecture; the export "
+                         "supports MLP actors only (train_ppo --arch mlp)")
     actor = data["actor"]
     keys = sorted({k.rsplit(".", 1)[0] for k in actor}, key=int)
     layers = [(actor[f"{k}.weight"].numpy().astype(np.float32),

@@ -146,8 +146,8 @@ def widen_checkpoint(path: Path, hidden: list[int], out: Path, seed: int = 0,
         raise ValueError(f"add_views {unknown}: each one of {', '.join(VIEWS)}")
     data = read_checkpoint(path)
     if arch_of(data) != "mlp":
-        raise ValueError(f"{path}: its actor is the {data['arch']!r} architecture (train_ppo "
-                         "--arch); widening works on MLP networks only (--arch mlp)")
+        raise ValueError(f"{path}: its actor is the {data['arch']!r} architecture; widening "
+                         "works on MLP networks only (train_ppo --arch mlp)")
     try:
         inputs = view_columns(data, add)
     except ValueError as exc:

@@ -127,3 +127,15 @@ def test_training_refuses_to_start_from_an_ensemble(members, capsys):
                              "--out", str(tmp / "run"), "--no-progress"])
     assert status == 2
     assert "is an ensemble of checkpoints" in capsys.readouterr().err
+
+
+def test_export_and_widening_refuse_an_ensemble_by_name(members):
+    from agents.onnx_export import read_ppo_checkpoint
+    from experiments.widen_checkpoint import widen_checkpoint
+
+    tmp, _, _ = members
+    ens.main([str(tmp / "a.pt"), str(tmp / "b.pt"), "--out", str(tmp / "e.pt")])
+    with pytest.raises(ValueError, match=r"e\.pt: its actor is the 'ensemble' architecture"):
+        read_ppo_checkpoint(tmp / "e.pt")
+    with pytest.raises(ValueError, match=r"e\.pt: its actor is the 'ensemble' architecture"):
+        widen_checkpoint(tmp / "e.pt", [32], tmp / "w.pt")
