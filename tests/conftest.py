@@ -46,6 +46,14 @@ def scripted(sc: dict, rolls) -> tuple[Any, ScriptedDice]:
     return build_battle(sc, dice=dice), dice
 
 
+
+def squad_labels(**views: bool) -> tuple[list[str], list[str]]:
+    """``squad``'s observation labels and slot-relative action labels, with ``views``."""
+    from traveller_env.env import TravellerEnv
+
+    env = TravellerEnv("squad", **views)
+    return list(env.observation_labels), list(env.relative_actions.labels)
+
 def view_checkpoint(path, seed: int = 0, **views: bool):
     """Write a ``train_ppo`` checkpoint for ``squad`` (random weights, spread logits) trained
     "with" the observation ``views`` that are on (``move_view=True``, ...); return its network."""

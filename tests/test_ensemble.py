@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from conftest import squad_labels
 
 from agents.ppo_policy import (
     ActorCritic,
@@ -20,12 +21,6 @@ from agents.registry import make_policy
 from experiments import ensemble_checkpoints as ens
 from experiments.train_common import checkpoint_provenance
 from traveller_env import vector
-from traveller_env.env import TravellerEnv
-
-
-def squad_labels(**views: bool) -> tuple[list[str], list[str]]:
-    env = TravellerEnv("squad", **views)
-    return list(env.observation_labels), list(env.relative_actions.labels)
 
 
 def write_member(path, arch: str, seed: int, **extra) -> ActorCritic:

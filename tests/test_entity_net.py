@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from conftest import squad_labels
 
 from agents.entity_net import POINTER_KINDS, EntityActor, EntityLayout
 from agents.ppo_policy import (
@@ -19,12 +20,6 @@ from agents.ppo_policy import (
 from agents.registry import make_policy
 from traveller_cli import main as cli_main
 from traveller_env import vector
-from traveller_env.env import TravellerEnv
-
-
-def squad_labels(**views: bool) -> tuple[list[str], list[str]]:
-    env = TravellerEnv("squad", **views)
-    return list(env.observation_labels), list(env.relative_actions.labels)
 
 
 def test_the_layout_reads_slots_squares_and_actions_from_the_labels():
