@@ -23,7 +23,8 @@ tensors, no pickled code) holding a dict:
   tanh-MLP actor (``"mlp"``). ``"ensemble"`` for several checkpoints played as one
   (``ensemble_bytes``; ``EnsembleNet``): ``members`` lists each member's architecture and
   provenance, ``actor``/``critic`` hold every member's weights (``members.K.*``) and
-  ``hidden`` is empty. An ensemble plays and evaluates like any checkpoint; it is not trained.
+  ``hidden`` is empty and ``decisions`` is the members' sum. An ensemble plays and evaluates
+  like any checkpoint (a ``--pool-opponents`` member too); it is not trained.
 * ``imitation``: the scripted policy it (or the checkpoint it was trained on from) was first
   fitted to by behaviour cloning (``experiments/clone_scripted.py``); absent for policies
   that imitate nothing. ``train_ppo --init`` and ``widen_checkpoint`` carry it forward.
@@ -245,8 +246,6 @@ def ensemble_bytes(members: list[dict], sources: list[str]) -> bytes:
     ``ValueError`` naming the file when there are fewer than two, when one is an ensemble
     itself, or when one differs from the first in observation size, action labels, views
     or observation labels (they must read the same observation the same way)."""
-    from .views import views_of
-
     if len(members) != len(sources):
         raise ValueError("ensemble_bytes: one source path per member checkpoint")
     if len(members) < 2:
