@@ -123,18 +123,21 @@ class ActorCritic(nn.Module):
         return masked_logits(self.actor(obs), mask)
 
 
-def checkpoint_bytes(net: ActorCritic, scenario: str, action_labels: list[str],
+def checkpoint_bytes(net: ActorCritic | EnsembleNet, scenario: str, action_labels: list[str],
                      **extra: Any) -> bytes:
-    """The checkpoint of ``net`` (an ``ActorCritic``) as bytes (the module docstring's format);
-    ``extra``: ``decisions``, ``update``, ``seed``... (plain data only)."""
+    """The checkpoint of ``net`` (an ``ActorCritic`` or an ``EnsembleNet``) as bytes (the module
+    docstring's format); ``extra``: ``decisions``, ``update``, ``seed``... (plain data only)."""
     import torch
 
     payload = {
         "format": FORMAT, "format_version": FORMAT_VERSION, "scenario": scenario,
         "obs_dim": int(net.obs_dim), "action_labels": list(action_labels),
         "hidden": [int(h) for h in net.hidden], "activation": "tanh",
-        **({"arch": net.arch, "embed": int(net.embed),
-            "observation_labels": list(net.observation_labels)} if net.arch != "mlp" else {}),
+        **({"arch": net.arch} if net.arch != "mlp" else {}),
+        **({"embed": int(net.embed)} if net.arch == "entity" else {}),
+        # which columns form each token (entity); an ensemble keeps its members' if they have any
+        **({"observation_labels": list(net.observation_labels)}
+           if net.arch != "mlp" and net.observation_labels else {}),
         "actor": {k: v.detach().clone().contiguous() for k, v in net.actor.state_dict().items()},
         "critic": {k: v.detach().clone().contiguous()
                    for k, v in net.critic.state_dict().items()},
@@ -222,6 +225,9 @@ class EnsembleNet(nn.Module):
         if any((m.obs_dim, m.n_actions) != (self.obs_dim, self.n_actions) for m in members):
             raise ValueError("ensemble members must share the observation size and actions")
         self.hidden: list[int] = []
+        # the members' observation labels when any has them (an entity member needs them)
+        self.observation_labels = next(
+            (list(m.observation_labels) for m in members if m.observation_labels), [])
         self.actor = _MeanOf([m.actor for m in members])
         self.critic = _MeanOf([m.critic for m in members])
 
@@ -268,30 +274,17 @@ def ensemble_bytes(members: list[dict], sources: list[str]) -> bytes:
         if labels and first_labels and list(labels) != list(first_labels):
             raise ValueError(f"{src}: its observation labels differ from {first_src}'s; an "
                              "ensemble's members must read the same observation")
-    nets = [network_from_checkpoint(d) for d in members]
-    ensemble = EnsembleNet(nets)
+    ensemble = EnsembleNet([network_from_checkpoint(d) for d in members])
     specs = [{"source": str(src), **{k: d[k] for k in _MEMBER_KEYS if d.get(k) is not None},
               "arch": arch_of(d)} for d, src in zip(members, sources, strict=True)]
-    labels = next((d["observation_labels"] for d in members if d.get("observation_labels")),
-                  None)
     teachers = sorted({str(d["imitation"]) for d in members if d.get("imitation")})
-    payload = {
-        "format": FORMAT, "format_version": FORMAT_VERSION,
-        "scenario": ",".join(dict.fromkeys(str(d.get("scenario")) for d in members)),
-        "obs_dim": int(first["obs_dim"]), "action_labels": list(first["action_labels"]),
-        "hidden": [], "activation": "tanh", "arch": "ensemble", "members": specs,
-        **({"observation_labels": list(labels)} if labels else {}),
+    scenario = ",".join(dict.fromkeys(str(d.get("scenario")) for d in members))
+    return checkpoint_bytes(
+        ensemble, scenario, list(first["action_labels"]), members=specs,
         **{v: True for v, on in views_of(first).items() if on},
         # an imitation start anywhere in it stays on record
         **({"imitation": ",".join(teachers)} if teachers else {}),
-        "actor": {k: v.detach().clone().contiguous()
-                  for k, v in ensemble.actor.state_dict().items()},
-        "critic": {k: v.detach().clone().contiguous()
-                   for k, v in ensemble.critic.state_dict().items()},
-        "decisions": sum(int(d.get("decisions") or 0) for d in members)}
-    buf = io.BytesIO()
-    torch.save(payload, buf)
-    return buf.getvalue()
+        decisions=sum(int(d.get("decisions") or 0) for d in members))
 
 
 def network_from_checkpoint(data: dict) -> ActorCritic | EnsembleNet:
@@ -325,10 +318,10 @@ class PPOPolicy:
 
     ``act`` translates the seat's absolute mask to the slot-relative one
     (``env.relative_actions``), runs the actor (an MLP as a NumPy forward pass, no torch call
-    per decision; an entity actor as its torch module, ``network``) and returns the absolute
-    index. Deterministic by default (the most probable
-    legal action); with ``deterministic=False`` it samples the masked distribution with its
-    own generator, seeded by ``reset``. Build one with ``load_ppo_policy``.
+    per decision; an entity actor or an ensemble as its torch module, ``network``) and returns
+    the absolute index. Deterministic by default (the most probable legal action); with
+    ``deterministic=False`` it samples the masked distribution with its own generator, seeded
+    by ``reset``. Build one with ``load_ppo_policy``.
     """
 
     needs_observation = True

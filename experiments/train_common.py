@@ -198,9 +198,10 @@ def checkpoint_provenance(checkpoint: Path) -> dict[str, Any]:
     info: dict[str, Any] = {k: data.get(k) for k in ("scenario", "update", "decisions", "seed",
                                                       "hidden")}
     info["move_view"] = bool(data.get("move_view", False))
-    if arch_of(data) == "ensemble":  # several checkpoints played as one: each one's record
+    arch = arch_of(data)
+    if arch == "ensemble":  # several checkpoints played as one: each one's record
         info["arch"], info["members"] = "ensemble", data["members"]
-    elif arch_of(data) != "mlp":  # the actor architecture, when not the MLP
+    elif arch != "mlp":  # the actor architecture, when not the MLP
         info["arch"], info["embed"] = data["arch"], data.get("embed")
     for view in ("aim_view", "attack_view"):
         if data.get(view):
