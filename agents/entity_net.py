@@ -20,7 +20,11 @@ square's token (half the slots' width); every other action gets a
 linear head on ``h``. Which action reads which token comes from the action labels, so one
 network plays any seat (the labels are slot-relative) and the same weights score every enemy.
 
-Only the actor changes: ``ActorCritic(arch="entity")`` keeps the MLP critic over the flat vector.
+With ``attention`` > 0, that many transformer blocks (``SlotAttention``) mix the slot tokens
+with each other before pooling and the pointers read them.
+
+``ActorCritic(arch="entity")`` keeps the MLP critic over the flat vector unless
+``critic="entity"``: then ``EntityCritic`` reads the same tokens (its own weights) into a value.
 """
 
 from __future__ import annotations
@@ -35,7 +39,8 @@ from torch import nn
 
 from traveller_env.rules.grid import DIRECTIONS
 
-__all__ = ["POINTER_KINDS", "EntityActor", "EntityLayout", "linear_head", "tanh_mlp"]
+__all__ = ["POINTER_KINDS", "EntityActor", "EntityCritic", "EntityEncoder", "EntityLayout",
+           "SlotAttention", "linear_head", "tanh_mlp"]
 
 #: Actions aimed at a slot, scored against that slot's token (one output each per slot).
 POINTER_KINDS = ("aim", "attack", "direct", "hamper")
@@ -154,17 +159,48 @@ def linear_head(n_in: int, n_out: int, std: float = 0.01) -> nn.Linear:
     return lin
 
 
-class EntityActor(nn.Module):
-    """The actor of the module docstring: flat observations ``[B, obs_dim]`` in, one logit per
-    slot-relative action out (``[B, n_actions]``, unmasked), like the MLP actor."""
+class SlotAttention(nn.Module):
+    """One post-norm transformer block over the slot tokens: each slot attends to every present
+    slot (allies and enemies), then a position-wise MLP; both with residuals.
+
+    It lets a slot's token carry what it is next to (the wounded enemy two allies already aim
+    at, the ally in the line of fire) before pooling and the pointer heads read it."""
+
+    def __init__(self, embed: int, heads: int = 4) -> None:
+        super().__init__()
+        if embed % heads:
+            raise ValueError(f"entity network: --embed {embed} must be a multiple of the "
+                             f"{heads} attention heads")
+        self.attn = nn.MultiheadAttention(embed, heads, batch_first=True)
+        self.norm1, self.norm2 = nn.LayerNorm(embed), nn.LayerNorm(embed)
+        self.mlp = nn.Sequential(nn.Linear(embed, 2 * embed), nn.Tanh(),
+                                 nn.Linear(2 * embed, embed))
+
+    def forward(self, tokens: torch.Tensor, present: torch.Tensor) -> torch.Tensor:
+        """``tokens`` ``[B, S, E]``, ``present`` bool ``[B, S]`` -> ``[B, S, E]``."""
+        # a row with no slot present (none happen in play) attends to all rather than to none
+        ignore = ~present & present.any(1, keepdim=True)
+        mixed, _ = self.attn(tokens, tokens, tokens, key_padding_mask=ignore,
+                             need_weights=False)
+        tokens = self.norm1(tokens + mixed)
+        return self.norm2(tokens + self.mlp(tokens))
+
+
+class EntityEncoder(nn.Module):
+    """The token encoders, the optional slot attention and the trunk of the module docstring:
+    flat observations in, ``(h, slot tokens, square tokens)`` out. ``EntityActor`` adds the
+    pointer heads; ``EntityCritic`` a value head. (The attribute names are the checkpoint's
+    ``state_dict`` keys: keep them.)"""
 
     def __init__(self, observation_labels: list[str], action_labels: list[str],
-                 hidden: list[int], embed: int = 64) -> None:
+                 hidden: list[int], embed: int = 64, attention: int = 0) -> None:
         super().__init__()
         lay = EntityLayout.from_labels(observation_labels, action_labels)
-        self.layout, self.embed = lay, int(embed)
+        self.layout, self.embed, self.attention = lay, int(embed), int(attention)
         if not lay.slot_names:
             raise ValueError("entity network: the observation has no slots (ally0., enemy0.)")
+        if self.attention < 0:
+            raise ValueError(f"entity network: attention blocks must be >= 0, got {attention}")
         self.register_buffer("global_idx", torch.tensor(lay.global_cols, dtype=torch.long),
                              persistent=False)
         self.register_buffer("slot_idx", torch.tensor(lay.slot_cols, dtype=torch.long),
@@ -182,28 +218,24 @@ class EntityActor(nn.Module):
             n_sq, len(sq_cols[0]) if n_sq else 0), persistent=False)
         self.register_buffer("square_geo", torch.tensor(lay.square_geometry).reshape(n_sq, 3),
                              persistent=False)
-        self.register_buffer("source", torch.tensor(lay.action_source, dtype=torch.long),
-                             persistent=False)
         e, eq = self.embed, max(1, self.embed // 4)
         self.slot_enc = tanh_mlp([len(lay.slot_cols[0]) + 1, e])
+        if self.attention:
+            self.slot_attn = nn.ModuleList(SlotAttention(e) for _ in range(self.attention))
         self.square_enc = tanh_mlp([self.square_idx.shape[1] + 3, eq]) if n_sq else None
         pooled = 3 * e + (2 * eq if n_sq else 0)
         self.trunk = tanh_mlp([len(lay.global_cols) + pooled, *hidden])
-        h = hidden[-1]
-        k = len(POINTER_KINDS)
-        self.base_head = linear_head(h, len(lay.base_actions))
-        # a slot's logit of kind k: query_k(h) . token + bias_k(token) (dot-product pointer)
-        self.slot_query, self.slot_bias = linear_head(h, k * e), linear_head(e, k)
-        if n_sq:
-            self.square_query, self.square_bias = linear_head(h, eq), linear_head(eq, 1)
 
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        """Logits ``[B, n_actions]`` for flat observations ``[B, obs_dim]``."""
+    def encode(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """``h`` ``[B, hidden[-1]]``, the slot tokens ``[B, S, E]`` and the square tokens
+        ``[B, Q, E/4]`` (``None`` without the move view) of flat observations ``[B, obs_dim]``."""
         b = obs.shape[0]
         slots_x = obs[:, self.slot_idx]                                   # [B, S, F]
         present = slots_x[..., self.present_col] > 0.5                    # [B, S]
         enemy = self.slot_enemy.expand(b, -1, -1)
         slot_e = self.slot_enc(torch.cat([slots_x, enemy], -1))           # [B, S, E]
+        for block in (self.slot_attn if self.attention else ()):
+            slot_e = block(slot_e, present)
         pieces = [obs[:, self.global_idx]]
         for group in (~self.is_enemy, self.is_enemy):
             m = (present & group).unsqueeze(-1).float()
@@ -216,7 +248,46 @@ class EntityActor(nn.Module):
             geo = self.square_geo.expand(b, -1, -1)
             sq_e = self.square_enc(torch.cat([obs[:, self.square_idx], geo], -1))  # [B, Q, E]
             pieces += [sq_e.mean(1), sq_e.amax(1)]
-        h = self.trunk(torch.cat(pieces, -1))
+        return self.trunk(torch.cat(pieces, -1)), slot_e, sq_e
+
+
+class EntityCritic(EntityEncoder):
+    """A value network over the same tokens (its own weights): ``[B, obs_dim]`` -> ``[B, 1]``,
+    the shape of the MLP critic's output."""
+
+    def __init__(self, observation_labels: list[str], action_labels: list[str],
+                 hidden: list[int], embed: int = 64, attention: int = 0) -> None:
+        super().__init__(observation_labels, action_labels, hidden, embed, attention)
+        self.value_head = linear_head(hidden[-1], 1, std=1.0)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """Values ``[B, 1]``."""
+        return self.value_head(self.encode(obs)[0])
+
+
+class EntityActor(EntityEncoder):
+    """The actor of the module docstring: flat observations ``[B, obs_dim]`` in, one logit per
+    slot-relative action out (``[B, n_actions]``, unmasked), like the MLP actor."""
+
+    def __init__(self, observation_labels: list[str], action_labels: list[str],
+                 hidden: list[int], embed: int = 64, attention: int = 0) -> None:
+        super().__init__(observation_labels, action_labels, hidden, embed, attention)
+        lay = self.layout
+        self.register_buffer("source", torch.tensor(lay.action_source, dtype=torch.long),
+                             persistent=False)
+        e, eq = self.embed, max(1, self.embed // 4)
+        h = hidden[-1]
+        k = len(POINTER_KINDS)
+        self.base_head = linear_head(h, len(lay.base_actions))
+        # a slot's logit of kind k: query_k(h) . token + bias_k(token) (dot-product pointer)
+        self.slot_query, self.slot_bias = linear_head(h, k * e), linear_head(e, k)
+        if lay.square_names:
+            self.square_query, self.square_bias = linear_head(h, eq), linear_head(eq, 1)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """Logits ``[B, n_actions]`` for flat observations ``[B, obs_dim]``."""
+        b = obs.shape[0]
+        h, slot_e, sq_e = self.encode(obs)
         q = self.slot_query(h).reshape(b, len(POINTER_KINDS), -1)         # [B, K, E]
         slot_logits = torch.einsum("bke,bse->bsk", q, slot_e) + self.slot_bias(slot_e)
         outs = [self.base_head(h), slot_logits.reshape(b, -1)]

@@ -20,7 +20,9 @@ tensors, no pickled code) holding a dict:
   ``env.move_view_vector(agent)`` or ``env.aim_view_vector(agent)`` (``agents.views``).
 * ``arch``: ``"entity"`` for an ``agents.entity_net.EntityActor`` actor, with ``embed`` (its
   token width) and ``observation_labels`` (which columns form each token); absent for the
-  tanh-MLP actor (``"mlp"``). ``"ensemble"`` for several checkpoints played as one
+  tanh-MLP actor (``"mlp"``). An entity checkpoint may add ``critic_arch``: ``"entity"``
+  (its critic an ``EntityCritic``; absent: the MLP critic) and ``attention`` (how many
+  ``SlotAttention`` blocks the entity actor has; absent: none). ``"ensemble"`` for several checkpoints played as one
   (``ensemble_bytes``; ``EnsembleNet``): ``members`` lists each member's architecture and
   provenance, ``actor``/``critic`` hold every member's weights (``members.K.*``) and
   ``hidden`` is empty and ``decisions`` is the members' sum. An ensemble plays and evaluates
@@ -47,10 +49,10 @@ from torch import nn
 from traveller_env.env import ScenarioSource, TravellerEnv
 
 from .base import legal_indices
-from .entity_net import EntityActor, linear_head, tanh_mlp
+from .entity_net import EntityActor, EntityCritic, linear_head, tanh_mlp
 from .views import complete_observation, view_sizes, views_of
 
-__all__ = ["ARCHS", "CHECKPOINT_ARCHS", "FORMAT", "FORMAT_VERSION", "ActorCritic", "EnsembleNet",
+__all__ = ["ARCHS", "CHECKPOINT_ARCHS", "CRITICS", "FORMAT", "FORMAT_VERSION", "ActorCritic", "EnsembleNet",
            "PPOPolicy", "arch_of", "checkpoint_bytes", "ensemble_bytes", "imitation_of",
            "is_ppo_checkpoint", "load_ppo_policy", "masked_logits", "network_from_checkpoint",
            "read_checkpoint"]
@@ -75,6 +77,8 @@ def _mlp(sizes: list[int], out: int, out_std: float) -> nn.Sequential:
 #: Actor architectures: ``"mlp"`` (a tanh MLP over the flat vector) and ``"entity"``
 #: (``agents.entity_net.EntityActor``: shared encoders per slot and per square, pointer heads).
 ARCHS = ("mlp", "entity")
+#: What ``ActorCritic(critic=...)`` accepts: the tanh MLP, or ``EntityCritic`` (entity actors).
+CRITICS = ("mlp", "entity")
 #: What a checkpoint's ``arch`` may say: a trained architecture, or ``"ensemble"`` (several
 #: checkpoints pooled by ``ensemble_bytes``: played and evaluated, never trained further).
 CHECKPOINT_ARCHS = (*ARCHS, "ensemble")
@@ -85,19 +89,30 @@ class ActorCritic(nn.Module):
     logit per slot-relative action, the critic (a tanh MLP) the seat's value.
 
     ``arch="mlp"``: the actor is a tanh MLP too. ``arch="entity"``: an ``EntityActor`` with
-    token width ``embed``, which needs the ``observation_labels`` and ``action_labels`` to know
-    which columns form each token and which output each action reads.
+    token width ``embed`` and ``attention`` slot-attention blocks (the actor's only), which
+    needs the
+    ``observation_labels`` and ``action_labels`` to know which columns form each token and
+    which output each action reads. ``critic="entity"`` (entity actors only) makes the critic
+    an ``EntityCritic`` of the same shape instead of the MLP.
     """
 
     def __init__(self, obs_dim: int, n_actions: int, hidden: list[int], arch: str = "mlp",
                  observation_labels: list[str] | None = None,
-                 action_labels: list[str] | None = None, embed: int = 64) -> None:
+                 action_labels: list[str] | None = None, embed: int = 64,
+                 critic: str = "mlp", attention: int = 0) -> None:
         super().__init__()
         self.obs_dim, self.n_actions, self.hidden = int(obs_dim), int(n_actions), list(hidden)
         if arch not in ARCHS:
             raise ValueError(f"actor architecture must be one of {', '.join(ARCHS)}, got "
                              f"{arch!r}")
+        if critic not in CRITICS:
+            raise ValueError(f"critic architecture must be one of {', '.join(CRITICS)}, got "
+                             f"{critic!r}")
+        if arch != "entity" and (critic != "mlp" or attention):
+            raise ValueError("an entity critic and slot attention need the entity actor "
+                             "(arch='entity')")
         self.arch, self.embed = arch, int(embed)
+        self.critic_arch, self.attention = critic, int(attention)
         self.observation_labels = list(observation_labels or [])
         if arch == "entity":
             if len(self.observation_labels) != self.obs_dim or action_labels is None \
@@ -105,10 +120,13 @@ class ActorCritic(nn.Module):
                 raise ValueError("an entity actor needs the observation labels (one per "
                                  "observation entry) and the action labels (one per action)")
             self.actor = EntityActor(self.observation_labels, list(action_labels),
-                                     self.hidden, self.embed)
+                                     self.hidden, self.embed, self.attention)
         else:
             self.actor = _mlp([self.obs_dim, *self.hidden], self.n_actions, 0.01)
-        self.critic = _mlp([self.obs_dim, *self.hidden], 1, 1.0)
+        self.critic: nn.Module = (
+            EntityCritic(self.observation_labels, list(action_labels or []), self.hidden,
+                         self.embed)
+            if critic == "entity" else _mlp([self.obs_dim, *self.hidden], 1, 1.0))
 
     def twin(self) -> ActorCritic:
         """A new network of the same shape and architecture, holding a copy of these weights."""
@@ -135,6 +153,10 @@ def checkpoint_bytes(net: ActorCritic | EnsembleNet, scenario: str, action_label
         "hidden": [int(h) for h in net.hidden], "activation": "tanh",
         **({"arch": net.arch} if net.arch != "mlp" else {}),
         **({"embed": int(net.embed)} if net.arch == "entity" else {}),
+        # absent for the defaults, so older checkpoints read the same
+        **({"critic_arch": net.critic_arch} if getattr(net, "critic_arch", "mlp") != "mlp"
+           else {}),
+        **({"attention": int(net.attention)} if getattr(net, "attention", 0) else {}),
         # which columns form each token (entity); an ensemble keeps its members' if they have any
         **({"observation_labels": list(net.observation_labels)}
            if net.arch != "mlp" and net.observation_labels else {}),
@@ -192,6 +214,25 @@ def arch_of(data: dict) -> str:
     return arch
 
 
+def critic_of(data: dict) -> str:
+    """The critic architecture of a checkpoint dict (or an ensemble member's entry):
+    ``"mlp"`` when it does not say."""
+    critic = data.get("critic_arch", "mlp")
+    if critic not in CRITICS:
+        raise ValueError(f"checkpoint critic architecture {critic!r}; this code knows "
+                         f"{', '.join(CRITICS)}")
+    return critic
+
+
+def attention_of(data: dict) -> int:
+    """How many slot-attention blocks a checkpoint's entity networks have (0 when it does not
+    say)."""
+    n = data.get("attention", 0)
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        raise ValueError(f"checkpoint attention {n!r}: a count of blocks (an int >= 0)")
+    return n
+
+
 class _MeanOf(nn.Module):
     """The mean of its members' outputs (the ensemble's actor, and its critic)."""
 
@@ -241,8 +282,8 @@ class EnsembleNet(nn.Module):
 
 
 #: What an ensemble keeps of each member checkpoint, besides its weights.
-_MEMBER_KEYS = ("arch", "hidden", "embed", "scenario", "update", "decisions", "seed",
-                "imitation")
+_MEMBER_KEYS = ("arch", "hidden", "embed", "critic_arch", "attention", "scenario", "update",
+                "decisions", "seed", "imitation")
 
 
 def ensemble_bytes(members: list[dict], sources: list[str]) -> bytes:
@@ -298,7 +339,9 @@ def network_from_checkpoint(data: dict) -> ActorCritic | EnsembleNet:
                                list(spec["hidden"]), arch=spec["arch"],
                                observation_labels=data.get("observation_labels"),
                                action_labels=list(data["action_labels"]),
-                               embed=int(spec.get("embed", 64))) for spec in specs]
+                               embed=int(spec.get("embed", 64)),
+                               critic=critic_of(spec), attention=attention_of(spec))
+                   for spec in specs]
         net = EnsembleNet(members)
         net.actor.load_state_dict(data["actor"])
         net.critic.load_state_dict(data["critic"])
@@ -306,7 +349,8 @@ def network_from_checkpoint(data: dict) -> ActorCritic | EnsembleNet:
         return net
     net = ActorCritic(int(data["obs_dim"]), len(data["action_labels"]), list(data["hidden"]),
                       arch=arch_of(data), observation_labels=data.get("observation_labels"),
-                      action_labels=list(data["action_labels"]), embed=int(data.get("embed", 64)))
+                      action_labels=list(data["action_labels"]), embed=int(data.get("embed", 64)),
+                      critic=critic_of(data), attention=attention_of(data))
     net.actor.load_state_dict(data["actor"])
     net.critic.load_state_dict(data["critic"])
     net.eval()

@@ -203,6 +203,9 @@ def checkpoint_provenance(checkpoint: Path) -> dict[str, Any]:
         info["arch"], info["members"] = "ensemble", data["members"]
     elif arch != "mlp":  # the actor architecture, when not the MLP
         info["arch"], info["embed"] = data["arch"], data.get("embed")
+        for key in ("critic_arch", "attention"):  # recorded only when not the default
+            if data.get(key):
+                info[key] = data[key]
     for view in ("aim_view", "attack_view"):
         if data.get(view):
             info[view] = True

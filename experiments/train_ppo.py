@@ -221,9 +221,16 @@ class Args:
     """actor architecture: 'mlp' (a tanh MLP over the observation vector) or 'entity' (one
     shared encoder for every slot and one for every square of the move view, pointer heads
     that score each slot's and each square's actions with the same weights; see
-    agents/entity_net.py). The critic is an MLP either way"""
+    agents/entity_net.py). The critic is an MLP unless --critic entity"""
     embed: int = 64
     """--arch entity: width of the slot and square tokens"""
+    critic: str = "mlp"
+    """critic architecture: 'mlp' (a tanh MLP over the observation vector) or 'entity' (the
+    entity actor's token encoders and trunk, its own weights, and a value head; needs --arch
+    entity)"""
+    attention: int = 0
+    """--arch entity: transformer blocks mixing the actor's slot tokens before pooling (0:
+    none; an entity critic has none). --embed must be a multiple of their 4 heads"""
     threads: int = 1
     """torch CPU threads (1: reproducible to the byte, and fastest for small networks)"""
     eval_every: int = 10
@@ -250,6 +257,7 @@ class Args:
                         ("--minibatches", self.minibatches, 1),
                         ("--threads", self.threads, 1),
                         ("--embed", self.embed, 1),
+                        ("--attention", self.attention, 0),
                         ("--pool-every", self.pool_every, 1),
                         ("--pool-size", self.pool_size, 0),
                         ("--eval-every", self.eval_every, 0),
@@ -275,10 +283,21 @@ class Args:
         if vector.BACKENDS[self.backend] != "available":
             raise ValueError(f"--backend {self.backend}: {vector.BACKENDS[self.backend]} here; "
                              "use --backend python")
-        from agents.ppo_policy import ARCHS
+        from agents.ppo_policy import ARCHS, CRITICS
 
         if self.arch not in ARCHS:
             raise ValueError(f"--arch must be one of {', '.join(ARCHS)}, got {self.arch!r}")
+        if self.critic not in CRITICS:
+            raise ValueError(f"--critic must be one of {', '.join(CRITICS)}, got "
+                             f"{self.critic!r}")
+        if self.arch != "entity" and (self.critic != "mlp" or self.attention):
+            raise ValueError("--critic entity and --attention need --arch entity")
+        if self.attention and self.embed % 4:
+            raise ValueError(f"--attention: --embed must be a multiple of the 4 attention "
+                             f"heads, got {self.embed}")
+        if self.init and (self.critic != "mlp" or self.attention):
+            raise ValueError("--critic and --attention shape a new network; with --init the "
+                             "network is the checkpoint's")
         if self.pool and self.opponents:
             raise ValueError("--pool and --opponents exclude each other: with --pool the "
                              "opponents are the pool's (add scripted ones with --pool-scripted)")
@@ -823,7 +842,8 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
     else:
         net = ActorCritic(obs_dim, n_actions, hidden_sizes(args.hidden), arch=args.arch,
                           observation_labels=first.observation_labels,
-                          action_labels=first.action_labels, embed=args.embed)
+                          action_labels=first.action_labels, embed=args.embed,
+                          critic=args.critic, attention=args.attention)
     optimizer = torch.optim.Adam(net.parameters(), lr=args.lr, eps=1e-5)
 
     from torch.utils.tensorboard import SummaryWriter

@@ -70,12 +70,14 @@ def _swap_slots(x: np.ndarray, labels: list[str], a: str, b: str) -> np.ndarray:
     return x[..., [index[partner(lab)] for lab in labels]]
 
 
-def test_the_same_weights_score_every_enemy():
+@pytest.mark.parametrize("attention", [0, 1])
+def test_the_same_weights_score_every_enemy(attention):
     """Exchanging two enemies in the observation exchanges the logits of every action aimed
-    at them and leaves every other logit as it was."""
+    at them and leaves every other logit as it was (with slot attention too: it treats the
+    slots as a set)."""
     obs_labels, actions = squad_labels(move_view=True, aim_view=True, attack_view=True)
     torch.manual_seed(0)
-    actor = EntityActor(obs_labels, actions, [32, 32], embed=16)
+    actor = EntityActor(obs_labels, actions, [32, 32], embed=16, attention=attention)
     with torch.no_grad():  # spread the logits so that equality is not trivial
         for p in actor.parameters():
             p.mul_(20.0)
