@@ -22,11 +22,12 @@ tensors, no pickled code) holding a dict:
   token width) and ``observation_labels`` (which columns form each token); absent for the
   tanh-MLP actor (``"mlp"``). An entity checkpoint may add ``critic_arch``: ``"entity"``
   (its critic an ``EntityCritic``; absent: the MLP critic) and ``attention`` (how many
-  ``SlotAttention`` blocks the entity actor has; absent: none). ``"ensemble"`` for several checkpoints played as one
-  (``ensemble_bytes``; ``EnsembleNet``): ``members`` lists each member's architecture and
-  provenance, ``actor``/``critic`` hold every member's weights (``members.K.*``) and
-  ``hidden`` is empty and ``decisions`` is the members' sum. An ensemble plays and evaluates
-  like any checkpoint (a ``--pool-opponents`` member too); it is not trained.
+  ``SlotAttention`` blocks the entity actor has; absent: none). ``"ensemble"`` for several
+  checkpoints played as one (``ensemble_bytes``; ``EnsembleNet``): ``members`` lists each
+  member's architecture and provenance, ``actor``/``critic`` hold every member's weights
+  (``members.K.*``) and ``hidden`` is empty and ``decisions`` is the members' sum. An
+  ensemble plays and evaluates like any checkpoint (a ``--pool-opponents`` member too); it is
+  not trained.
 * ``imitation``: the scripted policy it (or the checkpoint it was trained on from) was first
   fitted to by behaviour cloning (``experiments/clone_scripted.py``); absent for policies
   that imitate nothing. ``train_ppo --init`` and ``widen_checkpoint`` carry it forward.
@@ -52,10 +53,10 @@ from .base import legal_indices
 from .entity_net import EntityActor, EntityCritic, linear_head, tanh_mlp
 from .views import complete_observation, view_sizes, views_of
 
-__all__ = ["ARCHS", "CHECKPOINT_ARCHS", "CRITICS", "FORMAT", "FORMAT_VERSION", "ActorCritic", "EnsembleNet",
-           "PPOPolicy", "arch_of", "checkpoint_bytes", "ensemble_bytes", "imitation_of",
-           "is_ppo_checkpoint", "load_ppo_policy", "masked_logits", "network_from_checkpoint",
-           "read_checkpoint"]
+__all__ = ["ARCHS", "CHECKPOINT_ARCHS", "CRITICS", "FORMAT", "FORMAT_VERSION", "ActorCritic",
+           "EnsembleNet", "PPOPolicy", "arch_of", "attention_of", "checkpoint_bytes", "critic_of",
+           "ensemble_bytes", "imitation_of", "is_ppo_checkpoint", "load_ppo_policy",
+           "masked_logits", "network_from_checkpoint", "read_checkpoint"]
 
 FORMAT = "traveller-ppo"
 FORMAT_VERSION = 1
