@@ -159,8 +159,8 @@ def test_train_ppo_trains_an_entity_critic_with_attention_reproducibly(tmp_path)
     data = read_checkpoint(a / "ppo.pt")
     assert (data["critic_arch"], data["attention"], data["decisions"]) == ("entity", 1, 1024)
     # the critic saved is an EntityCritic (token encoder, trunk, value head), without attention
-    # (duel's observation here has no move view, so no square encoder)
-    assert {k.split(".")[0] for k in data["critic"]} == {"slot_enc", "trunk", "value_head"}
+    assert {k.split(".")[0] for k in data["critic"]} == {"slot_enc", "square_enc", "trunk",
+                                                         "value_head"}
     assert any(k.startswith("slot_attn.0.attn") for k in data["actor"])
 
 
