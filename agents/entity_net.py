@@ -39,13 +39,15 @@ from torch import nn
 
 from traveller_env.rules.grid import DIRECTIONS
 
-__all__ = ["POINTER_KINDS", "EntityActor", "EntityCritic", "EntityEncoder", "EntityLayout",
-           "SlotAttention", "linear_head", "tanh_mlp"]
+__all__ = ["ATTENTION_HEADS", "POINTER_KINDS", "EntityActor", "EntityCritic", "EntityEncoder",
+           "EntityLayout", "SlotAttention", "linear_head", "tanh_mlp"]
 
 #: Actions aimed at a slot, scored against that slot's token (one output each per slot).
 POINTER_KINDS = ("aim", "attack", "direct", "hamper")
 _SLOT = re.compile(r"^((?:ally|enemy)\d+)\.")
 _MOVE = re.compile(r"^move:([A-Z]+):(\d+)$")
+#: Attention heads of a ``SlotAttention`` block (the token width must be a multiple).
+ATTENTION_HEADS = 4
 #: dx, dy of a square are given in units of this many squares (the longest move).
 _SQUARE_SCALE = 4.0
 
@@ -166,11 +168,11 @@ class SlotAttention(nn.Module):
     It lets a slot's token carry what it is next to (the wounded enemy two allies already aim
     at, the ally in the line of fire) before pooling and the pointer heads read it."""
 
-    def __init__(self, embed: int, heads: int = 4) -> None:
+    def __init__(self, embed: int, heads: int = ATTENTION_HEADS) -> None:
         super().__init__()
         if embed % heads:
-            raise ValueError(f"entity network: --embed {embed} must be a multiple of the "
-                             f"{heads} attention heads")
+            raise ValueError(f"entity network: the token width (--embed) {embed} must be a "
+                             f"multiple of the {heads} attention heads")
         self.attn = nn.MultiheadAttention(embed, heads, batch_first=True)
         self.norm1, self.norm2 = nn.LayerNorm(embed), nn.LayerNorm(embed)
         self.mlp = nn.Sequential(nn.Linear(embed, 2 * embed), nn.Tanh(),

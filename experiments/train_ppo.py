@@ -283,6 +283,7 @@ class Args:
         if vector.BACKENDS[self.backend] != "available":
             raise ValueError(f"--backend {self.backend}: {vector.BACKENDS[self.backend]} here; "
                              "use --backend python")
+        from agents.entity_net import ATTENTION_HEADS
         from agents.ppo_policy import ARCHS, CRITICS
 
         if self.arch not in ARCHS:
@@ -292,9 +293,9 @@ class Args:
                              f"{self.critic!r}")
         if self.arch != "entity" and (self.critic != "mlp" or self.attention):
             raise ValueError("--critic entity and --attention need --arch entity")
-        if self.attention and self.embed % 4:
-            raise ValueError(f"--attention: --embed must be a multiple of the 4 attention "
-                             f"heads, got {self.embed}")
+        if self.attention and self.embed % ATTENTION_HEADS:
+            raise ValueError(f"--attention: --embed must be a multiple of the "
+                             f"{ATTENTION_HEADS} attention heads, got {self.embed}")
         if self.init and (self.critic != "mlp" or self.attention):
             raise ValueError("--critic and --attention shape a new network; with --init the "
                              "network is the checkpoint's")

@@ -72,7 +72,8 @@ def test_slot_attention_ignores_absent_slots():
 
 def test_attention_needs_heads_that_divide_the_token_width():
     obs_labels, actions = squad_labels()
-    with pytest.raises(ValueError, match="--embed 10 must be a multiple of the 4 attention"):
+    with pytest.raises(ValueError,
+                       match=r"token width \(--embed\) 10 must be a multiple of the 4 att"):
         EntityActor(obs_labels, actions, [16], embed=10, attention=1)
     with pytest.raises(ValueError, match="attention blocks must be >= 0, got -1"):
         EntityActor(obs_labels, actions, [16], embed=8, attention=-1)
@@ -171,6 +172,9 @@ def test_train_ppo_trains_an_entity_critic_with_attention_reproducibly(tmp_path)
     (["--arch", "entity", "--attention", "-1"], "--attention must be at least 0, got -1"),
     (["--arch", "entity", "--attention", "1", "--embed", "6"],
      "--attention: --embed must be a multiple of the 4 attention heads, got 6"),
+    (["--arch", "entity", "--critic", "entity", "--init", "x.pt"],
+     "--critic and --attention shape a new network; with --init the network is the "
+     "checkpoint's"),
 ])
 def test_bad_critic_and_attention_flags_give_clear_errors(flags, message, capsys, tmp_path):
     status = cli_main(["train", "ppo", "--backend", "python", "--out", str(tmp_path / "never"),
