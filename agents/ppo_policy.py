@@ -206,23 +206,24 @@ def imitation_of(data: dict) -> dict[str, str]:
     return {"imitation": str(teacher)} if teacher else {}
 
 
+def _architecture(data: dict, key: str, known: tuple[str, ...], what: str) -> str:
+    """``data[key]`` (``"mlp"`` when absent), refused unless one of ``known``."""
+    value = data.get(key, "mlp")
+    if value not in known:
+        raise ValueError(f"checkpoint {what} architecture {value!r}; this code knows "
+                         f"{', '.join(known)}")
+    return value
+
+
 def arch_of(data: dict) -> str:
     """The actor architecture of a checkpoint dict (``"mlp"`` when it does not say)."""
-    arch = data.get("arch", "mlp")
-    if arch not in CHECKPOINT_ARCHS:
-        raise ValueError(f"checkpoint actor architecture {arch!r}; this code knows "
-                         f"{', '.join(CHECKPOINT_ARCHS)}")
-    return arch
+    return _architecture(data, "arch", CHECKPOINT_ARCHS, "actor")
 
 
 def critic_of(data: dict) -> str:
     """The critic architecture of a checkpoint dict (or an ensemble member's entry):
     ``"mlp"`` when it does not say."""
-    critic = data.get("critic_arch", "mlp")
-    if critic not in CRITICS:
-        raise ValueError(f"checkpoint critic architecture {critic!r}; this code knows "
-                         f"{', '.join(CRITICS)}")
-    return critic
+    return _architecture(data, "critic_arch", CRITICS, "critic")
 
 
 def attention_of(data: dict) -> int:

@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["build_parser", "candidates", "forbidden_actions", "main", "run", "score"]
+__all__ = ["build_parser", "candidates", "forbidden_actions", "main", "rate_cells", "run",
+           "score"]
 
 SELECTION_SEED = 300_000
 
@@ -102,6 +103,12 @@ def score(checkpoint: Path, scenario: str, vs: str, battles: int, seed: int, env
             "win_rate_red": per_side[1][0] / max(1, sum(per_side[1]))}
 
 
+def rate_cells(row: dict[str, Any]) -> str:
+    """A ranking row's table cells: win rate (95% CI) | as blue | as red."""
+    return (f"{row['win_rate']:.3f} ({row['ci95'][0]:.3f}-{row['ci95'][1]:.3f}) | "
+            f"{row['win_rate_blue']:.3f} | {row['win_rate_red']:.3f}")
+
+
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     """The script's options."""
     p = parser or argparse.ArgumentParser(prog="select_checkpoint",
@@ -160,9 +167,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"| checkpoint | update | win rate vs {args.vs} (95% CI) | as blue | as red |")
     print("|---|---:|---|---:|---:|")
     for r in ranked:
-        print(f"| {r['checkpoint']} | {r['update']} | {r['win_rate']:.3f} "
-              f"({r['ci95'][0]:.3f}-{r['ci95'][1]:.3f}) | {r['win_rate_blue']:.3f} | "
-              f"{r['win_rate_red']:.3f} |")
+        print(f"| {r['checkpoint']} | {r['update']} | {rate_cells(r)} |")
     print(f"{len(rows)} checkpoints x {args.battles} battles in {time.time() - t0:.0f} s "
           f"(seeds from {args.seed}" + (f"; forbidden: {', '.join(forbid)})" if forbid else ")"))
     if args.json:

@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from experiments.ensemble_checkpoints import ensemble_checkpoints
-    from experiments.select_checkpoint import score
+    from experiments.select_checkpoint import rate_cells, score
     from experiments.train_common import check_minimums
     from traveller_env import _core
 
@@ -119,9 +119,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"| pair | win rate vs {args.vs} (95% CI) | as blue | as red |")
     print("|---|---|---:|---:|")
     for r in ranked:
-        print(f"| {' + '.join(r['members'])} | {r['win_rate']:.3f} "
-              f"({r['ci95'][0]:.3f}-{r['ci95'][1]:.3f}) | {r['win_rate_blue']:.3f} | "
-              f"{r['win_rate_red']:.3f} |")
+        print(f"| {' + '.join(r['members'])} | {rate_cells(r)} |")
     print(f"{len(rows)} pairs x {args.battles} battles in {time.time() - t0:.0f} s "
           f"(seeds from {args.seed})")
     if args.out:
