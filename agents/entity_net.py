@@ -220,7 +220,9 @@ class EntityEncoder(nn.Module):
             n_sq, len(sq_cols[0]) if n_sq else 0), persistent=False)
         self.register_buffer("square_geo", torch.tensor(lay.square_geometry).reshape(n_sq, 3),
                              persistent=False)
-        e, eq = self.embed, max(1, self.embed // 4)
+        # the square tokens are a quarter of the slot tokens' width
+        e = self.embed
+        eq = self.square_embed = max(1, e // 4)
         self.slot_enc = tanh_mlp([len(lay.slot_cols[0]) + 1, e])
         if self.attention:
             self.slot_attn = nn.ModuleList(SlotAttention(e) for _ in range(self.attention))
@@ -277,7 +279,7 @@ class EntityActor(EntityEncoder):
         lay = self.layout
         self.register_buffer("source", torch.tensor(lay.action_source, dtype=torch.long),
                              persistent=False)
-        e, eq = self.embed, max(1, self.embed // 4)
+        e, eq = self.embed, self.square_embed
         h = hidden[-1]
         k = len(POINTER_KINDS)
         self.base_head = linear_head(h, len(lay.base_actions))

@@ -330,29 +330,28 @@ def ensemble_bytes(members: list[dict], sources: list[str]) -> bytes:
         decisions=sum(int(d.get("decisions") or 0) for d in members))
 
 
+def _shaped_network(data: dict, shape: dict) -> ActorCritic:
+    """An ``ActorCritic`` (untrained) for checkpoint ``data``'s observation and actions, shaped
+    as ``shape`` says (``hidden``, ``arch``, ``embed``, ``critic_arch``, ``attention``):
+    ``data`` itself, or one of an ensemble's ``members``."""
+    return ActorCritic(int(data["obs_dim"]), len(data["action_labels"]), list(shape["hidden"]),
+                       arch=arch_of(shape), observation_labels=data.get("observation_labels"),
+                       action_labels=list(data["action_labels"]),
+                       embed=int(shape.get("embed", 64)), critic=critic_of(shape),
+                       attention=attention_of(shape))
+
+
 def network_from_checkpoint(data: dict) -> ActorCritic | EnsembleNet:
     """The network a checkpoint dict holds (weights loaded, in eval mode): an ``ActorCritic``,
     or an ``EnsembleNet`` for an ensemble checkpoint."""
+    net: ActorCritic | EnsembleNet
     if arch_of(data) == "ensemble":
         specs = data.get("members")
         if not isinstance(specs, list) or len(specs) < 2:
             raise ValueError("an ensemble checkpoint lists at least 2 members")
-        members = [ActorCritic(int(data["obs_dim"]), len(data["action_labels"]),
-                               list(spec["hidden"]), arch=spec["arch"],
-                               observation_labels=data.get("observation_labels"),
-                               action_labels=list(data["action_labels"]),
-                               embed=int(spec.get("embed", 64)),
-                               critic=critic_of(spec), attention=attention_of(spec))
-                   for spec in specs]
-        net = EnsembleNet(members)
-        net.actor.load_state_dict(data["actor"])
-        net.critic.load_state_dict(data["critic"])
-        net.eval()
-        return net
-    net = ActorCritic(int(data["obs_dim"]), len(data["action_labels"]), list(data["hidden"]),
-                      arch=arch_of(data), observation_labels=data.get("observation_labels"),
-                      action_labels=list(data["action_labels"]), embed=int(data.get("embed", 64)),
-                      critic=critic_of(data), attention=attention_of(data))
+        net = EnsembleNet([_shaped_network(data, spec) for spec in specs])
+    else:
+        net = _shaped_network(data, data)
     net.actor.load_state_dict(data["actor"])
     net.critic.load_state_dict(data["critic"])
     net.eval()

@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["build_parser", "candidates", "forbidden_actions", "main", "rate_cells", "run",
-           "score"]
+__all__ = ["build_parser", "candidates", "check_core_opponent", "forbidden_actions", "main",
+           "rate_cells", "run", "score"]
 
 SELECTION_SEED = 300_000
 
@@ -103,6 +103,16 @@ def score(checkpoint: Path, scenario: str, vs: str, battles: int, seed: int, env
             "win_rate_red": per_side[1][0] / max(1, sum(per_side[1]))}
 
 
+def check_core_opponent(vs: str) -> None:
+    """``ValueError`` naming ``--vs`` unless ``vs`` is a policy of the compiled core (the
+    rankings play inside it)."""
+    from traveller_env import _core
+
+    if vs not in _core.CORE_POLICIES:
+        raise ValueError(f"--vs {vs!r}: not a policy of the compiled core; one of "
+                         f"{', '.join(_core.CORE_POLICIES)}")
+
+
 def rate_cells(row: dict[str, Any]) -> str:
     """A ranking row's table cells: win rate (95% CI) | as blue | as red."""
     return (f"{row['win_rate']:.3f} ({row['ci95'][0]:.3f}-{row['ci95'][1]:.3f}) | "
@@ -140,16 +150,16 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from experiments.train_common import check_minimums
-    from traveller_env import _core
 
     try:  # --battles: at least one a side
         check_minimums((("--battles", args.battles, 2), ("--every", args.every, 1),
                         ("--envs", args.envs, 1)))
     except ValueError as exc:
         raise SystemExit(f"select_checkpoint: {exc}") from None
-    if args.vs not in _core.CORE_POLICIES:
-        raise SystemExit(f"select_checkpoint: --vs {args.vs!r}: not a policy of the compiled "
-                         f"core; one of {', '.join(_core.CORE_POLICIES)}")
+    try:
+        check_core_opponent(args.vs)
+    except ValueError as exc:
+        raise SystemExit(f"select_checkpoint: {exc}") from None
     try:
         paths = candidates(args.run, args.every, args.since)
     except ValueError as exc:

@@ -84,16 +84,13 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from experiments.ensemble_checkpoints import ensemble_checkpoints
-    from experiments.select_checkpoint import rate_cells, score
+    from experiments.select_checkpoint import check_core_opponent, rate_cells, score
     from experiments.train_common import check_minimums
-    from traveller_env import _core
 
     try:
         check_minimums((("--top", args.top, 1), ("--battles", args.battles, 2),
                         ("--envs", args.envs, 1)))
-        if args.vs not in _core.CORE_POLICIES:
-            raise ValueError(f"--vs {args.vs!r}: not a policy of the compiled core; one of "
-                             f"{', '.join(_core.CORE_POLICIES)}")
+        check_core_opponent(args.vs)
         first, second = (ranked_checkpoints(r, args.top) for r in args.rankings)
         if {str(p) for p in first} & {str(p) for p in second}:
             raise ValueError("the two rankings share checkpoints; give one ranking per run")
