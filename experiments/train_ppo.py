@@ -140,6 +140,11 @@ class Args:
     """pool: share of the pool's battles drawn from the --pool-watch checkpoints once there are
     any (1: an exploiter that plays only the watched runs; the rest: its own past and
     --pool-opponents)"""
+    side_shares: str = ""
+    """pool: the share of battles the learner plays on each side, SIDE=SHARE comma-separated,
+    every side named, summing to 1 (e.g. 'blue=0.65,red=0.35': more practice on the side it
+    plays worse); for the pool's battles (drawn per battle) and the --pool-scripted rows
+    (shared out by it). Default: every side alike"""
     pool_sampling: str = "uniform"
     """pool: how a battle draws its frozen opponent: 'uniform', or 'pfsp' (prioritised
     fictitious self-play: weight (1 - p)^2 where p is the learner's win rate so far against
@@ -306,6 +311,9 @@ class Args:
             raise ValueError("--pool-scripted needs --pool")
         if self.pool_opponents and not self.pool:
             raise ValueError("--pool-opponents needs --pool")
+        if self.side_shares and not self.pool:
+            raise ValueError("--side-shares needs --pool (without it the sides the learner "
+                             "plays are --opponents')")
         if self.pool_watch and not self.pool:
             raise ValueError("--pool-watch needs --pool")
         if not 0.0 <= self.pool_watch_share <= 1.0:
@@ -484,6 +492,42 @@ class StyleShaping:
         return out
 
 
+def parse_side_shares(text: str, sides: list[str]) -> np.ndarray | None:
+    """``"blue=0.65,red=0.35"`` -> the share per side in ``sides`` order, or ``None`` for
+    ``""`` (every side alike). ``ValueError`` naming ``--side-shares`` for an unknown or
+    missing side, a negative share, or shares that do not sum to 1."""
+    if not text.strip():
+        return None
+    terms = parse_terms(text, "--side-shares", tuple(sides))
+    missing = [side for side in sides if side not in terms]
+    if missing:
+        raise ValueError(f"--side-shares: no share for {', '.join(missing)}; name every side "
+                         f"({', '.join(sides)})")
+    shares = np.array([terms[side] for side in sides], dtype=np.float64)
+    if (shares < 0).any() or abs(shares.sum() - 1.0) > 1e-6:
+        raise ValueError(f"--side-shares: {text!r}: the shares must be at least 0 and sum to "
+                         f"1 (they sum to {shares.sum():g})")
+    return shares
+
+
+def draw_sides(rng: np.random.Generator, count: int, n_sides: int,
+               shares: np.ndarray | None) -> np.ndarray:
+    """The learner's side in ``count`` new pool battles: uniform, or by ``--side-shares``."""
+    if shares is None:  # kept as it was, so runs without the flag replay byte for byte
+        return rng.integers(n_sides, size=count)
+    return rng.choice(n_sides, size=count, p=shares)
+
+
+def apportion(total: int, weights: list[float]) -> list[int]:
+    """``total`` rows shared out in proportion to ``weights`` (largest remainders; ties to the
+    first)."""
+    exact = np.asarray(weights, dtype=np.float64) / sum(weights) * total
+    rows = np.floor(exact).astype(int)
+    for i in np.argsort(-(exact - rows), kind="stable")[:total - rows.sum()]:
+        rows[i] += 1
+    return [int(r) for r in rows]
+
+
 def parse_opponents(text: str) -> dict[str, str]:
     """``"red=rush,blue_1=marksman"`` -> ``{"red": "rush", "blue_1": "marksman"}``
     (``ValueError`` naming ``--opponents`` for a malformed item)."""
@@ -648,7 +692,9 @@ def build_groups(args: Args) -> list[Group]:
         return groups
     scripted = names_list(args.pool_scripted)
     sides = probe.sides
-    cells = [(name, s) for name in scripted for s in range(len(sides))]
+    shares = parse_side_shares(args.side_shares, sides)
+    cells = [(name, s) for name in scripted for s in range(len(sides))
+             if shares is None or shares[s] > 0]
     n_scripted = round(args.pool_scripted_share * n) if scripted else 0
     if cells and n_scripted < len(cells):
         raise ValueError(f"--pool-scripted: {len(scripted)} policies x {len(sides)} sides need "
@@ -662,8 +708,13 @@ def build_groups(args: Args) -> list[Group]:
                                 "--scenario")
     groups.append(Group(venv, 0, n - n_scripted, "pool", -1, "vs pool", backend))
     start = n - n_scripted
-    for i, (name, side) in enumerate(cells):
-        rows = n_scripted // len(cells) + (i < n_scripted % len(cells))
+    cell_rows = (split_rows(n_scripted, len(cells)) if shares is None
+                 else apportion(n_scripted, [shares[side] for _, side in cells]))
+    if min(cell_rows, default=1) < 1:
+        raise ValueError(f"--side-shares {args.side_shares}: too few --pool-scripted rows "
+                         f"({n_scripted}) to give every policy a row on each side with a "
+                         "share: raise --num-envs or --pool-scripted-share")
+    for i, ((name, side), rows) in enumerate(zip(cells, cell_rows, strict=True)):
         opponents = {other: name for j, other in enumerate(sides) if j != side}
         venv, backend = make_vector(args, derive_seed(args.seed, 1 + i), rows, opponents,
                                     "--pool-scripted", fallback=True)
@@ -875,6 +926,7 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
     pool_games: list[int] = [0] * n_external  # training battles against each frozen policy
     pool_wins: list[int] = [0] * n_external
     row_side = np.full(n, -1, dtype=np.int64)  # the learner's side per row (-1: all sides)
+    side_shares = parse_side_shares(args.side_shares, first.sides)
     row_frozen = np.full(n, -1, dtype=np.int64)  # pool rows: the frozen checkpoint playing
     row_group = np.zeros(n, dtype=np.int64)  # the group (vector) of each row
     for i, g in enumerate(groups):
@@ -925,7 +977,7 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
         """New battles in pool rows: the learner's side and its frozen opponent (the
         --pool-opponents and the latest --pool-size own checkpoints, or on --pool-watch-share
         of them the latest --pool-size watched ones; uniformly or by PFSP)."""
-        row_side[rows] = rng.integers(len(first.sides), size=len(rows))
+        row_side[rows] = draw_sides(rng, len(rows), len(first.sides), side_shares)
         watched = latest("watched")
         on_watched = rng.random(len(rows)) < args.pool_watch_share if watched else \
             np.zeros(len(rows), dtype=bool)
