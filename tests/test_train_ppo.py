@@ -316,6 +316,36 @@ def test_self_play_and_pool_runs_train_every_learner_seat(mode, tmp_path):
     assert (out / "ppo.pt").read_bytes() == first
 
 
+def test_side_shares_share_out_scripted_rows_and_pool_battles_by_side(tmp_path):
+    """--side-shares blue=0.75,red=0.25: the scripted rows go 3:1 to the learner as blue, a
+    side with share 0 gets none, and the pool's per-battle side draw follows the shares."""
+    from experiments.train_ppo import build_parser, draw_sides, run
+
+    out = tmp_path / "run"
+    args = ["--scenario", "duel", "--pool", "--pool-every", "1", "--pool-scripted",
+            "random,rush", "--pool-scripted-share", "0.5", "--side-shares", "blue=0.75,red=0.25",
+            "--total-timesteps", "256", "--num-envs", "32", "--num-steps", "8", "--eval-vs", "",
+            "--final-eval-battles", "0", "--backend", "python", "--no-progress"]
+    assert run(build_parser().parse_args([*args, "--out", str(out)])) == 0
+    groups = {g["label"]: g["rows"] for g in json.loads((out / "config.json").read_text())
+              ["groups"]}
+    assert groups == {"vs pool": 16, "vs random as blue": 6, "vs random as red": 2,
+                      "vs rush as blue": 6, "vs rush as red": 2}
+    only_blue = [*args[:args.index("blue=0.75,red=0.25")], "blue=1,red=0",
+                 *args[args.index("blue=0.75,red=0.25") + 1:], "--out", str(tmp_path / "b")]
+    assert run(build_parser().parse_args(only_blue)) == 0
+    groups = [g["label"] for g in json.loads((tmp_path / "b" / "config.json").read_text())
+              ["groups"]]
+    assert groups == ["vs pool", "vs random as blue", "vs rush as blue"]
+    # the pool's draw: exact shares within 4 standard errors over 40,000 battles
+    n = 40_000
+    drawn = draw_sides(np.random.default_rng(0), n, 2, np.array([0.65, 0.35]))
+    assert abs((drawn == 0).mean() - 0.65) < 4 * np.sqrt(0.65 * 0.35 / n)
+    assert set(draw_sides(np.random.default_rng(0), 100, 2, np.array([1.0, 0.0]))) == {0}
+    uniform = draw_sides(np.random.default_rng(7), 50, 2, None)  # without the flag: as before
+    assert (uniform == np.random.default_rng(7).integers(2, size=50)).all()
+
+
 # ============================================================================ bad flags
 @pytest.mark.parametrize(("flags", "message"), [
     (["--opponents", "red=nobody"], "--opponents: opponents['red']: unknown policy 'nobody'"),
@@ -329,6 +359,12 @@ def test_self_play_and_pool_runs_train_every_learner_seat(mode, tmp_path):
     (["--pool-scripted", "rush"], "--pool-scripted needs --pool"),
     (["--pool", "--pool-scripted", "nobody"], "--pool-scripted: "),
     (["--gamma", "1.5"], "--gamma must lie in [0, 1]"),
+    (["--side-shares", "blue=1,red=0"], "--side-shares needs --pool"),
+    (["--pool", "--side-shares", "blue=1"], "--side-shares: no share for red; name every side"),
+    (["--pool", "--side-shares", "blue=0.5,green=0.5"], "--side-shares: unknown term 'green'"),
+    (["--pool", "--side-shares", "blue=0.7,red=0.7"], "must be at least 0 and sum to 1"),
+    (["--pool", "--pool-scripted", "rush", "--num-envs", "4", "--pool-scripted-share", "0.5",
+      "--side-shares", "blue=0.9,red=0.1"], "--side-shares blue=0.9,red=0.1: too few"),
     (["--scenario", "nowhere"], "nowhere"),
     (["--scenario", "duel,squad"], "--scenario: 'squad' has other seats than 'duel'"),
     (["--scenario", "duel,duel"], "--scenario: listed twice: duel"),
