@@ -35,12 +35,13 @@ being trained; frozen and scripted seats are not counted). A battle cut at ``max
   NPC like the final one), optionally mixed with scripted policies (``--pool-scripted
   rush,marksman``). Design: the rows are split. ``--pool-scripted-share`` of them are scripted
   battles: one vector per (scripted policy, learner side) with that policy inside the vector
-  (``opponents={other sides: name}``), rows shared out evenly, so the scripted mix is exact
-  rather than sampled and the scripted seats run at the vector's own speed. The other rows form
-  one vector with no opponents; at the start of each battle, each of these rows draws the side
-  the learner plays and one of the ``--pool-size`` latest frozen checkpoints for the other
-  sides. The trainer runs the frozen seats itself (one batched forward pass per checkpoint in
-  use, sampling from its masked distribution, not trained on).
+  (``opponents={other sides: name}``), rows shared out evenly (or by ``--side-shares``), so the
+  scripted mix is exact rather than sampled and the scripted seats run at the vector's own
+  speed. The other rows form one vector with no opponents; at the start of each battle, each of
+  these rows draws the side the learner plays (uniformly, or by ``--side-shares``) and one of
+  the ``--pool-size`` latest frozen checkpoints for the other sides. The trainer runs the
+  frozen seats itself (one batched forward pass per checkpoint in use, sampling from its
+  masked distribution, not trained on).
 * ``--pool-watch OTHER_RUN``: two learners at once, each in its own process, each with the
   other's pool checkpoints in its pool as they appear (a league's main learner and its
   exploiter: ``--pool-watch-share 1`` makes a run play only the watched checkpoints). Which
@@ -504,9 +505,11 @@ def parse_side_shares(text: str, sides: list[str]) -> np.ndarray | None:
         raise ValueError(f"--side-shares: no share for {', '.join(missing)}; name every side "
                          f"({', '.join(sides)})")
     shares = np.array([terms[side] for side in sides], dtype=np.float64)
-    if (shares < 0).any() or abs(shares.sum() - 1.0) > 1e-6:
-        raise ValueError(f"--side-shares: {text!r}: the shares must be at least 0 and sum to "
-                         f"1 (they sum to {shares.sum():g})")
+    if (shares < 0).any():
+        raise ValueError(f"--side-shares: {text!r}: a share must be at least 0")
+    if abs(shares.sum() - 1.0) > 1e-6:
+        raise ValueError(f"--side-shares: {text!r}: the shares must sum to 1 (they sum to "
+                         f"{shares.sum():g})")
     return shares
 
 
@@ -697,7 +700,7 @@ def build_groups(args: Args) -> list[Group]:
              if shares is None or shares[s] > 0]
     n_scripted = round(args.pool_scripted_share * n) if scripted else 0
     if cells and n_scripted < len(cells):
-        raise ValueError(f"--pool-scripted: {len(scripted)} policies x {len(sides)} sides need "
+        raise ValueError(f"--pool-scripted: {len(cells)} (policy, learner side) pairs need "
                          f"at least {len(cells)} rows, but --num-envs {n} x "
                          f"--pool-scripted-share {args.pool_scripted_share} gives {n_scripted}")
     if n - n_scripted < 1:
