@@ -321,22 +321,21 @@ def test_side_shares_share_out_scripted_rows_and_pool_battles_by_side(tmp_path):
     side with share 0 gets none, and the pool's per-battle side draw follows the shares."""
     from experiments.train_ppo import build_parser, draw_sides, run
 
-    out = tmp_path / "run"
-    args = ["--scenario", "duel", "--pool", "--pool-every", "1", "--pool-scripted",
-            "random,rush", "--pool-scripted-share", "0.5", "--side-shares", "blue=0.75,red=0.25",
-            "--total-timesteps", "256", "--num-envs", "32", "--num-steps", "8", "--eval-vs", "",
-            "--final-eval-battles", "0", "--backend", "python", "--no-progress"]
-    assert run(build_parser().parse_args([*args, "--out", str(out)])) == 0
-    groups = {g["label"]: g["rows"] for g in json.loads((out / "config.json").read_text())
-              ["groups"]}
+    def groups_of(shares: str, out: str) -> list[dict]:
+        """The training groups (label, rows) of a tiny pool run with these --side-shares."""
+        args = ["--scenario", "duel", "--pool", "--pool-every", "1", "--pool-scripted",
+                "random,rush", "--pool-scripted-share", "0.5", "--side-shares", shares,
+                "--total-timesteps", "256", "--num-envs", "32", "--num-steps", "8",
+                "--eval-vs", "", "--final-eval-battles", "0", "--backend", "python",
+                "--no-progress", "--out", str(tmp_path / out)]
+        assert run(build_parser().parse_args(args)) == 0
+        return json.loads((tmp_path / out / "config.json").read_text())["groups"]
+
+    groups = {g["label"]: g["rows"] for g in groups_of("blue=0.75,red=0.25", "run")}
     assert groups == {"vs pool": 16, "vs random as blue": 6, "vs random as red": 2,
                       "vs rush as blue": 6, "vs rush as red": 2}
-    only_blue = [*args[:args.index("blue=0.75,red=0.25")], "blue=1,red=0",
-                 *args[args.index("blue=0.75,red=0.25") + 1:], "--out", str(tmp_path / "b")]
-    assert run(build_parser().parse_args(only_blue)) == 0
-    groups = [g["label"] for g in json.loads((tmp_path / "b" / "config.json").read_text())
-              ["groups"]]
-    assert groups == ["vs pool", "vs random as blue", "vs rush as blue"]
+    assert [g["label"] for g in groups_of("blue=1,red=0", "b")] == [
+        "vs pool", "vs random as blue", "vs rush as blue"]
     # the pool's draw: exact shares within 4 standard errors over 40,000 battles
     n = 40_000
     drawn = draw_sides(np.random.default_rng(0), n, 2, np.array([0.65, 0.35]))
