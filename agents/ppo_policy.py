@@ -27,7 +27,13 @@ tensors, no pickled code) holding a dict:
   member's architecture and provenance, ``actor``/``critic`` hold every member's weights
   (``members.K.*``) and ``hidden`` is empty and ``decisions`` is the members' sum. An
   ensemble plays and evaluates like any checkpoint (a ``--pool-opponents`` member too); it is
-  not trained.
+  not trained. ``"by_side"`` for one checkpoint per side of the battle played as one policy
+  (``by_side_bytes``; ``SideNet``): ``sides`` maps each side's name to its member's record
+  (architecture, shape, provenance, an ensemble's ``members``), ``actor``/``critic`` hold
+  each side's weights under its name (``nets.<side>.*``), ``hidden`` is empty and
+  ``decisions`` is the members' sum. Each seat plays its own side's network (two populations
+  of an asymmetric map, each trained for one side). It plays and evaluates like any
+  checkpoint; it is not trained.
 * ``imitation``: the scripted policy it (or the checkpoint it was trained on from) was first
   fitted to by behaviour cloning (``experiments/clone_scripted.py``); absent for policies
   that imitate nothing. ``train_ppo --init`` and ``widen_checkpoint`` carry it forward.
@@ -40,6 +46,7 @@ from __future__ import annotations
 
 import copy
 import io
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,9 +61,10 @@ from .entity_net import EntityActor, EntityCritic, linear_head, tanh_mlp
 from .views import complete_observation, view_sizes, views_of
 
 __all__ = ["ARCHS", "CHECKPOINT_ARCHS", "CRITICS", "FORMAT", "FORMAT_VERSION", "ActorCritic",
-           "EnsembleNet", "PPOPolicy", "arch_of", "attention_of", "checkpoint_bytes", "critic_of",
-           "ensemble_bytes", "imitation_of", "is_ppo_checkpoint", "load_ppo_policy",
-           "masked_logits", "network_from_checkpoint", "read_checkpoint"]
+           "EnsembleNet", "PPOPolicy", "SideNet", "actor_logits", "arch_of", "attention_of",
+           "by_side_bytes", "checkpoint_bytes", "critic_of", "ensemble_bytes", "imitation_of",
+           "is_ppo_checkpoint", "load_ppo_policy", "masked_logits", "network_from_checkpoint",
+           "read_checkpoint"]
 
 FORMAT = "traveller-ppo"
 FORMAT_VERSION = 1
@@ -80,9 +88,10 @@ def _mlp(sizes: list[int], out: int, out_std: float) -> nn.Sequential:
 ARCHS = ("mlp", "entity")
 #: What ``ActorCritic(critic=...)`` accepts: the tanh MLP, or ``EntityCritic`` (entity actors).
 CRITICS = ("mlp", "entity")
-#: What a checkpoint's ``arch`` may say: a trained architecture, or ``"ensemble"`` (several
-#: checkpoints pooled by ``ensemble_bytes``: played and evaluated, never trained further).
-CHECKPOINT_ARCHS = (*ARCHS, "ensemble")
+#: What a checkpoint's ``arch`` may say: a trained architecture, ``"ensemble"`` (several
+#: checkpoints pooled by ``ensemble_bytes``) or ``"by_side"`` (one checkpoint per side,
+#: ``by_side_bytes``): those two are played and evaluated, never trained further.
+CHECKPOINT_ARCHS = (*ARCHS, "ensemble", "by_side")
 
 
 class ActorCritic(nn.Module):
@@ -283,9 +292,110 @@ class EnsembleNet(nn.Module):
         return masked_logits(self.actor(obs), mask)
 
 
+class _PerSide(nn.Module):
+    """Each side's module by side name (a ``SideNet``'s actor, and its critic). It has no
+    forward of its own: which network a row plays depends on the seat's side, which the
+    observation does not say (``actor_logits`` asks for it)."""
+
+    def __init__(self, nets: dict[str, nn.Module]) -> None:
+        super().__init__()
+        self.nets = nn.ModuleDict(nets)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        raise ValueError("a by-side checkpoint plays a different network for each side; ask "
+                         "actor_logits(net, obs, sides) or SideNet.for_side(side)")
+
+
+class SideNet(nn.Module):
+    """One network per side of the battle, played as one policy: each seat plays its own
+    side's network (``for_side``). The members were trained apart, each for its side (e.g.
+    ``train_ppo --side-shares blue=1,red=0`` beside ``--side-shares blue=0,red=1``, each
+    watching the other's pool): two populations of an asymmetric map.
+
+    A member is an ``ActorCritic`` or an ``EnsembleNet``; every member reads the same
+    observation and chooses among the same actions. ``actor``/``critic`` hold the members'
+    modules by side (for the checkpoint's weights); there is no side-blind forward.
+    """
+
+    arch = "by_side"
+
+    def __init__(self, members: dict[str, ActorCritic | EnsembleNet]) -> None:
+        super().__init__()
+        if len(members) < 2:
+            raise ValueError(f"a by-side checkpoint needs a network for at least 2 sides, got "
+                             f"{len(members)}")
+        nets = list(members.values())
+        self.obs_dim, self.n_actions = nets[0].obs_dim, nets[0].n_actions
+        if any((m.obs_dim, m.n_actions) != (self.obs_dim, self.n_actions) for m in nets):
+            raise ValueError("a by-side checkpoint's networks must share the observation size "
+                             "and actions")
+        self.hidden: list[int] = []
+        self.sides = list(members)
+        self.observation_labels = next(
+            (list(m.observation_labels) for m in nets if m.observation_labels), [])
+        self.actor = _PerSide({side: m.actor for side, m in members.items()})
+        self.critic = _PerSide({side: m.critic for side, m in members.items()})
+        self._members = dict(members)  # plain dict: the modules are registered above
+
+    def for_side(self, side: str) -> ActorCritic | EnsembleNet:
+        """The network that plays side ``side`` (``ValueError`` naming the sides it has)."""
+        if side not in self._members:
+            raise ValueError(f"this by-side checkpoint has no network for side {side!r}; it "
+                             f"has {', '.join(self.sides)}")
+        return self._members[side]
+
+
+def actor_logits(net: ActorCritic | EnsembleNet | SideNet, obs: torch.Tensor,
+                 sides: str | Sequence[str] | np.ndarray | None = None) -> torch.Tensor:
+    """The raw actor logits ``[B, n_actions]`` of ``net`` for ``obs``. A ``SideNet`` plays each
+    row's side's network: ``sides`` is one side name for every row, or one per row
+    (``ValueError`` when it is missing); other networks ignore it."""
+    if not isinstance(net, SideNet):
+        return net.actor(obs)
+    if sides is None:
+        raise ValueError("a by-side checkpoint needs the side of each row it plays")
+    if isinstance(sides, str):
+        return net.for_side(sides).actor(obs)
+    sides = np.asarray(sides)
+    if sides.shape != (obs.shape[0],):
+        raise ValueError(f"actor_logits: {sides.shape[0] if sides.ndim else 0} sides for "
+                         f"{obs.shape[0]} observations")
+    out = torch.empty(obs.shape[0], net.n_actions, dtype=obs.dtype)
+    for side in np.unique(sides):
+        rows = torch.from_numpy(np.flatnonzero(sides == side))
+        out[rows] = net.for_side(str(side)).actor(obs[rows])
+    return out
+
+
+#: The checkpoint architectures made of other checkpoints (never nested), as errors name them.
+_COMPOSITES = {"ensemble": "an ensemble", "by_side": "a by-side checkpoint"}
+
 #: What an ensemble keeps of each member checkpoint, besides its weights.
 _MEMBER_KEYS = ("arch", "hidden", "embed", "critic_arch", "attention", "scenario", "update",
                 "decisions", "seed", "imitation")
+
+
+def _check_same_observation(members: list[dict], sources: list[str], whose: str) -> None:
+    """``ValueError`` naming the file when a checkpoint dict of ``members`` differs from the
+    first in observation size, action labels, views or observation labels: ``whose`` (e.g.
+    "an ensemble's members") must read the same observation and choose among the same
+    actions."""
+    first, first_src = members[0], sources[0]
+    for data, src in zip(members, sources, strict=True):
+        for what, mine, theirs in (
+                ("observation size", data["obs_dim"], first["obs_dim"]),
+                ("number of actions", len(data["action_labels"]), len(first["action_labels"])),
+                ("action labels", list(data["action_labels"]), list(first["action_labels"])),
+                ("views", views_of(data), views_of(first))):
+            if mine != theirs:
+                shown = "" if what == "action labels" else f" ({mine} against {theirs})"
+                raise ValueError(f"{src}: its {what} differ from {first_src}'s{shown}; "
+                                 f"{whose} must read the same observation and choose among "
+                                 "the same actions")
+        labels, first_labels = data.get("observation_labels"), first.get("observation_labels")
+        if labels and first_labels and list(labels) != list(first_labels):
+            raise ValueError(f"{src}: its observation labels differ from {first_src}'s; "
+                             f"{whose} must read the same observation")
 
 
 def ensemble_bytes(members: list[dict], sources: list[str]) -> bytes:
@@ -299,24 +409,12 @@ def ensemble_bytes(members: list[dict], sources: list[str]) -> bytes:
         raise ValueError("ensemble_bytes: one source path per member checkpoint")
     if len(members) < 2:
         raise ValueError(f"an ensemble needs at least 2 checkpoints, got {len(members)}")
-    first, first_src = members[0], sources[0]
     for data, src in zip(members, sources, strict=True):
-        if arch_of(data) == "ensemble":
-            raise ValueError(f"{src}: an ensemble already; list its members instead")
-        for what, mine, theirs in (
-                ("observation size", data["obs_dim"], first["obs_dim"]),
-                ("number of actions", len(data["action_labels"]), len(first["action_labels"])),
-                ("action labels", list(data["action_labels"]), list(first["action_labels"])),
-                ("views", views_of(data), views_of(first))):
-            if mine != theirs:
-                shown = "" if what == "action labels" else f" ({mine} against {theirs})"
-                raise ValueError(f"{src}: its {what} differ from {first_src}'s{shown}; an "
-                                 "ensemble's members must read the same observation and "
-                                 "choose among the same actions")
-        labels, first_labels = data.get("observation_labels"), first.get("observation_labels")
-        if labels and first_labels and list(labels) != list(first_labels):
-            raise ValueError(f"{src}: its observation labels differ from {first_src}'s; an "
-                             "ensemble's members must read the same observation")
+        if arch_of(data) in _COMPOSITES:
+            raise ValueError(f"{src}: {_COMPOSITES[arch_of(data)]} already; list its members "
+                             "instead")
+    _check_same_observation(members, [str(s) for s in sources], "an ensemble's members")
+    first = members[0]
     ensemble = EnsembleNet([network_from_checkpoint(d) for d in members])
     specs = [{"source": str(src), **{k: d[k] for k in _MEMBER_KEYS if d.get(k) is not None},
               "arch": arch_of(d)} for d, src in zip(members, sources, strict=True)]
@@ -330,6 +428,44 @@ def ensemble_bytes(members: list[dict], sources: list[str]) -> bytes:
         decisions=sum(int(d.get("decisions") or 0) for d in members))
 
 
+def by_side_bytes(members: dict[str, dict], sources: dict[str, str]) -> bytes:
+    """One checkpoint (bytes) that plays each side's checkpoint dict of ``members`` (side name
+    -> dict, read from ``sources[side]``) for that side's seats, as a ``SideNet``.
+
+    ``ValueError`` naming the side or file when fewer than two sides are given, when a
+    source is missing, when a member is itself a by-side checkpoint, or when one differs
+    from the first in observation size, action labels, views or observation labels. A member
+    may be an ensemble."""
+    if set(members) != set(sources):
+        raise ValueError("by_side_bytes: one source path per side's checkpoint")
+    if len(members) < 2:
+        raise ValueError(f"a by-side checkpoint needs a checkpoint for at least 2 sides, got "
+                         f"{len(members)}")
+    for side, data in members.items():
+        if not side or not str(side).isidentifier():
+            raise ValueError(f"side {side!r}: a side's name (a scenario's sides[].name, e.g. "
+                             "blue)")
+        if arch_of(data) == "by_side":
+            raise ValueError(f"{sources[side]}: a by-side checkpoint already; give each side "
+                             "one checkpoint")
+    sides = list(members)
+    _check_same_observation([members[s] for s in sides], [str(sources[s]) for s in sides],
+                            "a by-side checkpoint's members")
+    net = SideNet({side: network_from_checkpoint(members[side]) for side in sides})
+    specs = {side: {"source": str(sources[side]),
+                    **{k: d[k] for k in (*_MEMBER_KEYS, "members") if d.get(k) is not None},
+                    "arch": arch_of(d)} for side, d in members.items()}
+    teachers = sorted({t for d in members.values() for t in str(d.get("imitation") or
+                                                                  "").split(",") if t})
+    first = members[sides[0]]
+    scenario = ",".join(dict.fromkeys(str(d.get("scenario")) for d in members.values()))
+    return checkpoint_bytes(
+        net, scenario, list(first["action_labels"]), sides=specs,
+        **{v: True for v, on in views_of(first).items() if on},
+        **({"imitation": ",".join(teachers)} if teachers else {}),
+        decisions=sum(int(d.get("decisions") or 0) for d in members.values()))
+
+
 def _shaped_network(data: dict, shape: dict) -> ActorCritic:
     """An ``ActorCritic`` (untrained) for checkpoint ``data``'s observation and actions, shaped
     as ``shape`` says (``hidden``, ``arch``, ``embed``, ``critic_arch``, ``attention``):
@@ -341,10 +477,25 @@ def _shaped_network(data: dict, shape: dict) -> ActorCritic:
                        attention=attention_of(shape))
 
 
-def network_from_checkpoint(data: dict) -> ActorCritic | EnsembleNet:
+def network_from_checkpoint(data: dict) -> ActorCritic | EnsembleNet | SideNet:
     """The network a checkpoint dict holds (weights loaded, in eval mode): an ``ActorCritic``,
-    or an ``EnsembleNet`` for an ensemble checkpoint."""
-    net: ActorCritic | EnsembleNet
+    an ``EnsembleNet`` for an ensemble checkpoint, a ``SideNet`` for a by-side one."""
+    net: ActorCritic | EnsembleNet | SideNet
+    if arch_of(data) == "by_side":
+        specs = data.get("sides")
+        if not isinstance(specs, dict) or len(specs) < 2:
+            raise ValueError("a by-side checkpoint maps at least 2 sides to their networks")
+        nets = {}
+        for side, spec in specs.items():
+            prefix = f"nets.{side}."
+            member = {**spec, "obs_dim": data["obs_dim"], "action_labels": data["action_labels"],
+                      "observation_labels": data.get("observation_labels"),
+                      **{part: {k[len(prefix):]: v for k, v in data[part].items()
+                                if k.startswith(prefix)} for part in ("actor", "critic")}}
+            nets[str(side)] = network_from_checkpoint(member)
+        net = SideNet(nets)
+        net.eval()
+        return net
     if arch_of(data) == "ensemble":
         specs = data.get("members")
         if not isinstance(specs, list) or len(specs) < 2:
@@ -363,10 +514,11 @@ class PPOPolicy:
 
     ``act`` translates the seat's absolute mask to the slot-relative one
     (``env.relative_actions``), runs the actor (an MLP as a NumPy forward pass, no torch call
-    per decision; an entity actor or an ensemble as its torch module, ``network``) and returns
-    the absolute index. Deterministic by default (the most probable legal action); with
-    ``deterministic=False`` it samples the masked distribution with its own generator, seeded
-    by ``reset``. Build one with ``load_ppo_policy``.
+    per decision; an entity actor or an ensemble as its torch module, ``network``; a
+    ``SideNet`` as the network of the seat's side) and returns the absolute index.
+    Deterministic by default (the most probable legal action); with ``deterministic=False``
+    it samples the masked distribution with its own generator, seeded by ``reset``.
+    Build one with ``load_ppo_policy``.
     """
 
     needs_observation = True
@@ -393,8 +545,9 @@ class PPOPolicy:
         if seed is not None:
             self.rng = np.random.default_rng(seed)
 
-    def logits(self, observation: np.ndarray) -> np.ndarray:
-        """The actor's raw logits for one observation (float64 ``[n_actions]``)."""
+    def logits(self, observation: np.ndarray, side: str | None = None) -> np.ndarray:
+        """The actor's raw logits for one observation (float64 ``[n_actions]``); ``side``: the
+        seat's side, which a by-side checkpoint needs (``ValueError`` without it)."""
         if self.network is not None:
             # One observation gains nothing from torch's intra-op threads, and they wait for
             # each other when other processes hold the cores (6x slower per call, measured):
@@ -404,7 +557,11 @@ class PPOPolicy:
             try:
                 with torch.no_grad():
                     x = torch.as_tensor(np.asarray(observation, dtype=np.float32)).unsqueeze(0)
-                    return self.network(x)[0].numpy().astype(np.float64)
+                    if isinstance(self.network, SideNet):
+                        z = actor_logits(self.network, x, side)
+                    else:
+                        z = self.network(x)
+                    return z[0].numpy().astype(np.float64)
             finally:
                 torch.set_num_threads(threads)
         x = np.asarray(observation, dtype=np.float64)
@@ -415,25 +572,28 @@ class PPOPolicy:
                 x = np.tanh(x)
         return x
 
-    def probabilities(self, observation: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """The masked action probabilities over the policy's (relative) actions."""
+    def probabilities(self, observation: np.ndarray, mask: np.ndarray,
+                      side: str | None = None) -> np.ndarray:
+        """The masked action probabilities over the policy's (relative) actions (``side``: as
+        for ``logits``)."""
         legal = np.asarray(mask).astype(bool)
         legal_indices(legal)  # ValueError if nothing is legal
-        z = np.where(legal, self.logits(observation), -np.inf)
+        z = np.where(legal, self.logits(observation, side), -np.inf)
         p = np.exp(z - z[legal].max())
         return p / p.sum()
 
-    def choose(self, observation: np.ndarray, mask: np.ndarray) -> int:
-        """The policy's (relative) action index for an observation and a relative mask."""
+    def choose(self, observation: np.ndarray, mask: np.ndarray, side: str | None = None) -> int:
+        """The policy's (relative) action index for an observation and a relative mask
+        (``side``: the seat's side, as for ``logits``)."""
         mask = np.asarray(mask).astype(bool)
         if mask.shape != (len(self.action_labels),):
             raise ValueError(f"{self.name}: action mask of shape {mask.shape}, but the policy "
                              f"has {len(self.action_labels)} (slot-relative) actions")
         if self.deterministic:
             legal = legal_indices(mask)
-            z = self.logits(observation)
+            z = self.logits(observation, side)
             return int(legal[np.argmax(z[legal])])
-        p = self.probabilities(observation, mask)
+        p = self.probabilities(observation, mask, side)
         return int(self.rng.choice(len(p), p=p))
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray, agent: str,
@@ -451,7 +611,10 @@ class PPOPolicy:
         if np.shape(observation) != (obs_dim,):
             raise ValueError(f"{self.name}: observation of shape {np.shape(observation)}, but "
                              f"the policy expects ({obs_dim},)")
-        index = self.choose(observation, rel.mask(agent, np.asarray(action_mask)))
+        side = None
+        if isinstance(self.network, SideNet):
+            side = env.scenario.sides[env.side_of(agent)].name
+        index = self.choose(observation, rel.mask(agent, np.asarray(action_mask)), side)
         return rel.to_absolute(agent, index)
 
 
@@ -481,7 +644,14 @@ def load_ppo_policy(path: str | Path, scenario: ScenarioSource, deterministic: b
     common = {"deterministic": deterministic, "seed": seed}
     if arch_of(data) != "mlp":
         net = network_from_checkpoint(data)
-        common.update(network=net.actor, obs_dim=net.obs_dim)
+        if isinstance(net, SideNet):
+            scenario_sides = [side.name for side in env.scenario.sides]
+            missing = [side for side in scenario_sides if side not in net.sides]
+            if missing:
+                raise ValueError(f"{path}: a by-side checkpoint for {', '.join(net.sides)}; "
+                                 f"scenario {label!r} also has side {', '.join(missing)}")
+        common.update(network=net if isinstance(net, SideNet) else net.actor,
+                      obs_dim=net.obs_dim)
         layers = []
     else:
         actor = data["actor"]

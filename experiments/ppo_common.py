@@ -188,7 +188,10 @@ def vector_winrate(net: Any, venv: Any, learner_side: int, battles: int,
     sides) in its first ``battles`` battles from ``reset(seed=seed)``: row ``r`` counts its
     first ``battles // N`` battles (one more for the first ``battles % N`` rows), so the same
     battles are played at every call. ``forbid`` (a boolean per action): those actions are
-    taken from its choices wherever another is legal (``without_forbidden``), an ablation."""
+    taken from its choices wherever another is legal (``without_forbidden``), an ablation.
+    A by-side network (``agents.ppo_policy.SideNet``) plays its ``learner_side`` network."""
+    from agents.ppo_policy import actor_logits
+
     n = venv.num_envs
     quota = np.full(n, battles // n, dtype=np.int64)
     quota[: battles % n] += 1
@@ -200,8 +203,9 @@ def vector_winrate(net: Any, venv: Any, learner_side: int, battles: int,
             # the network's prefix of the observation (the vector may add the move view)
             if forbid is not None:
                 mask = without_forbidden(mask, forbid)
-            a = greedy_actions(net.actor(torch.from_numpy(obs[:, :net.obs_dim])),
-                               torch.from_numpy(mask))
+            logits = actor_logits(net, torch.from_numpy(obs[:, :net.obs_dim]),
+                                  venv.sides[learner_side])
+            a = greedy_actions(logits, torch.from_numpy(mask))
             obs, mask, _, term, trunc, info = venv.step(a.numpy())
             ended = (term | trunc) & (done < quota)
             if ended.any():

@@ -7,6 +7,10 @@ from 300,000; the result scripts, e.g. ``experiments.squad_ppo --checkpoint``, e
 seeds from 200,000), half the battles from each side, and ranks them. Evaluate the pick
 afterwards with the result script: its battles played no part in choosing it.
 
+``--side red`` plays every battle from that side (a checkpoint trained for one side, e.g.
+``train_ppo --side-shares blue=0,red=1``, or one side of a by-side checkpoint): the first
+half are the two-sided protocol's battles for that side, on the same seeds.
+
 ``--forbid react:dodge`` (any action labels) plays the same battles with those actions taken
 from the policies' choices wherever another action is legal: an ablation of what a learned
 habit is worth to the policy that has it.
@@ -27,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["build_parser", "candidates", "check_core_opponent", "forbidden_actions", "main",
-           "rate_cells", "run", "score"]
+__all__ = ["build_parser", "candidates", "check_core_opponent", "check_side",
+           "forbidden_actions", "main", "rate_cells", "run", "score"]
 
 SELECTION_SEED = 300_000
 
@@ -68,9 +72,12 @@ def forbidden_actions(labels: list[str], forbid: Sequence[str]) -> np.ndarray | 
 
 
 def score(checkpoint: Path, scenario: str, vs: str, battles: int, seed: int, envs: int,
-          vectors: dict[Any, Any], forbid: Sequence[str] = ()) -> dict[str, Any]:
+          vectors: dict[Any, Any], forbid: Sequence[str] = (),
+          side: str | None = None) -> dict[str, Any]:
     """Wins, draws and losses of ``checkpoint`` (greedy) against ``vs``: ``battles // 2``
-    battles as each side, from vectors reset with ``seed`` (blue) and ``seed + 1`` (red).
+    battles as each side, from vectors reset with ``seed`` (blue) and ``seed + 1`` (red);
+    with ``side``, all ``battles`` from that side (seed + its index; the other side's rate is
+    then None).
     ``vectors`` caches the vectors by observation views between calls. ``forbid``: action
     labels taken from the policy's choices wherever another action is legal (an ablation:
     what those actions are worth to it)."""
@@ -86,21 +93,26 @@ def score(checkpoint: Path, scenario: str, vs: str, battles: int, seed: int, env
     views = views_of(data)
     key = tuple(sorted(views.items()))
     if key not in vectors:
-        names = [side.name for side in load_scenario(scenario).sides]
+        names = [s.name for s in load_scenario(scenario).sides]
         vectors[key] = [vector.make(scenario, num_envs=envs, seed=0, backend="core",
-                                    opponents={names[1 - side]: vs}, relative_actions=True,
-                                    **views) for side in (0, 1)]
-    per_side = []
-    for side, venv in enumerate(vectors[key]):
-        per_side.append(vector_winrate(net, venv, side, battles // 2, seed + side, banned))
-    w, d, lost = (sum(x) for x in zip(*per_side, strict=True))
+                                    opponents={names[1 - i]: vs}, relative_actions=True,
+                                    **views) for i in (0, 1)]
+    names = list(vectors[key][0].sides)
+    played = range(len(names)) if side is None else [names.index(side)]
+    per_side: list[tuple[int, int, int] | None] = [None] * len(names)
+    for i in played:
+        per_side[i] = vector_winrate(net, vectors[key][i], i,
+                                     battles if side is not None else battles // 2,
+                                     seed + i, banned)
+    w, d, lost = (sum(x) for x in zip(*[r for r in per_side if r], strict=True))
     n = w + d + lost
     lo, hi = wilson_interval(w, n)
     return {"checkpoint": str(checkpoint), "update": data.get("update"),
             "decisions": data.get("decisions"), "wins": w, "draws": d, "losses": lost,
             "win_rate": w / n, "ci95": [lo, hi],
-            "win_rate_blue": per_side[0][0] / max(1, sum(per_side[0])),
-            "win_rate_red": per_side[1][0] / max(1, sum(per_side[1]))}
+            **({"side": side} if side is not None else {}),
+            **{f"win_rate_{names[i]}": (None if r is None else r[0] / max(1, sum(r)))
+               for i, r in enumerate(per_side)}}
 
 
 def check_core_opponent(vs: str) -> None:
@@ -113,10 +125,25 @@ def check_core_opponent(vs: str) -> None:
                          f"{', '.join(_core.CORE_POLICIES)}")
 
 
+def check_side(side: str | None, scenario: str) -> None:
+    """``ValueError`` naming ``--side`` unless it is None or a side of ``scenario``."""
+    from traveller_env import load_scenario
+
+    if side is None:
+        return
+    names = [s.name for s in load_scenario(scenario).sides]
+    if side not in names:
+        raise ValueError(f"--side {side!r}: not a side of scenario {scenario!r}; one of "
+                         f"{', '.join(names)}")
+
+
 def rate_cells(row: dict[str, Any]) -> str:
     """A ranking row's table cells: win rate (95% CI) | as blue | as red."""
+    def rate(value: float | None) -> str:
+        return "-" if value is None else f"{value:.3f}"
+
     return (f"{row['win_rate']:.3f} ({row['ci95'][0]:.3f}-{row['ci95'][1]:.3f}) | "
-            f"{row['win_rate_blue']:.3f} | {row['win_rate_red']:.3f}")
+            f"{rate(row.get('win_rate_blue'))} | {rate(row.get('win_rate_red'))}")
 
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
@@ -137,6 +164,9 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
                    help=f"selection seed (default: {SELECTION_SEED}, apart from the result "
                         "scripts' evaluation seeds)")
     p.add_argument("--envs", type=int, default=100, help="battles stepped at once (default: 100)")
+    p.add_argument("--side", default=None,
+                   help="play every battle from this side (e.g. red: a checkpoint trained "
+                        "for one side); default: half from each")
     p.add_argument("--forbid", default="",
                    help="comma-separated action labels (e.g. react:dodge) the policies may not "
                         "choose wherever another action is legal: an ablation of what they "
@@ -158,6 +188,7 @@ def run(args: argparse.Namespace) -> int:
         raise SystemExit(f"select_checkpoint: {exc}") from None
     try:
         check_core_opponent(args.vs)
+        check_side(args.side, args.scenario)
     except ValueError as exc:
         raise SystemExit(f"select_checkpoint: {exc}") from None
     try:
@@ -170,7 +201,7 @@ def run(args: argparse.Namespace) -> int:
     forbid = [f for f in args.forbid.split(",") if f]
     try:
         rows = [score(p, args.scenario, args.vs, args.battles, args.seed, args.envs, vectors,
-                      forbid) for p in paths]
+                      forbid, args.side) for p in paths]
     except ValueError as exc:
         raise SystemExit(f"select_checkpoint: {exc}") from None
     ranked = sorted(rows, key=lambda r: -r["win_rate"])
@@ -179,7 +210,8 @@ def run(args: argparse.Namespace) -> int:
     for r in ranked:
         print(f"| {r['checkpoint']} | {r['update']} | {rate_cells(r)} |")
     print(f"{len(rows)} checkpoints x {args.battles} battles in {time.time() - t0:.0f} s "
-          f"(seeds from {args.seed}" + (f"; forbidden: {', '.join(forbid)})" if forbid else ")"))
+          f"(seeds from {args.seed}" + (f"; all as {args.side}" if args.side else "")
+          + (f"; forbidden: {', '.join(forbid)})" if forbid else ")"))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({

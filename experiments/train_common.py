@@ -201,6 +201,8 @@ def checkpoint_provenance(checkpoint: Path) -> dict[str, Any]:
     arch = arch_of(data)
     if arch == "ensemble":  # several checkpoints played as one: each one's record
         info["arch"], info["members"] = "ensemble", data["members"]
+    elif arch == "by_side":  # one checkpoint per side: each side's record
+        info["arch"], info["sides"] = "by_side", data["sides"]
     elif arch != "mlp":  # the actor architecture, when not the MLP
         info["arch"], info["embed"] = data["arch"], data.get("embed")
         for key in ("critic_arch", "attention"):  # recorded only when not the default

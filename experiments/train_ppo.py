@@ -781,6 +781,10 @@ def check_checkpoints(args: Args, venv: Any) -> None:
             raise ValueError(f"--init: {path} is an ensemble of checkpoints "
                              "(ensemble_checkpoints); training starts from one network: pass "
                              "one of its members")
+        if flag == "--init" and arch_of(data) == "by_side":
+            raise ValueError(f"--init: {path} is a by-side checkpoint (side_checkpoint: one "
+                             "network per side); training starts from one network: pass one "
+                             "of its sides' checkpoints")
         views = views_of(data)
         for view, mine in learner_views(args).items():
             if flag == "--init" and views[view] != mine:
@@ -845,6 +849,7 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
     from agents.evaluation import wilson_interval
     from agents.ppo_policy import (
         ActorCritic,
+        actor_logits,
         checkpoint_bytes,
         imitation_of,
         network_from_checkpoint,
@@ -869,6 +874,7 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
     # the learner's inputs: the vector's observation, or its prefix without the move view
     obs_dim, n_actions = learner_obs_dim(args, first), first.n_actions
     agent_sides = first.agent_sides
+    side_names = np.asarray(first.sides)  # side index -> name (a by-side checkpoint asks it)
     write_json(out / "config.json", {
         "args": dataclasses.asdict(args), "scenario": scenario,
         "possible_agents": first.possible_agents, "sides": first.sides,
@@ -1118,7 +1124,10 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
                         cols = frozen_cols[k]
                         o_k = full_t[sel, cols] if isinstance(cols, slice) else \
                             full_t[sel][:, torch.from_numpy(cols)]
-                        fa, _ = sample_masked(frozen[k].actor(o_k), mask_t[sel], gen)
+                        # a by-side frozen checkpoint plays each seat's side's network
+                        seat_sides = side_names[agent_sides[agent_all[sel]]]
+                        fa, _ = sample_masked(actor_logits(frozen[k], o_k, seat_sides),
+                                              mask_t[sel], gen)
                         actions[sel] = fa.numpy()
             phi = None if potential is None else \
                 potential(obs_all if learner is None else obs_all[rows])
