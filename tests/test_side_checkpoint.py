@@ -69,7 +69,7 @@ def test_each_seat_plays_its_own_sides_network(members):
     net = network_from_checkpoint(data)
     assert isinstance(net, SideNet) and net.sides == ["blue", "red"]
     venv = vector.make("squad", num_envs=6, seed=3, relative_actions=True, move_view=True)
-    obs, mask, _ = venv.reset()
+    obs, _, _ = venv.reset()
     x = torch.from_numpy(obs)
     row_sides = np.array(["blue", "red", "red", "blue", "red", "blue"])
     with torch.no_grad():
