@@ -218,3 +218,15 @@ def test_training_export_and_widening_refuse_it_by_name(members, capsys):
         read_ppo_checkpoint(tmp / "s.pt")
     with pytest.raises(ValueError, match=r"s\.pt: its actor is the 'by_side' architecture"):
         widen_checkpoint(tmp / "s.pt", [32], tmp / "w.pt")
+
+
+def test_loading_for_a_scenario_with_a_side_it_lacks_is_refused(members):
+    from agents.ppo_policy import by_side_bytes
+
+    tmp, _, _ = members
+    b, r = read_checkpoint(tmp / "blue.pt"), read_checkpoint(tmp / "red.pt")
+    (tmp / "g.pt").write_bytes(by_side_bytes({"blue": b, "green": r},
+                                             {"blue": "blue.pt", "green": "red.pt"}))
+    with pytest.raises(ValueError, match=r"g\.pt: a by-side checkpoint for blue, green; "
+                                         r"scenario 'squad' also has side red"):
+        load_ppo_policy(tmp / "g.pt", "squad")
