@@ -111,8 +111,9 @@ def score(checkpoint: Path, scenario: str, vs: str, battles: int, seed: int, env
             "decisions": data.get("decisions"), "wins": w, "draws": d, "losses": lost,
             "win_rate": w / n, "ci95": [lo, hi],
             **({"side": side} if side is not None else {}),
-            **{f"win_rate_{names[i]}": (None if r is None else r[0] / max(1, sum(r)))
-               for i, r in enumerate(per_side)}}
+            # by side index, whatever the scenario calls its sides (the keys predate --side)
+            **{f"win_rate_{key}": (None if r is None else r[0] / max(1, sum(r)))
+               for key, r in zip(("blue", "red"), per_side, strict=False)}}
 
 
 def check_core_opponent(vs: str) -> None:
