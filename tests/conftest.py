@@ -54,6 +54,33 @@ def squad_labels(**views: bool) -> tuple[list[str], list[str]]:
     env = TravellerEnv("squad", **views)
     return list(env.observation_labels), list(env.relative_actions.labels)
 
+def member_checkpoint(path, arch: str, seed: int, **extra):
+    """Write a small ``squad`` checkpoint with the move view (an ``arch`` actor: ``"mlp"`` or
+    ``"entity"``; decisions ``100 * seed``), for the composite checkpoints' tests (ensembles,
+    by-side); return its network."""
+    torch = pytest.importorskip("torch")
+    from agents.ppo_policy import ActorCritic, checkpoint_bytes
+
+    obs, actions = squad_labels(move_view=True)
+    torch.manual_seed(seed)
+    net = ActorCritic(len(obs), len(actions), [32, 16] if arch == "mlp" else [32], arch=arch,
+                      observation_labels=obs, action_labels=actions, embed=16)
+    path.write_bytes(checkpoint_bytes(net, "squad", actions, decisions=100 * seed,
+                                      update=seed, seed=seed, move_view=True, **extra))
+    return net
+
+
+def plain_checkpoint(path) -> None:
+    """Write a tiny ``squad`` MLP checkpoint without any view (an observation that does not
+    fit ``member_checkpoint``'s)."""
+    pytest.importorskip("torch")
+    from agents.ppo_policy import ActorCritic, checkpoint_bytes
+
+    obs, actions = squad_labels()
+    net = ActorCritic(len(obs), len(actions), [8], arch="mlp")
+    path.write_bytes(checkpoint_bytes(net, "squad", actions, decisions=0, update=0, seed=0))
+
+
 def view_checkpoint(path, seed: int = 0, **views: bool):
     """Write a ``train_ppo`` checkpoint for ``squad`` (random weights, spread logits) trained
     "with" the observation ``views`` that are on (``move_view=True``, ...); return its network."""

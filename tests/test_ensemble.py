@@ -6,13 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import squad_labels
+from conftest import member_checkpoint, plain_checkpoint
 
 from agents.ppo_policy import (
-    ActorCritic,
     EnsembleNet,
     PPOPolicy,
-    checkpoint_bytes,
     load_ppo_policy,
     network_from_checkpoint,
     read_checkpoint,
@@ -23,20 +21,10 @@ from experiments.train_common import checkpoint_provenance
 from traveller_env import vector
 
 
-def write_member(path, arch: str, seed: int, **extra) -> ActorCritic:
-    obs, actions = squad_labels(move_view=True)
-    torch.manual_seed(seed)
-    net = ActorCritic(len(obs), len(actions), [32, 16] if arch == "mlp" else [32], arch=arch,
-                      observation_labels=obs, action_labels=actions, embed=16)
-    path.write_bytes(checkpoint_bytes(net, "squad", actions, decisions=100 * seed,
-                                      update=seed, seed=seed, move_view=True, **extra))
-    return net
-
-
 @pytest.fixture
 def members(tmp_path):
-    a = write_member(tmp_path / "a.pt", "entity", 1)
-    b = write_member(tmp_path / "b.pt", "mlp", 2, imitation="tactician")
+    a = member_checkpoint(tmp_path / "a.pt", "entity", 1)
+    b = member_checkpoint(tmp_path / "b.pt", "mlp", 2, imitation="tactician")
     return tmp_path, a, b
 
 
@@ -86,12 +74,6 @@ def test_select_checkpoint_ranks_an_ensemble(members, capsys):
     assert "e.pt" in capsys.readouterr().out
 
 
-def write_other_views(path) -> None:
-    obs, actions = squad_labels()
-    net = ActorCritic(len(obs), len(actions), [8], arch="mlp")
-    path.write_bytes(checkpoint_bytes(net, "squad", actions, decisions=0, update=0, seed=0))
-
-
 @pytest.mark.parametrize(("case", "message"), [
     ("one", "at least 2 checkpoints"),
     ("twice", "listed twice"),
@@ -103,7 +85,7 @@ def test_bad_members_are_refused_naming_the_file(members, case, message, capsys)
     tmp, _, _ = members
     a, b = str(tmp / "a.pt"), str(tmp / "b.pt")
     ens.main([a, b, "--out", str(tmp / "e.pt")])
-    write_other_views(tmp / "plain.pt")
+    plain_checkpoint(tmp / "plain.pt")
     argv = {"one": [a], "twice": [a, a], "views": [a, str(tmp / "plain.pt")],
             "nested": [a, str(tmp / "e.pt")], "missing": [a, str(tmp / "nope.pt")]}[case]
     with pytest.raises(SystemExit) as err:

@@ -8,15 +8,13 @@ import json
 import numpy as np
 import pytest
 import torch
-from conftest import squad_labels
+from conftest import member_checkpoint, plain_checkpoint
 
 from agents.ppo_policy import (
-    ActorCritic,
     EnsembleNet,
     PPOPolicy,
     SideNet,
     actor_logits,
-    checkpoint_bytes,
     load_ppo_policy,
     network_from_checkpoint,
     read_checkpoint,
@@ -29,22 +27,12 @@ from traveller_env import vector
 from traveller_env.env import TravellerEnv
 
 
-def write_member(path, arch: str, seed: int, **extra) -> ActorCritic:
-    obs, actions = squad_labels(move_view=True)
-    torch.manual_seed(seed)
-    net = ActorCritic(len(obs), len(actions), [32, 16] if arch == "mlp" else [32], arch=arch,
-                      observation_labels=obs, action_labels=actions, embed=16)
-    path.write_bytes(checkpoint_bytes(net, "squad", actions, decisions=100 * seed,
-                                      update=seed, seed=seed, move_view=True, **extra))
-    return net
-
-
 @pytest.fixture
 def members(tmp_path):
     """blue: an entity network; red: an ensemble of an MLP and another entity network."""
-    blue = write_member(tmp_path / "blue.pt", "entity", 1)
-    r1 = write_member(tmp_path / "r1.pt", "mlp", 2, imitation="tactician")
-    r2 = write_member(tmp_path / "r2.pt", "entity", 3)
+    blue = member_checkpoint(tmp_path / "blue.pt", "entity", 1)
+    r1 = member_checkpoint(tmp_path / "r1.pt", "mlp", 2, imitation="tactician")
+    r2 = member_checkpoint(tmp_path / "r2.pt", "entity", 3)
     ens.ensemble_checkpoints([tmp_path / "r1.pt", tmp_path / "r2.pt"], tmp_path / "red.pt")
     return tmp_path, blue, EnsembleNet([r1, r2])
 
@@ -162,12 +150,6 @@ def test_a_pool_plays_a_by_side_opponent_by_each_seats_side(members, tmp_path, m
     assert asked and set(asked) <= {"blue", "red"}  # the frozen seats' own sides
 
 
-def write_other_views(path) -> None:
-    obs, actions = squad_labels()
-    net = ActorCritic(len(obs), len(actions), [8], arch="mlp")
-    path.write_bytes(checkpoint_bytes(net, "squad", actions, decisions=0, update=0, seed=0))
-
-
 @pytest.mark.parametrize(("case", "message"), [
     ("one side", "scenario 'squad' has sides blue, red; got blue"),
     ("unknown side", "scenario 'squad' has sides blue, red; got blue, green"),
@@ -180,7 +162,7 @@ def write_other_views(path) -> None:
 def test_bad_sides_are_refused_naming_the_side_or_file(members, case, message):
     tmp, _, _ = members
     sides.main(join(tmp))
-    write_other_views(tmp / "plain.pt")
+    plain_checkpoint(tmp / "plain.pt")
     b, r = tmp / "blue.pt", tmp / "red.pt"
     argv = {"one side": ["--side", f"blue={b}"],
             "unknown side": ["--side", f"blue={b}", "--side", f"green={r}"],
