@@ -849,6 +849,7 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
     from agents.evaluation import wilson_interval
     from agents.ppo_policy import (
         ActorCritic,
+        SideNet,
         actor_logits,
         checkpoint_bytes,
         imitation_of,
@@ -1125,7 +1126,8 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
                         o_k = full_t[sel, cols] if isinstance(cols, slice) else \
                             full_t[sel][:, torch.from_numpy(cols)]
                         # a by-side frozen checkpoint plays each seat's side's network
-                        seat_sides = side_names[agent_sides[agent_all[sel]]]
+                        seat_sides = side_names[agent_sides[agent_all[sel]]] \
+                            if isinstance(frozen[k], SideNet) else None
                         fa, _ = sample_masked(actor_logits(frozen[k], o_k, seat_sides),
                                               mask_t[sel], gen)
                         actions[sel] = fa.numpy()
