@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["SeatRollout", "greedy_actions", "plot_curve", "sample_masked", "vector_winrate",
-           "without_forbidden"]
+__all__ = ["SeatRollout", "greedy_actions", "opponent_actions", "plot_curve", "sample_masked",
+           "vector_winrate", "without_forbidden"]
 
 
 # ============================================================================ masked sampling
@@ -47,6 +47,21 @@ def sample_masked(logits: torch.Tensor, mask: torch.Tensor,
 def greedy_actions(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """The most probable legal action of each row (``PPOPolicy``'s deterministic choice)."""
     return torch.where(mask, logits, torch.full_like(logits, -torch.inf)).argmax(-1)
+
+
+def opponent_actions(logits: torch.Tensor, mask: torch.Tensor, greedy: np.ndarray | None,
+                     generator: torch.Generator) -> torch.Tensor:
+    """A frozen opponent's actions ``int64 [B]``: the rows flagged in ``greedy`` (bool ``[B]``)
+    take their most probable legal action, the others are drawn as ``sample_masked`` draws
+    them. With no row flagged (or ``greedy`` None) this is ``sample_masked`` exactly, drawing
+    from ``generator`` as it does."""
+    if greedy is None or not greedy.any():
+        return sample_masked(logits, mask, generator)[0]
+    actions = greedy_actions(logits, mask)
+    sampled = torch.from_numpy(~greedy)
+    if sampled.any():
+        actions[sampled] = sample_masked(logits[sampled], mask[sampled], generator)[0]
+    return actions
 
 
 # ============================================================================ per-seat rollout

@@ -41,7 +41,8 @@ being trained; frozen and scripted seats are not counted). A battle cut at ``max
   these rows draws the side the learner plays (uniformly, or by ``--side-shares``) and one of
   the ``--pool-size`` latest frozen checkpoints for the other sides. The trainer runs the
   frozen seats itself (one batched forward pass per checkpoint in use, sampling from its
-  masked distribution, not trained on).
+  masked distribution, not trained on; in ``--pool-greedy-share`` of the battles, drawn per
+  battle, it plays its most probable legal action instead, as an evaluated checkpoint does).
 * ``--pool-watch OTHER_RUN``: two learners at once, each in its own process, each with the
   other's pool checkpoints in its pool as they appear (a league's main learner and its
   exploiter: ``--pool-watch-share 1`` makes a run play only the watched checkpoints). Which
@@ -141,6 +142,10 @@ class Args:
     """pool: share of the pool's battles drawn from the --pool-watch checkpoints once there are
     any (1: an exploiter that plays only the watched runs; the rest: its own past and
     --pool-opponents)"""
+    pool_greedy_share: float = 0.0
+    """pool: share of the pool's battles (drawn per battle) in which the frozen checkpoint plays
+    greedily, its most probable legal action, as checkpoints play when evaluated or loaded as
+    NPCs; in the others it samples from its policy, as the learner does (0: always samples)"""
     side_shares: str = ""
     """pool: the share of battles the learner plays on each side, SIDE=SHARE comma-separated,
     every side named, summing to 1 (e.g. 'blue=0.65,red=0.35': more practice on the side it
@@ -319,6 +324,11 @@ class Args:
             raise ValueError("--pool-watch needs --pool")
         if not 0.0 <= self.pool_watch_share <= 1.0:
             raise ValueError(f"--pool-watch-share must be in [0, 1], got {self.pool_watch_share}")
+        if not 0.0 <= self.pool_greedy_share <= 1.0:
+            raise ValueError(f"--pool-greedy-share must be in [0, 1], got "
+                             f"{self.pool_greedy_share}")
+        if self.pool_greedy_share and not self.pool:
+            raise ValueError("--pool-greedy-share needs --pool")
         for folder in names_list(self.pool_watch):
             if not Path(folder).is_dir():
                 raise ValueError(f"--pool-watch: {folder!r} is not a folder (a train_ppo run's "
@@ -856,7 +866,13 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
         network_from_checkpoint,
         read_checkpoint,
     )
-    from experiments.ppo_common import SeatRollout, plot_curve, sample_masked, vector_winrate
+    from experiments.ppo_common import (
+        SeatRollout,
+        opponent_actions,
+        plot_curve,
+        sample_masked,
+        vector_winrate,
+    )
     from traveller_env.rules.rng import derive_seed
 
     groups, eval_vectors = prepared or prepare(args)
@@ -938,6 +954,7 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
     row_side = np.full(n, -1, dtype=np.int64)  # the learner's side per row (-1: all sides)
     side_shares = parse_side_shares(args.side_shares, first.sides)
     row_frozen = np.full(n, -1, dtype=np.int64)  # pool rows: the frozen checkpoint playing
+    row_greedy = np.zeros(n, dtype=bool)  # pool rows whose frozen checkpoint plays greedily
     row_group = np.zeros(n, dtype=np.int64)  # the group (vector) of each row
     for i, g in enumerate(groups):
         row_side[g.start:g.stop] = g.learner_side
@@ -995,6 +1012,8 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
             draw_from(rows[on_watched], np.array(watched))
         if (~on_watched).any():
             draw_from(rows[~on_watched], np.array([*frozen_of["external"], *latest("own")]))
+        if args.pool_greedy_share:  # drawn only when asked: runs without it keep their draws
+            row_greedy[rows] = rng.random(len(rows)) < args.pool_greedy_share
 
     if pool_rows is not None:
         freeze(0, 0)
@@ -1128,8 +1147,8 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
                         # a by-side frozen checkpoint plays each seat's side's network
                         seat_sides = side_names[agent_sides[agent_all[sel]]] \
                             if isinstance(frozen[k], SideNet) else None
-                        fa, _ = sample_masked(actor_logits(frozen[k], o_k, seat_sides),
-                                              mask_t[sel], gen)
+                        fa = opponent_actions(actor_logits(frozen[k], o_k, seat_sides),
+                                              mask_t[sel], row_greedy[sel], gen)
                         actions[sel] = fa.numpy()
             phi = None if potential is None else \
                 potential(obs_all if learner is None else obs_all[rows])

@@ -12,7 +12,7 @@ import torch
 from agents.evaluation import evaluate_matchup
 from agents.ppo_policy import PPOPolicy, load_ppo_policy, network_from_checkpoint, read_checkpoint
 from agents.registry import make_policy
-from experiments.ppo_common import SeatRollout, greedy_actions, sample_masked
+from experiments.ppo_common import SeatRollout, greedy_actions, opponent_actions, sample_masked
 from traveller_cli import main as cli_main
 from traveller_env import vector
 
@@ -54,6 +54,25 @@ def test_masked_sampling_follows_the_masked_softmax():
     assert np.allclose(freq, p, atol=0.01)
     assert np.allclose(logp.exp().numpy(), p[actions.numpy()], rtol=1e-5)
     assert (greedy_actions(logits[:1], mask[:1]) == 3).all()
+
+
+def test_opponent_actions_play_greedily_on_flagged_rows_and_sample_the_rest():
+    """--pool-greedy-share's frozen seats: a flagged row takes its most probable legal action,
+    the others follow the masked softmax; with no row flagged it is sample_masked, draw for
+    draw."""
+    n = 40_000
+    logits = torch.tensor([[0.0, 1.0, 2.0, 3.0]]).repeat(n, 1)
+    mask = torch.tensor([[True, True, True, False]]).repeat(n, 1)
+    greedy = np.arange(n) % 2 == 0
+    actions = opponent_actions(logits, mask, greedy, torch.Generator().manual_seed(2)).numpy()
+    assert (actions[greedy] == 2).all()  # the best legal action (3 is masked off)
+    freq = np.bincount(actions[~greedy], minlength=4) / (~greedy).sum()
+    p = np.exp([0.0, 1.0, 2.0]) / np.exp([0.0, 1.0, 2.0]).sum()
+    assert freq[3] == 0 and np.allclose(freq[:3], p, atol=0.015)  # 4+ standard errors
+    assert (opponent_actions(logits, mask, np.ones(n, dtype=bool), torch.Generator()) == 2).all()
+    for none in (None, np.zeros(n, dtype=bool)):
+        drawn = opponent_actions(logits, mask, none, torch.Generator().manual_seed(5))
+        assert torch.equal(drawn, sample_masked(logits, mask, torch.Generator().manual_seed(5))[0])
 
 
 # ============================================================================ GAE per seat
@@ -316,6 +335,25 @@ def test_self_play_and_pool_runs_train_every_learner_seat(mode, tmp_path):
     assert (out / "ppo.pt").read_bytes() == first
 
 
+def test_pool_greedy_share_changes_the_frozen_play_and_stays_reproducible(tmp_path):
+    """--pool-greedy-share 1: the frozen selves play greedily, so the same seed trains another
+    network than with the default (sampling) frozen selves, and the same one twice."""
+    from experiments.train_ppo import build_parser, run
+
+    base = ["--scenario", "duel", "--pool", "--pool-every", "1", "--total-timesteps", "512",
+            "--num-envs", "16", "--num-steps", "16", "--seed", "9", "--eval-vs", "",
+            "--final-eval-battles", "0", "--backend", "python", "--no-progress"]
+    for name, extra in (("sampled", []), ("greedy", ["--pool-greedy-share", "1"]),
+                        ("again", ["--pool-greedy-share", "1"])):
+        assert run(build_parser().parse_args([*base, *extra, "--out", str(tmp_path / name)])) == 0
+    weights = {name: (tmp_path / name / "ppo.pt").read_bytes()
+               for name in ("sampled", "greedy", "again")}
+    assert weights["greedy"] == weights["again"]
+    assert weights["greedy"] != weights["sampled"]
+    config = json.loads((tmp_path / "greedy" / "config.json").read_text())
+    assert config["args"]["pool_greedy_share"] == 1.0
+
+
 def test_side_shares_share_out_scripted_rows_and_pool_battles_by_side(tmp_path):
     """--side-shares blue=0.75,red=0.25: the scripted rows go 3:1 to the learner as blue, a
     side with share 0 gets none, and the pool's per-battle side draw follows the shares."""
@@ -365,6 +403,8 @@ def test_side_shares_share_out_scripted_rows_and_pool_battles_by_side(tmp_path):
     (["--pool", "--side-shares", "blue=-1,red=2"], "'blue=-1,red=2': a share must be at least 0"),
     (["--pool", "--pool-scripted", "rush", "--num-envs", "4", "--pool-scripted-share", "0.5",
       "--side-shares", "blue=0.9,red=0.1"], "--side-shares blue=0.9,red=0.1: too few"),
+    (["--pool-greedy-share", "0.5"], "--pool-greedy-share needs --pool"),
+    (["--pool", "--pool-greedy-share", "1.5"], "--pool-greedy-share must be in [0, 1], got 1.5"),
     (["--scenario", "nowhere"], "nowhere"),
     (["--scenario", "duel,squad"], "--scenario: 'squad' has other seats than 'duel'"),
     (["--scenario", "duel,duel"], "--scenario: listed twice: duel"),
