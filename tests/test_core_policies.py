@@ -1,7 +1,8 @@
 """The in-core policies make the same choices as their Python versions (recorded decisions).
 
 Battles are played on the Python engine (``Dice(seed, generator="pcg")``) with the Python
-policies (``random``, ``passive``, ``rush``, ``marksman``, ``leader``, ``tactician``) on some
+policies (``random``, ``passive``, ``rush``, ``marksman``, ``leader``, ``tactician``,
+``cover``) on some
 seats and random legal actions on the others, and a ``CoreBattle`` with the same seed is driven
 in lock step with the same actions. At every decision of a policy seat the in-core policy of
 that seat (``_core.Policy``, reset with the same seed as the Python one and asked at every
@@ -59,6 +60,7 @@ class _Env:
 
 def _python_policy(name: str, seed: int) -> Any:
     """The Python policy (imported directly: the sanitizer's venv has no training extras)."""
+    from agents.cover import CoverPolicy
     from agents.leader import LeaderPolicy
     from agents.marksman import MarksmanPolicy
     from agents.rush import RushPolicy
@@ -77,7 +79,7 @@ def _python_policy(name: str, seed: int) -> Any:
 
     classes = {"random": RandomPolicy, "passive": PassivePolicy, "rush": RushPolicy,
                "marksman": MarksmanPolicy, "leader": LeaderPolicy,
-               "tactician": CountingTactician}
+               "tactician": CountingTactician, "cover": CoverPolicy}
     return classes[name](seed=seed)
 
 
@@ -158,6 +160,10 @@ TACTICIAN_PAIRS = [("tactician", "marksman"), ("rush", "tactician"), ("leader", 
                    ("tactician", "tactician"), ("tactician", None), ("marksman", "leader"),
                    ("tactician", "random")]
 
+#: Pairings with ``cover`` (its cover-site search, exposure and dodge rule).
+COVER_PAIRS = [("cover", "marksman"), ("rush", "cover"), ("cover", "tactician"),
+               ("cover", "cover"), ("cover", None), ("random", "cover")]
+
 BUILTIN = ["duel", "squad", "ambush", "melee", "range_short", "range_long", "squad_commander"]
 
 
@@ -215,6 +221,34 @@ def test_crowded_fuzzed_scenarios_tactician_same_choices(sc, seed, pair):
     lockstep(sc, seed, _policies(pair), name=f"fuzzed {sc}")
 
 
+@pytest.mark.parametrize("scenario", [*BUILTIN, "range_medium", "range_extreme"])
+@pytest.mark.parametrize("pair", COVER_PAIRS[:3], ids=lambda p: f"{p[0]}-{p[1]}")
+def test_builtin_scenarios_cover_same_choices(scenario, pair):
+    for seed in (1, 2):
+        lockstep(scenario, seed, _policies(pair))
+
+
+@pytest.mark.parametrize("scenario", ["squad", "squad_commander", "ambush", "duel"])
+@pytest.mark.parametrize("pair", COVER_PAIRS[3:], ids=lambda p: f"{p[0]}-{p[1]}")
+def test_more_cover_pairings_same_choices(scenario, pair):
+    for seed in (3, 4):
+        lockstep(scenario, seed, _policies(pair), explore=0.2 if pair[1] == "cover" else 0.0)
+
+
+@settings(FUZZ, max_examples=100)
+@given(sc=valid_scenarios(max_side=4, max_map=16), seed=st.integers(0, 2**64 - 1),
+       pair=st.sampled_from(COVER_PAIRS))
+def test_fuzzed_scenarios_cover_same_choices(sc, seed, pair):
+    lockstep(sc, seed, _policies(pair), name=f"fuzzed {sc}")
+
+
+@settings(FUZZ, max_examples=60)
+@given(sc=valid_scenarios(max_side=4, max_map=12), seed=st.integers(0, 2**64 - 1),
+       pair=st.sampled_from(COVER_PAIRS))
+def test_perturbed_fuzzed_scenarios_cover_same_choices(sc, seed, pair):
+    lockstep(sc, seed, _policies(pair), name=f"fuzzed {sc}", explore=0.3, forget=0.1)
+
+
 @pytest.mark.parametrize("scenario", ["squad_commander", "squad", "ambush", "melee", "duel"])
 @pytest.mark.parametrize("pair", [("rush", "marksman"), ("marksman", "rush"),
                                   ("tactician", "leader"), ("leader", "tactician")],
@@ -249,7 +283,7 @@ def test_the_recorded_decisions_cover_every_policy_and_kind():
     and the scripted ones chose every kind of their repertoire."""
     if sum(COMPARED.values()) == 0:
         pytest.skip("run with the lock-step tests above")
-    for name in ("random", "passive", "rush", "marksman", "leader", "tactician"):
+    for name in ("random", "passive", "rush", "marksman", "leader", "tactician", "cover"):
         assert COMPARED[name] >= 500, COMPARED
     for kind in ("move", "attack", "end_turn", "haste", "react", "draw", "reload", "hamper"):
         assert CHOSEN["rush", kind] > 0, (kind, CHOSEN)
@@ -263,6 +297,9 @@ def test_the_recorded_decisions_cover_every_policy_and_kind():
         assert CHOSEN["tactician", kind] > 0, (kind, CHOSEN)
     for kind in ("move", "aim", "attack", "leadership", "direct", "hamper", "react:dodge"):
         assert CHOSEN["leader", kind] > 0, (kind, CHOSEN)
+    for kind in ("move", "stance", "aim", "attack", "end_turn", "draw", "reload", "react:none",
+                 "react:dodge"):
+        assert CHOSEN["cover", kind] > 0, (kind, CHOSEN)
     assert PLAN_REUSED["tactician"] >= 100, PLAN_REUSED
     print(f"\nrecorded decisions compared: {dict(COMPARED)}; tactician turn decisions from a "
           f"kept plan: {PLAN_REUSED['tactician']}; kinds chosen: {dict(CHOSEN)}")
@@ -277,9 +314,9 @@ def _battle(name: str = "duel", seed: int = 1) -> Any:
 
 def test_unknown_names_are_refused_naming_the_core_policies():
     c = core.require()
-    for bad in ("cover", "always_lead", "Rush", "", "tactician "):
+    for bad in ("always_lead", "Rush", "", "tactician ", "cover2"):
         with pytest.raises(ValueError, match=r"runs in the core: random, passive, rush, "
-                                             r"marksman, leader, tactician$"):
+                                             r"marksman, leader, tactician, cover$"):
             c.Policy(bad)
     with pytest.raises(TypeError, match="name must be a string"):
         c.Policy(3)

@@ -64,6 +64,14 @@ def test_in_core_tactician_and_leader_opponents_agree():
     lockstep("ambush", 60, num_envs=4, threads=2, opponents={"guards": "tactician"})
 
 
+def test_in_core_cover_opponents_agree():
+    """``cover`` as an opponent (a training pool's scripted rows): the python backend plays the
+    Python ``CoverPolicy`` in each row, the core its own; every output agrees."""
+    assert lockstep("squad", 150, opponents={"red": "cover"}, relative_actions=True,
+                    move_view=True, attack_view=True) >= 1
+    lockstep("squad", 100, num_envs=4, threads=2, opponents={"blue": "cover"})
+
+
 def test_every_reward_term_and_penalties_agree():
     sc = load_scenario("squad").model_dump()
     sc["rewards"] = {"win": 2.0, "loss": -1.5, "draw": -0.25, "damage_dealt": 0.1,

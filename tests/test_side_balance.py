@@ -29,7 +29,7 @@ def test_counts_add_up_are_seeded_and_written(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--policy", "cover"], "--policy 'cover': an in-core policy is needed"),
+    (["--policy", "always_lead"], "--policy 'always_lead': an in-core policy is needed"),
     (["--battles", "0"], "--battles must be at least 1"),
 ])
 def test_bad_arguments_are_named(argv, message):

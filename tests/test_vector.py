@@ -526,13 +526,13 @@ def test_an_unknown_backend_is_refused_naming_the_backends():
 
 def test_a_policy_that_cannot_run_in_the_core_is_refused_naming_those_that_can(backend):
     if backend == "python":
-        vector.make("duel", opponents={"red": "cover"})  # any policy runs in Python
+        vector.make("duel", opponents={"red": "always_lead"})  # any policy runs in Python
         return
-    with pytest.raises(ValueError, match=r"opponents: 'cover' \(playing red_0\) does not "
+    with pytest.raises(ValueError, match=r"opponents: 'always_lead' \(playing red_0\) does not "
                                          r"run inside the compiled core; the policies that "
                                          r"do: random, passive, rush, marksman, leader, "
-                                         r"tactician\. "):
-        vector.make("duel", opponents={"red": "cover"})
+                                         r"tactician, cover\. "):
+        vector.make("duel", opponents={"red": "always_lead"})
 
 
 @pytest.mark.parametrize(("kwargs", "error", "match"), [

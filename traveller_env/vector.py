@@ -64,8 +64,8 @@
 compiled core (``traveller_env.core.vector.CoreBackend`` over ``_core.VecBattles``: the same
 battles, observations, masks and rewards, 50-200x faster; opponents must be policies that run
 inside the core (``core.vector.CORE_POLICIES``: ``random``, ``passive``, ``rush``,
-``marksman``, ``leader``, ``tactician``); ``threads=k`` steps rows in
-``k`` threads). A backend implements ``VectorBackend`` (below); ``VectorEnv`` checks the
+``marksman``, ``leader``, ``tactician``, ``cover``); ``threads=k`` steps rows in ``k``
+threads). A backend implements ``VectorBackend`` (below); ``VectorEnv`` checks the
 arguments, owns the buffers, checks legality and translates relative actions, so a backend only
 plays battles. A core that is not built raises ``CoreUnavailableError`` saying how to build it;
 there is never a silent fallback.

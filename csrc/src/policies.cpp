@@ -1,5 +1,6 @@
 // The in-core scripted policies (include/traveller/policies.hpp): agents/common.py, rush.py,
-// marksman.py, leader.py, tactician.py and traveller_env/policy.py, function for function.
+// marksman.py, leader.py, tactician.py, cover.py and traveller_env/policy.py, function for
+// function.
 // Python names are kept (with the Python they mirror quoted where the arithmetic must match bit
 // for bit); the leader's and tactician's functions carry their class's name as a prefix.
 #include "traveller/policies.hpp"
@@ -46,6 +47,9 @@ constexpr double kStopFraction = 0.25;  // RushPolicy.stop_fraction
 constexpr double kKeepAwayM = 9.0;      // MarksmanPolicy.keep_away_m
 constexpr int kMaxAim = 6;              // MarksmanPolicy.max_aim
 constexpr double kInitCostWaiting = 1.0, kInitCostActed = 0.5, kMinDrop = 0.0;  // best_reaction
+constexpr int kCoverStance = kCrouch;      // CoverPolicy.stance
+constexpr double kCoverSearchM = 15.0;     // CoverPolicy.search_m
+constexpr double kCoverMinDrop = 0.08;     // CoverPolicy.dodge_min_drop
 
 struct Outcome {
     double p_hit = 0.0, expected = 0.0, p_down = 0.0;
@@ -176,6 +180,28 @@ public:
                                           static_cast<std::size_t>(sy * f.width + sx)]);
     }
 
+    // CoverPolicy.sites(grid): the passable squares next to a low-cover square (y * width + x),
+    // in Python's sorted((x, y)) order; cached with the map's path-cost fields.
+    const std::vector<int>& cover_sites(const Battle& b) {
+        Fields& f = fields_for(b);
+        if (!f.sites_ready) {
+            const Grid& g = b.grid();
+            f.sites.clear();
+            for (int x = 0; x < g.width(); ++x) {
+                for (int y = 0; y < g.height(); ++y) {
+                    if (g.at(x, y) == kWall) continue;
+                    bool next_to_cover = false;  // DIRECTIONS is symmetric: a neighbour is cover
+                    for (int k = 0; k < kNumDirs && !next_to_cover; ++k) {
+                        next_to_cover = g.is_cover(x + kDirDx[k], y + kDirDy[k]);
+                    }
+                    if (next_to_cover) f.sites.push_back(y * g.width() + x);
+                }
+            }
+            f.sites_ready = true;
+        }
+        return f.sites;
+    }
+
 private:
     static constexpr int kOutcomeBits = 12;
     static constexpr std::size_t kOutcomeSlots = std::size_t{1} << kOutcomeBits;
@@ -196,6 +222,8 @@ private:
         bool simple = true;
         std::vector<std::int64_t> slot;  // per goal square: offset of its field in data, or -1
         std::vector<float> data;         // the fields (multiples of 1.5 m: exact in float)
+        std::vector<int> sites;          // cover_sites, once sites_ready
+        bool sites_ready = false;
         std::uint64_t used = 0;
     };
 
@@ -281,6 +309,8 @@ private:
         const auto squares = static_cast<std::size_t>(g->width()) * static_cast<std::size_t>(g->height());
         f.slot.assign(f.simple ? 0 : squares, -1);
         f.data.clear();
+        f.sites.clear();
+        f.sites_ready = false;
         return f;
     }
 
@@ -585,8 +615,9 @@ double bonus_value(const Ctx& ctx, int ally) {
     return best * (!al.turn_begun ? 1.0 : 0.8);
 }
 
-// common.best_reaction with its defaults: dodge or parry when the damage saved beats its cost.
-int best_reaction(const Ctx& ctx) {
+// common.best_reaction with its default costs: dodge or parry when the damage saved beats its
+// cost and the hit chance drops by at least min_drop.
+int best_reaction(const Ctx& ctx, double min_drop = kMinDrop) {
     const int none = ctx.index(Kind::react, kReactNone);
     const PendingAttack& p = ctx.b.pending();
     if (!p.active) return none;
@@ -615,7 +646,7 @@ int best_reaction(const Ctx& ctx) {
         if (!ctx.legal(index)) continue;
         const Outcome o1 = ctx.ws.outcome(total + reaction_dm(ctx.m, choice), w.damage_count,
                                           w.damage_modifier, ctx.m.protection, hp);
-        if (o0.p_hit - o1.p_hit < kMinDrop) continue;
+        if (o0.p_hit - o1.p_hit < min_drop) continue;
         const double gain = (o0.expected - o1.expected) + 5.0 * (o0.p_down - o1.p_down) - cost;
         if (gain > best_gain) {
             best = index;
@@ -813,6 +844,106 @@ Prefs marksman_turn(const Ctx& ctx) {
         const int mv = marksman_back_away(ctx);
         if (mv >= 0) return {mv};
     }
+    Prefs shot = marksman_fire_or_aim(ctx);
+    if (shot.n) {
+        shot.add(end);
+        return shot;
+    }
+    if (ctx.minors > 0 && marksman_best_target(ctx).e < 0) {
+        const int target = nearest_enemy(ctx);
+        if (target >= 0) return {move_toward(ctx, ctx.c(target).x, ctx.c(target).y), end};
+    }
+    return {end};
+}
+
+// ============================================================================ cover
+// CoverPolicy.react: dodge or parry only after its own turn this round, when the dodge lowers the
+// hit chance by at least dodge_min_drop, and when it pays (best_reaction with that floor).
+int cover_react(const Ctx& ctx) {
+    const int none = ctx.index(Kind::react, kReactNone);
+    const PendingAttack& p = ctx.b.pending();
+    if (!p.active || !ctx.m.turn_begun) return none;
+    const int total = p.dms.total();  // sum(p["dms"].values()): the held DMs not counted here
+    if (success_probability(total) - success_probability(total - 1) < kCoverMinDrop) return none;
+    return best_reaction(ctx, kCoverMinDrop);
+}
+
+// CoverPolicy.exposure: the sum over ranged enemies that can see (x, y) without cover of their
+// hit chance on it there, down in the cover stance.
+double cover_exposure(const Ctx& ctx, int x, int y) {
+    double total = 0.0;
+    for (int e : ctx.enemies()) {
+        const Combatant& en = ctx.c(e);
+        if (en.weapon.melee) continue;
+        const int dm = attack_dm(ctx, e, ctx.me, en.x, en.y, x, y, -1, true, kCoverStance);
+        if (dm == kNoShot) continue;
+        if (ctx.g.cover_between(en.x, en.y, x, y)) continue;
+        total += success_probability(dm);
+    }
+    return total;
+}
+
+// Python's round(exposure, 6), as an integer of millionths. An exposure is a sum of hit chances,
+// multiples of 1/36 up to rounding error far below 1e-9, and no multiple of 1/36 lies within
+// 5e-8 of a rounding boundary of the sixth decimal (28N mod 36 is never 18), so llround gives
+// the same order and the same ties as Python's correctly rounded round().
+long long round6(double x) { return std::llround(x * 1e6); }
+
+// CoverPolicy.can_shoot_from: some enemy is in line of sight and range from (x, y).
+bool cover_can_shoot_from(const Ctx& ctx, int x, int y) {
+    for (int e : ctx.enemies()) {
+        const Combatant& en = ctx.c(e);
+        if (in_attack_reach(ctx.m.weapon, ctx.g, x, y, en.x, en.y)) return true;
+    }
+    return false;
+}
+
+// CoverPolicy.cover_spot: the square to hold, in (sx, sy); false (None) when the map has no low
+// cover. Key (0 if it can shoot from there else 1, rounded exposure, path cost), the smallest
+// wins; the candidates in sorted (x, y) order, so ties keep the first.
+bool cover_spot(const Ctx& ctx, int& sx, int& sy) {
+    if (!ctx.g.has_cover()) return false;
+    sx = ctx.m.x;
+    sy = ctx.m.y;
+    int k0 = cover_can_shoot_from(ctx, sx, sy) ? 0 : 1;
+    long long k1 = round6(cover_exposure(ctx, sx, sy));
+    double k2 = 0.0;
+    const int width = ctx.g.width();
+    for (const int site : ctx.ws.cover_sites(ctx.b)) {
+        const int x = site % width, y = site / width;
+        if (ctx.occupied(x, y) || (x == ctx.m.x && y == ctx.m.y)) continue;
+        const double cost = ctx.ws.path_cost(ctx.b, x, y, ctx.m.x, ctx.m.y);
+        if (cost > kCoverSearchM) continue;
+        if (!cover_can_shoot_from(ctx, x, y)) continue;
+        const long long exposure = round6(cover_exposure(ctx, x, y));
+        if (0 < k0 || (0 == k0 && (exposure < k1 || (exposure == k1 && cost < k2)))) {
+            sx = x;
+            sy = y;
+            k0 = 0;
+            k1 = exposure;
+            k2 = cost;
+        }
+    }
+    return true;
+}
+
+// CoverPolicy.turn: move to cover, get down, then shoot as marksman.
+Prefs cover_turn(const Ctx& ctx) {
+    const int end = ctx.index(Kind::end_turn);
+    if (ctx.m.weapon.melee) return melee_turn(ctx);  // ranged_turn_prologue
+    const int ready = draw_or_reload(ctx);
+    if (ready >= 0) return {ready};
+    int sx = 0, sy = 0;
+    const bool spot = cover_spot(ctx, sx, sy);
+    const int want = spot ? kCoverStance : kProne;
+    if (spot && (sx != ctx.m.x || sy != ctx.m.y) && ctx.minors > 0) {
+        const int crouch = ctx.index(Kind::stance, kCrouch);
+        if (ctx.m.stance == kProne && ctx.legal(crouch)) return {crouch};  // crawling: 1/4 speed
+        const int mv = move_toward(ctx, sx, sy);
+        if (mv >= 0) return {mv};
+    }
+    const int stance = ctx.index(Kind::stance, want);
+    if (ctx.m.stance != want && ctx.minors > 0 && ctx.legal(stance)) return {stance};
     Prefs shot = marksman_fire_or_aim(ctx);
     if (shot.n) {
         shot.add(end);
@@ -1495,12 +1626,14 @@ int CorePolicy::act(const Battle& b, int seat, const std::uint8_t* mask) {
     const Phase phase = b.phase();
     const bool leads = kind_ == PolicyKind::leader || kind_ == PolicyKind::tactician;
     if (phase == Phase::haste) {
-        // rush (haste=False), marksman and leader never hasten
+        // rush (haste=False), marksman, leader and cover never hasten
         prefs = {kind_ == PolicyKind::tactician ? tactician_haste(ctx) : haste_no};
     } else if (phase == Phase::reaction) {
         if (kind_ == PolicyKind::rush) {
             const int parry = ctx.index(Kind::react, kReactParry);
             prefs = {ctx.legal(parry) ? parry : react_none};
+        } else if (kind_ == PolicyKind::cover) {
+            prefs = {cover_react(ctx)};
         } else {  // tactician: best_reaction(ctx, reaction_cost, reaction_cost / 2) = defaults
             prefs = {best_reaction(ctx)};
         }
@@ -1515,6 +1648,7 @@ int CorePolicy::act(const Battle& b, int seat, const std::uint8_t* mask) {
                 case PolicyKind::rush: prefs = rush_turn(ctx); break;
                 case PolicyKind::leader: prefs = leader_turn(ctx); break;
                 case PolicyKind::tactician: prefs = tactician_turn(ctx, plan_); break;
+                case PolicyKind::cover: prefs = cover_turn(ctx); break;
                 default: prefs = marksman_turn(ctx); break;
             }
         }

@@ -1,7 +1,7 @@
 // The in-core policies' Python binding: _core.Policy (include/traveller/policies.hpp).
 //
 // Policy(name, seed=None) for a name that runs in the core (random, passive, rush, marksman,
-// leader, tactician; anything else: ValueError naming those); reset(seed) as the Python
+// leader, tactician, cover; anything else: ValueError naming those); reset(seed) as the Python
 // policy's; act(battle, seat) the action index for the deciding seat of a _core.Battle (seat
 // checked: out of range, or not the seat that decides now, is a ValueError). play_policies (for experiments/
 // bench_core_policies.py) plays a battle to its end with one policy per seat, timing act alone.
@@ -76,8 +76,8 @@ void bind_policies(nb::module_& m) {
 
     nb::class_<PyPolicy>(m, "Policy",
                          "A scripted policy run inside the core (random, passive, rush, marksman, "
-                         "leader, tactician): the same choices as its Python version in the same "
-                         "state.")
+                         "leader, tactician, cover): the same choices as its Python version in the "
+                         "same state.")
         .def(
             "__init__",
             [](PyPolicy* self, nb::handle name, nb::handle seed) {

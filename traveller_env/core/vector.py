@@ -22,7 +22,7 @@ __all__ = ["CORE_POLICIES", "CoreBackend"]
 
 #: The opponent policies that run inside the core (``_core.Policy``; each makes its Python
 #: version's choices, tests/test_core_policies.py).
-CORE_POLICIES = ("random", "passive", "rush", "marksman", "leader", "tactician")
+CORE_POLICIES = ("random", "passive", "rush", "marksman", "leader", "tactician", "cover")
 
 
 class CoreBackend:

@@ -101,6 +101,8 @@ public:
     }
     bool is_wall(int x, int y) const noexcept { return in_bounds(x, y) && at(x, y) == kWall; }
     bool is_cover(int x, int y) const noexcept { return in_bounds(x, y) && at(x, y) == kCover; }
+    // The map has low cover somewhere (GridMap.cover_squares is not empty).
+    bool has_cover() const noexcept { return !cover_.empty(); }
     double step_cost_m(int x, int y) const noexcept {
         return at(x, y) == kDifficult ? 2 * kSquareM : kSquareM;
     }

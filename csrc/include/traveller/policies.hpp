@@ -1,11 +1,12 @@
-// Scripted policies inside the compiled core: random, passive, rush, marksman, leader and
-// tactician.
+// Scripted policies inside the compiled core: random, passive, rush, marksman, leader,
+// tactician and cover.
 //
 // Each makes, in the same state, the same choice as its Python version (traveller_env/policy.py
 // RandomPolicy and PassivePolicy; agents/rush.py RushPolicy, agents/marksman.py MarksmanPolicy,
-// agents/leader.py LeaderPolicy and agents/tactician.py TacticianPolicy with their default
-// parameters, on agents/common.py ScriptedPolicy): tests/test_core_policies.py plays battles on
-// the Python engine and checks every decision of a policy seat against the core's. The
+// agents/leader.py LeaderPolicy, agents/tactician.py TacticianPolicy and agents/cover.py
+// CoverPolicy with their default parameters, on agents/common.py ScriptedPolicy):
+// tests/test_core_policies.py plays battles on the Python engine and checks every decision of a
+// policy seat against the core's. The
 // arithmetic is the Python toolkit's, operation for operation (attack_outcome's sums in the same
 // order, aim_plan's tolerances, the tie-breaks of min/sort by path cost, distance and combatant
 // id, the tactician's plan search in the same child order with the same 1e-9 tolerance), on the
@@ -24,13 +25,19 @@
 //              the plan is kept for the rest of the turn unless the battle changes under it
 //              (TacticianPolicy._signature); hastens when overtaking an enemy pays; free actions
 //              as leader.
-// rush and marksman take the free leadership actions ScriptedPolicy.free_action takes; all fall
-// back to end_turn, react:none, haste:no, else a random legal action from the policy's PCG32.
+//   cover      marksman's shooting from cover: moves to the nearest square (by path, within
+//              15 m) next to low cover that covers it from every ranged enemy that sees it (else
+//              the least exposed), crouches there (prone on a map without cover), then aims or
+//              fires as marksman; dodges only after its own turn and when the hit chance drops
+//              by at least 0.08 and it pays (CoverPolicy.react).
+// rush, marksman and cover take the free leadership actions ScriptedPolicy.free_action takes; all
+// fall back to end_turn, react:none, haste:no, else a random legal action from the policy's
+// PCG32.
 //
 // A CorePolicy is small (its kind, its generator and, for tactician, the plan of the turn in
 // progress) and copyable; the Python policies keep no other state between decisions, so neither
 // does it. What is per scenario (path-cost fields around walls per goal square, the exact attack
-// outcomes) is cached per thread, shared by every policy on that thread, keyed by the battle's
+// outcomes, the squares next to low cover) is cached per thread, shared by every policy on that thread, keyed by the battle's
 // Grid, and so are the tactician's per-decision tables; act() allocates nothing once those
 // caches are warm.
 #pragma once
@@ -44,13 +51,13 @@
 
 namespace traveller {
 
-enum class PolicyKind : std::uint8_t { random, passive, rush, marksman, leader, tactician };
-inline constexpr int kNumPolicyKinds = 6;
-inline const char* const kPolicyKindNames[kNumPolicyKinds] = {"random", "passive", "rush",
-                                                              "marksman", "leader", "tactician"};
+enum class PolicyKind : std::uint8_t { random, passive, rush, marksman, leader, tactician, cover };
+inline constexpr int kNumPolicyKinds = 7;
+inline const char* const kPolicyKindNames[kNumPolicyKinds] = {
+    "random", "passive", "rush", "marksman", "leader", "tactician", "cover"};
 // For error messages: the names that run in the core.
 inline constexpr const char* kCorePolicyNames =
-    "random, passive, rush, marksman, leader, tactician";
+    "random, passive, rush, marksman, leader, tactician, cover";
 
 // TacticianPolicy._plan: the rest of the plan being played this turn (catalogue indices, -1 for a
 // label the catalogue lacks) and the signature of the battle it was made in (round, seat, and
