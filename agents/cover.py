@@ -137,11 +137,4 @@ class CoverPolicy(MarksmanPolicy):
                 return [mv]
         if me.stance != want and minors > 0 and ctx.legal(f"stance:{want}"):
             return [f"stance:{want}"]
-        shot = self.fire_or_aim(ctx)
-        if shot:
-            return [*shot, "end_turn"]
-        if minors > 0 and not self.best_target(ctx):
-            target = self.nearest_enemy(ctx)
-            if target is not None:
-                return [self.move_toward(ctx, target.pos), "end_turn"]
-        return ["end_turn"]
+        return self.shoot_or_advance(ctx)

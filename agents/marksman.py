@@ -102,6 +102,19 @@ class MarksmanPolicy(ScriptedPolicy):
             return [f"aim:{target.id}"]
         return []
 
+    def shoot_or_advance(self, ctx: Context) -> list[str | None]:
+        """Aim or fire (then end the turn); with no shot at anyone, move toward the nearest
+        enemy."""
+        shot = self.fire_or_aim(ctx)
+        if shot:
+            return [*shot, "end_turn"]
+        _, minors = ctx.budget
+        if minors > 0 and not self.best_target(ctx):
+            target = self.nearest_enemy(ctx)
+            if target is not None:
+                return [self.move_toward(ctx, target.pos), "end_turn"]
+        return ["end_turn"]
+
     # ------------------------------------------------------------------ distance
     def too_close(self, ctx: Context) -> bool:
         """An enemy within ``keep_away_m``, or a melee enemy that could reach it next round."""
@@ -146,12 +159,4 @@ class MarksmanPolicy(ScriptedPolicy):
             mv = self.back_away(ctx)
             if mv is not None:
                 return [mv]
-        shot = self.fire_or_aim(ctx)
-        if shot:
-            return [*shot, "end_turn"]
-        _, minors = ctx.budget
-        if minors > 0 and not self.best_target(ctx):
-            target = self.nearest_enemy(ctx)
-            if target is not None:
-                return [self.move_toward(ctx, target.pos), "end_turn"]
-        return ["end_turn"]
+        return self.shoot_or_advance(ctx)

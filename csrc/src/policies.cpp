@@ -835,15 +835,10 @@ int marksman_back_away(const Ctx& ctx) {
     return best;
 }
 
-Prefs marksman_turn(const Ctx& ctx) {
+// MarksmanPolicy.shoot_or_advance: aim or fire (then end the turn); with no shot anywhere, move
+// toward the nearest enemy.
+Prefs marksman_shoot_or_advance(const Ctx& ctx) {
     const int end = ctx.index(Kind::end_turn);
-    if (ctx.m.weapon.melee) return melee_turn(ctx);  // ranged_turn_prologue
-    const int ready = draw_or_reload(ctx);
-    if (ready >= 0) return {ready};
-    if (ctx.spare_minor() && marksman_too_close(ctx)) {
-        const int mv = marksman_back_away(ctx);
-        if (mv >= 0) return {mv};
-    }
     Prefs shot = marksman_fire_or_aim(ctx);
     if (shot.n) {
         shot.add(end);
@@ -854,6 +849,17 @@ Prefs marksman_turn(const Ctx& ctx) {
         if (target >= 0) return {move_toward(ctx, ctx.c(target).x, ctx.c(target).y), end};
     }
     return {end};
+}
+
+Prefs marksman_turn(const Ctx& ctx) {
+    if (ctx.m.weapon.melee) return melee_turn(ctx);  // ranged_turn_prologue
+    const int ready = draw_or_reload(ctx);
+    if (ready >= 0) return {ready};
+    if (ctx.spare_minor() && marksman_too_close(ctx)) {
+        const int mv = marksman_back_away(ctx);
+        if (mv >= 0) return {mv};
+    }
+    return marksman_shoot_or_advance(ctx);
 }
 
 // ============================================================================ cover
@@ -929,7 +935,6 @@ bool cover_spot(const Ctx& ctx, int& sx, int& sy) {
 
 // CoverPolicy.turn: move to cover, get down, then shoot as marksman.
 Prefs cover_turn(const Ctx& ctx) {
-    const int end = ctx.index(Kind::end_turn);
     if (ctx.m.weapon.melee) return melee_turn(ctx);  // ranged_turn_prologue
     const int ready = draw_or_reload(ctx);
     if (ready >= 0) return {ready};
@@ -944,16 +949,7 @@ Prefs cover_turn(const Ctx& ctx) {
     }
     const int stance = ctx.index(Kind::stance, want);
     if (ctx.m.stance != want && ctx.minors > 0 && ctx.legal(stance)) return {stance};
-    Prefs shot = marksman_fire_or_aim(ctx);
-    if (shot.n) {
-        shot.add(end);
-        return shot;
-    }
-    if (ctx.minors > 0 && marksman_best_target(ctx).e < 0) {
-        const int target = nearest_enemy(ctx);
-        if (target >= 0) return {move_toward(ctx, ctx.c(target).x, ctx.c(target).y), end};
-    }
-    return {end};
+    return marksman_shoot_or_advance(ctx);
 }
 
 // ============================================================================ leader
