@@ -383,6 +383,27 @@ def test_side_shares_share_out_scripted_rows_and_pool_battles_by_side(tmp_path):
     assert (uniform == np.random.default_rng(7).integers(2, size=50)).all()
 
 
+@pytest.mark.skipif(vector.BACKENDS.get("core") != "available",
+                    reason="the compiled core is not built here")
+def test_pool_scripted_rows_run_in_the_core_unless_a_policy_has_no_core_version(tmp_path, capsys):
+    """``cover`` runs inside the core, so its scripted rows stay on the core backend; a policy
+    without a core version (``always_lead``) is played on the python backend, with a note."""
+    from experiments.train_ppo import build_parser, run
+
+    args = ["--scenario", "squad", "--pool", "--pool-every", "1", "--pool-scripted",
+            "cover,always_lead", "--pool-scripted-share", "0.5", "--total-timesteps", "64",
+            "--num-envs", "8", "--num-steps", "4", "--eval-vs", "", "--final-eval-battles", "0",
+            "--no-progress", "--out", str(tmp_path / "run")]
+    assert run(build_parser().parse_args(args)) == 0
+    groups = json.loads((tmp_path / "run" / "config.json").read_text())["groups"]
+    backends = {g["label"]: g["backend"] for g in groups}
+    assert backends == {"vs pool": "core", "vs cover as blue": "core", "vs cover as red": "core",
+                        "vs always_lead as blue": "python", "vs always_lead as red": "python"}
+    err = capsys.readouterr().err
+    assert "always_lead" in err and "these battles run on the python backend" in err
+    assert "'cover'" not in err
+
+
 # ============================================================================ bad flags
 @pytest.mark.parametrize(("flags", "message"), [
     (["--opponents", "red=nobody"], "--opponents: opponents['red']: unknown policy 'nobody'"),
