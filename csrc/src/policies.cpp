@@ -714,6 +714,19 @@ Prefs melee_turn(const Ctx& ctx) {
     return {mv, end};
 }
 
+// ScriptedPolicy.ranged_turn_prologue: a melee weapon fights in melee, otherwise draw/reload if
+// needed (into out); false when the weapon is ready to fire.
+bool ranged_turn_prologue(const Ctx& ctx, Prefs& out) {
+    if (ctx.m.weapon.melee) {
+        out = melee_turn(ctx);
+        return true;
+    }
+    const int ready = draw_or_reload(ctx);
+    if (ready < 0) return false;
+    out = {ready};
+    return true;
+}
+
 // ============================================================================ rush
 bool rush_close_enough(const Ctx& ctx, int target) {
     const Combatant& t = ctx.c(target);
@@ -852,9 +865,8 @@ Prefs marksman_shoot_or_advance(const Ctx& ctx) {
 }
 
 Prefs marksman_turn(const Ctx& ctx) {
-    if (ctx.m.weapon.melee) return melee_turn(ctx);  // ranged_turn_prologue
-    const int ready = draw_or_reload(ctx);
-    if (ready >= 0) return {ready};
+    Prefs first;
+    if (ranged_turn_prologue(ctx, first)) return first;
     if (ctx.spare_minor() && marksman_too_close(ctx)) {
         const int mv = marksman_back_away(ctx);
         if (mv >= 0) return {mv};
@@ -935,9 +947,8 @@ bool cover_spot(const Ctx& ctx, int& sx, int& sy) {
 
 // CoverPolicy.turn: move to cover, get down, then shoot as marksman.
 Prefs cover_turn(const Ctx& ctx) {
-    if (ctx.m.weapon.melee) return melee_turn(ctx);  // ranged_turn_prologue
-    const int ready = draw_or_reload(ctx);
-    if (ready >= 0) return {ready};
+    Prefs first;
+    if (ranged_turn_prologue(ctx, first)) return first;
     int sx = 0, sy = 0;
     const bool spot = cover_spot(ctx, sx, sy);
     const int want = spot ? kCoverStance : kProne;

@@ -6,11 +6,11 @@
 // agents/leader.py LeaderPolicy, agents/tactician.py TacticianPolicy and agents/cover.py
 // CoverPolicy with their default parameters, on agents/common.py ScriptedPolicy):
 // tests/test_core_policies.py plays battles on the Python engine and checks every decision of a
-// policy seat against the core's. The
-// arithmetic is the Python toolkit's, operation for operation (attack_outcome's sums in the same
-// order, aim_plan's tolerances, the tie-breaks of min/sort by path cost, distance and combatant
-// id, the tactician's plan search in the same child order with the same 1e-9 tolerance), on the
-// core's own rule functions (attack_dms, in_attack_reach, reaction_dm, Grid::walk, ...).
+// policy seat against the core's. The arithmetic is the Python toolkit's, operation for operation
+// (attack_outcome's sums in the same order, aim_plan's tolerances, the tie-breaks of min/sort by
+// path cost, distance and combatant id, the tactician's plan search in the same child order with
+// the same 1e-9 tolerance), on the core's own rule functions (attack_dms, in_attack_reach,
+// reaction_dm, Grid::walk, ...).
 //
 //   random     legal[rng.below(len(legal))] from the policy's PCG32 (Pcg32::boundedrand).
 //   passive    the first legal of end_turn, haste:no, react:none (else the first legal action).
@@ -37,9 +37,9 @@
 // A CorePolicy is small (its kind, its generator and, for tactician, the plan of the turn in
 // progress) and copyable; the Python policies keep no other state between decisions, so neither
 // does it. What is per scenario (path-cost fields around walls per goal square, the exact attack
-// outcomes, the squares next to low cover) is cached per thread, shared by every policy on that thread, keyed by the battle's
-// Grid, and so are the tactician's per-decision tables; act() allocates nothing once those
-// caches are warm.
+// outcomes, the squares next to low cover) is cached per thread, shared by every policy on that
+// thread, keyed by the battle's Grid, and so are the tactician's per-decision tables; act()
+// allocates nothing once those caches are warm.
 #pragma once
 
 #include <cstdint>
