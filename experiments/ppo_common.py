@@ -97,6 +97,7 @@ class SeatRollout:
         self.logp = np.zeros(cap, dtype=np.float32)
         self.value = np.zeros(cap, dtype=np.float32)
         self.reward = np.zeros(cap, dtype=np.float32)
+        self.progress = np.zeros(cap, dtype=np.float32)  # each decision's progress value
         self.done = np.zeros(cap, dtype=bool)
         self.next = np.full(cap, -1, dtype=np.int64)
         self.pending = np.full((num_rows, num_seats), -1, dtype=np.int64)
@@ -105,12 +106,16 @@ class SeatRollout:
 
     def add(self, rows: np.ndarray, seats: np.ndarray, obs: np.ndarray, mask: np.ndarray,
             actions: np.ndarray, logp: np.ndarray, values: np.ndarray,
-            potential: np.ndarray | None = None, gamma: float = 1.0) -> np.ndarray:
+            potential: np.ndarray | None = None, gamma: float = 1.0,
+            progress: np.ndarray | None = None) -> np.ndarray:
         """Record one step's learner decisions (one per row in ``rows``, at most one per row):
         returns their transition indices. With ``potential`` (each decision's shaping
         potential), the seat's previous transition gains ``gamma x potential`` and the new one
         starts at ``-potential``: potential-based shaping, whose gains over a battle sum to
-        minus its first potential (a battle's end has potential 0)."""
+        minus its first potential (a battle's end has potential 0). With ``progress`` (each
+        decision's progress value), the seat's previous transition gains the change since it
+        was made; nothing is paid back at the battle's end, so a battle's gains sum to the
+        change from the seat's first decision to its last."""
         n = len(rows)
         start = self.size
         if start + n > len(self.action):
@@ -131,6 +136,9 @@ class SeatRollout:
         if potential is not None:
             self.reward[prev[has]] += np.float32(gamma) * potential[has]
             self.reward[start:start + n] = -potential
+        if progress is not None:
+            self.reward[prev[has]] += progress[has] - self.progress[prev[has]]
+            self.progress[start:start + n] = progress
         self.pending[rows, seats] = idx
         self.blocks.append((start, start + n))
         self.size = start + n
@@ -176,7 +184,8 @@ class SeatRollout:
         live = self.pending >= 0
         src = np.sort(self.pending[live])
         m = len(src)
-        for arr in (self.obs, self.mask, self.action, self.logp, self.value, self.reward):
+        for arr in (self.obs, self.mask, self.action, self.logp, self.value, self.reward,
+                    self.progress):
             arr[:m] = arr[src]
         self.done[:m] = False
         self.next[:m] = -1

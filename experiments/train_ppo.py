@@ -166,6 +166,14 @@ class Args:
     prone), shots (the decision is an attack), lead (a Leadership check or a bonus handed),
     shots_into_cover (an attack on an enemy in cover from it, R5.3), reactions (a dodge or a
     parry, R3.6: it also breaks the seat's own aim, R4.3)"""
+    knockouts: str = ""
+    """knock-out rewards, TERM=WEIGHT comma-separated, read from the deciding seat's observation
+    (its slots' ``present`` and ``in_play``): each decision of a seat gains the weighted change
+    of its terms up to that seat's next decision. Unlike --potential nothing is paid back at the
+    battle's end, so it changes what a battle is worth: enemies_out (enemies out of play, e.g.
+    0.25 pays each seat of the side a quarter for every knock-out its side makes), allies_out
+    (allies out of play, the seat itself excluded; a negative weight). Knock-outs after a seat's
+    last decision of a battle are not counted (the battle's win or loss is)"""
     potential: str = ""
     """potential-based shaping (Ng, Harada & Russell 1999), TERM=WEIGHT comma-separated: the
     potential of a decision's observation is the weighted sum of its terms, and each decision
@@ -341,6 +349,7 @@ class Args:
             if not path.endswith(".pt") or not Path(path).is_file():
                 raise ValueError(f"{flag}: {path!r} is not a train_ppo checkpoint file (.pt)")
         parse_style(self.style)
+        parse_knockouts(self.knockouts)
         terms = parse_potential(self.potential)
         if any(t in terms for t in _MOVE_VIEW_TERMS) and not self.move_view:
             raise ValueError("--potential reads the move view of the seat's own square "
@@ -363,6 +372,8 @@ STYLE_TERMS = ("distance", "distance_m", "exposure", "low_stance", "shots", "lea
                "shots_into_cover", "reactions")
 
 
+#: ``--knockouts`` terms (see ``KnockoutReward``).
+KNOCKOUT_TERMS = ("enemies_out", "allies_out")
 #: ``--potential`` terms (see ``PositionPotential``).
 POTENTIAL_TERMS = ("clear_shots", "exposed", "hit", "threat")
 #: The terms read from the move view (the rest read the attack view).
@@ -398,6 +409,45 @@ def parse_style(text: str) -> dict[str, float]:
 def parse_potential(text: str) -> dict[str, float]:
     """``"clear_shots=0.5,exposed=-0.5"`` -> a dict (``ValueError`` naming ``--potential``)."""
     return parse_terms(text, "--potential", POTENTIAL_TERMS)
+
+
+def parse_knockouts(text: str) -> dict[str, float]:
+    """``"enemies_out=0.25,allies_out=-0.25"`` -> a dict (``ValueError`` naming
+    ``--knockouts``)."""
+    return parse_terms(text, "--knockouts", KNOCKOUT_TERMS)
+
+
+class KnockoutReward:
+    """The ``--knockouts`` value of each decision's observation: the weighted counts of enemy and
+    ally slots whose combatant is present but out of play (the seat's own slot is not among
+    its allies). ``SeatRollout.add(progress=...)`` pays each seat the change between its
+    decisions."""
+
+    def __init__(self, weights: dict[str, float], observation_labels: list[str]) -> None:
+        self.weights = weights
+        col = {label: j for j, label in enumerate(observation_labels)}
+
+        def columns(prefix: str, field: str) -> np.ndarray:
+            return np.array([j for label, j in col.items()
+                             if label.startswith(prefix) and label.endswith("." + field)
+                             and label.count(".") == 1])
+
+        self.terms = {
+            term: (columns(prefix, "present"), columns(prefix, "in_play"))
+            for term, prefix in (("enemies_out", "enemy"), ("allies_out", "ally"))
+            if term in weights}
+        for term, (present, in_play) in self.terms.items():
+            if len(present) != len(in_play):
+                raise ValueError(f"--knockouts {term}: the observation's slots do not pair "
+                                 "present with in_play")
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        """The progress value of each row's observation (float32)."""
+        out = np.zeros(len(obs), dtype=np.float32)
+        for term, (present, in_play) in self.terms.items():
+            out_of_play = (obs[:, present] - obs[:, in_play]).sum(axis=1)
+            out += np.float32(self.weights[term]) * out_of_play.astype(np.float32)
+        return out
 
 
 class PositionPotential:
@@ -1085,6 +1135,9 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
     potential_terms = parse_potential(args.potential)
     potential = PositionPotential(potential_terms, first.observation_labels) \
         if potential_terms else None
+    knockout_terms = parse_knockouts(args.knockouts)
+    knockout = KnockoutReward(knockout_terms, first.observation_labels) \
+        if knockout_terms else None
     ep_len = np.zeros(n, dtype=np.int64)
     side_weight = np.zeros((len(first.sides), s_count), dtype=np.float32)
     for side in range(len(first.sides)):
@@ -1152,12 +1205,14 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
                         actions[sel] = fa.numpy()
             phi = None if potential is None else \
                 potential(obs_all if learner is None else obs_all[rows])
+            prog = None if knockout is None else \
+                knockout(obs_all if learner is None else obs_all[rows])
             if learner is None:  # every row: no gathering copy
                 rollout.add(rows, agent_all, obs_learner, mask_all, a.numpy(), logp.numpy(),
-                            value.numpy(), phi, args.gamma)
+                            value.numpy(), phi, args.gamma, prog)
             else:
                 rollout.add(rows, agent_all[rows], obs_learner[rows], mask_all[rows], a.numpy(),
-                            logp.numpy(), value.numpy(), phi, args.gamma)
+                            logp.numpy(), value.numpy(), phi, args.gamma, prog)
             decisions += len(rows)
             ep_len[rows] += 1
             if shaping is not None:  # read before the step overwrites the observations

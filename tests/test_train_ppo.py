@@ -147,6 +147,82 @@ def test_potential_shaping_telescopes_per_seat():
     assert np.isclose(shaped[5], -0.3)
 
 
+def test_knockout_progress_pays_the_change_between_a_seats_decisions_and_nothing_back():
+    """--knockouts: each transition of a seat gains the change of its progress value up to the
+    seat's next decision; unlike a potential nothing is paid back at the battle's end, so a
+    seat's gains over a battle sum to its last decision's value minus its first."""
+    r = SeatRollout(num_rows=1, num_seats=2, obs_dim=1, n_actions=2, steps=8)
+    plan = [  # (seat, progress at its decision, rewards of the step [seat0, seat1], ended)
+        (0, 0.0, [0.0, 0.0], False), (1, 0.0, [0.1, 0.0], False), (0, 0.25, [0.0, 0.0], False),
+        (1, 0.5, [0.0, 0.2], False), (0, 0.25, [1.0, -1.0], True), (1, 0.0, [0.0, 0.0], False),
+    ]
+    for seat, value, rewards, ended in plan:
+        r.add(np.array([0]), np.array([seat]), np.zeros((1, 1)), np.ones((1, 2), bool),
+              np.array([0]), np.array([0.0]), np.array([0.0]), progress=np.array(
+                  [value], dtype=np.float32))
+        r.credit(np.array([rewards], dtype=np.float32), np.array([ended]))
+    got = r.reward[:r.size].tolist()
+    # seat 0: transitions 0, 2, 4 at progress 0, 0.25, 0.25; the last keeps its true reward
+    assert np.allclose([got[0], got[2], got[4]], [0.1 + 0.25, 0.0 + 0.0, 1.0])
+    # seat 1: transitions 1 and 3 at 0 and 0.5; 5 starts the next battle with nothing owed
+    assert np.allclose([got[1], got[3], got[5]], [0.0 + 0.5, 0.2 - 1.0, 0.0])
+    # carried across a rollout boundary, a pending transition keeps its progress value
+    r2 = SeatRollout(num_rows=1, num_seats=1, obs_dim=1, n_actions=2, steps=4)
+    r2.add(np.array([0]), np.array([0]), np.zeros((1, 1)), np.ones((1, 2), bool),
+           np.array([0]), np.array([0.0]), np.array([0.0]), progress=np.array([0.5], np.float32))
+    assert r2.carry() == 1
+    r2.add(np.array([0]), np.array([0]), np.zeros((1, 1)), np.ones((1, 2), bool),
+           np.array([0]), np.array([0.0]), np.array([0.0]), progress=np.array([1.0], np.float32))
+    assert np.isclose(r2.reward[0], 0.5)
+
+
+def test_knockout_reward_counts_slots_present_but_out_of_play():
+    """enemies_out and allies_out count the observer's enemy and ally slots whose combatant is
+    present but not in play (an empty slot, present 0, is no knock-out)."""
+    from experiments.train_ppo import KnockoutReward, parse_knockouts
+
+    venv = vector.make("squad", num_envs=1, seed=0, backend="python", relative_actions=True)
+    labels = venv.observation_labels
+    col = {lab: j for j, lab in enumerate(labels)}
+    obs = np.zeros((3, len(labels)), dtype=np.float32)
+    for k in range(4):
+        obs[:, col[f"enemy{k}.present"]] = 1.0
+        obs[:, col[f"enemy{k}.in_play"]] = 1.0
+    for k in range(3):
+        obs[:, col[f"ally{k}.present"]] = 1.0
+        obs[:, col[f"ally{k}.in_play"]] = 1.0
+    obs[1, col["enemy2.in_play"]] = 0.0
+    obs[2, [col["enemy0.in_play"], col["enemy3.in_play"], col["ally1.in_play"]]] = 0.0
+    obs[2, col["self.x"]] = 0.0  # the seat's own fields play no part
+    ko = KnockoutReward(parse_knockouts("enemies_out=0.25,allies_out=-0.5"), labels)
+    assert np.allclose(ko(obs), [0.0, 0.25, 0.5 - 0.5])
+
+
+
+def test_knockout_reward_in_play_counts_knockouts_and_never_falls():
+    """In random battles of squad, each seat's enemies_out starts at 0, never falls between its
+    decisions of a battle, and rises in some (knocked-out combatants keep their slot, R8.2)."""
+    from experiments.train_ppo import KnockoutReward, parse_knockouts
+
+    venv = vector.make("squad", num_envs=8, seed=0, backend="python", relative_actions=True)
+    ko = KnockoutReward(parse_knockouts("enemies_out=1"), venv.observation_labels)
+    rng = np.random.default_rng(0)
+    obs, mask, info = venv.reset(seed=5)
+    last: dict[tuple[int, int], float] = {}
+    rises = 0
+    for _ in range(3000):
+        values = ko(obs)
+        for row, agent in enumerate(info["agent"].tolist()):
+            before = last.get((row, agent), 0.0)
+            assert values[row] >= before
+            rises += values[row] > before
+            last[(row, agent)] = float(values[row])
+        obs, mask, _, term, trunc, info = venv.step(vector.random_legal_actions(mask, rng))
+        for row in np.flatnonzero(term | trunc):
+            last = {k: v for k, v in last.items() if k[0] != row}
+    assert rises > 0
+
+
 def test_position_potential_reads_the_move_view_of_the_seats_own_square():
     """clear_shots and exposed come from move.here.* (observations.move_view, R8.1), and cover
     only counts when the seat is crouched or prone (R5.3)."""
@@ -644,6 +720,9 @@ def test_pool_watch_plays_the_other_runs_checkpoints(tmp_path, capsys):
     (["--style", "speed=1"], "--style: unknown term 'speed'"),
     (["--style", "distance=x"], "--style: 'distance=x' is not TERM=WEIGHT"),
     (["--potential", "cover=1"], "--potential: unknown term 'cover'"),
+    (["--knockouts", "kills=1"], "--knockouts: unknown term 'kills'; allowed: enemies_out, "
+                                 "allies_out"),
+    (["--knockouts", "enemies_out=inf"], "--knockouts: 'enemies_out=inf' is not TERM=WEIGHT"),
     (["--pool-watch", "."], "--pool-watch needs --pool"),
     (["--pool", "--pool-watch", "no/such/run"], "--pool-watch: 'no/such/run' is not a folder"),
     (["--pool", "--pool-watch-share", "2"], "--pool-watch-share must be in [0, 1]"),
