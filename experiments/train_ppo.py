@@ -202,6 +202,11 @@ class Args:
     stop_after_updates: int = 0
     """stop after this many updates (0: at --total-timesteps), keeping the learning-rate
     schedule of --total-timesteps: reproduces a checkpoint saved mid-run"""
+    max_train_seconds: float = 0.0
+    """stop after the first update at which the run has trained this many seconds
+    (evaluations, checkpoints and curves not counted; 0: no limit), keeping the learning-rate
+    schedule of --total-timesteps: a budget of wall-clock time ("an hour of training" is 3590).
+    Where it stops depends on the machine's speed; --stop-after-updates reproduces it"""
     seed: int = 1
     """seed of everything: battles, network initialisation, sampling"""
     out: str = ""
@@ -285,6 +290,9 @@ class Args:
                         ("--final-eval-battles", self.final_eval_battles, 0),
                         ("--seed", self.seed, 0),
                         ("--stop-after-updates", self.stop_after_updates, 0)))
+        if not (np.isfinite(self.max_train_seconds) and self.max_train_seconds >= 0):
+            raise ValueError("--max-train-seconds must be a number of seconds >= 0 (0: no "
+                             f"limit), got {self.max_train_seconds}")
         for flag, value in (("--lr", self.lr), ("--clip-coef", self.clip_coef)):
             if not value > 0:
                 raise ValueError(f"{flag} must be positive, got {value}")
@@ -1167,8 +1175,10 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
                                             for k, v in base.items()))
 
     all_learn = all(g.kind != "pool" for g in groups)
+    elapsed = 0.0
     while decisions < args.total_timesteps and not (
-            args.stop_after_updates and update >= args.stop_after_updates):
+            args.stop_after_updates and update >= args.stop_after_updates) and not (
+            args.max_train_seconds and elapsed >= args.max_train_seconds):
         if args.anneal_lr:
             optimizer.param_groups[0]["lr"] = args.lr * max(
                 0.0, 1.0 - decisions / args.total_timesteps)
@@ -1340,7 +1350,8 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
         if pool_rows is not None and update % args.pool_every == 0:
             freeze(update, decisions)
             watch()
-        last = decisions >= args.total_timesteps or update == args.stop_after_updates
+        last = (decisions >= args.total_timesteps or update == args.stop_after_updates
+                or bool(args.max_train_seconds and elapsed >= args.max_train_seconds))
         if (args.eval_every and update % args.eval_every == 0) or last:
             rec = evaluate(update, decisions, train_win)
             t = time.perf_counter()

@@ -716,10 +716,27 @@ def test_pool_watch_plays_the_other_runs_checkpoints(tmp_path, capsys):
     assert "--pool-watch: " in capsys.readouterr().err
 
 
+def test_max_train_seconds_ends_a_run_on_its_time_budget(tmp_path):
+    """--max-train-seconds: the run stops after the first update that reaches the budget of
+    training time, far short of --total-timesteps, and still writes its checkpoint."""
+    out = tmp_path / "timed"
+    status = cli_main(["train", "ppo", "--scenario", "duel", "--opponents", "red=rush",
+                       "--num-envs", "4", "--num-steps", "8", "--total-timesteps", "100000000",
+                       "--max-train-seconds", "1", "--eval-every", "0", "--final-eval-battles",
+                       "0", "--seed", "2", "--no-progress", "--out", str(out)])
+    assert status == 0
+    rows = [json.loads(line) for line in (out / "training.jsonl").read_text().splitlines()]
+    assert rows[-1]["seconds"] >= 1.0 > rows[-2]["seconds"]
+    assert rows[-1]["decisions"] < 100_000_000
+    assert (out / "ppo.pt").is_file()
+
+
 @pytest.mark.parametrize(("flags", "message"), [
     (["--style", "speed=1"], "--style: unknown term 'speed'"),
     (["--style", "distance=x"], "--style: 'distance=x' is not TERM=WEIGHT"),
     (["--potential", "cover=1"], "--potential: unknown term 'cover'"),
+    (["--max-train-seconds", "-5"], "--max-train-seconds must be a number of seconds >= 0"),
+    (["--max-train-seconds", "nan"], "--max-train-seconds must be a number of seconds >= 0"),
     (["--knockouts", "kills=1"], "--knockouts: unknown term 'kills'; allowed: enemies_out, "
                                  "allies_out"),
     (["--knockouts", "enemies_out=inf"], "--knockouts: 'enemies_out=inf' is not TERM=WEIGHT"),
