@@ -1175,10 +1175,9 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
                                             for k, v in base.items()))
 
     all_learn = all(g.kind != "pool" for g in groups)
-    elapsed = 0.0
-    while decisions < args.total_timesteps and not (
-            args.stop_after_updates and update >= args.stop_after_updates) and not (
-            args.max_train_seconds and elapsed >= args.max_train_seconds):
+    out_of_time = False  # --max-train-seconds reached
+    while decisions < args.total_timesteps and not out_of_time and not (
+            args.stop_after_updates and update >= args.stop_after_updates):
         if args.anneal_lr:
             optimizer.param_groups[0]["lr"] = args.lr * max(
                 0.0, 1.0 - decisions / args.total_timesteps)
@@ -1308,6 +1307,7 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
 
         # ---- logging, pool, evaluation, checkpoint
         elapsed = time.perf_counter() - t_start - timers["eval"]
+        out_of_time = bool(args.max_train_seconds and elapsed >= args.max_train_seconds)
         decided = int(stats["decided"].sum())
         train_win = int(stats["wins"].sum()) / decided if decided else None
         writer.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], decisions)
@@ -1351,7 +1351,7 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
             freeze(update, decisions)
             watch()
         last = (decisions >= args.total_timesteps or update == args.stop_after_updates
-                or bool(args.max_train_seconds and elapsed >= args.max_train_seconds))
+                or out_of_time)
         if (args.eval_every and update % args.eval_every == 0) or last:
             rec = evaluate(update, decisions, train_win)
             t = time.perf_counter()

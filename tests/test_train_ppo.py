@@ -193,10 +193,8 @@ def test_knockout_reward_counts_slots_present_but_out_of_play():
         obs[:, col[f"ally{k}.in_play"]] = 1.0
     obs[1, col["enemy2.in_play"]] = 0.0
     obs[2, [col["enemy0.in_play"], col["enemy3.in_play"], col["ally1.in_play"]]] = 0.0
-    obs[2, col["self.x"]] = 0.0  # the seat's own fields play no part
     ko = KnockoutReward(parse_knockouts("enemies_out=0.25,allies_out=-0.5"), labels)
     assert np.allclose(ko(obs), [0.0, 0.25, 0.5 - 0.5])
-
 
 
 def test_knockout_reward_in_play_counts_knockouts_and_never_falls():
