@@ -51,6 +51,18 @@ Battle::Battle(std::shared_ptr<const Grid> grid, std::vector<Combatant> combatan
     start_round();
 }
 
+Battle Battle::simulation(std::uint64_t seed, bool record_events) const {
+    Battle twin(*this);
+    twin.dice_ = rng::Pcg32::from_seed(seed);
+    if (!record_events) {
+        twin.record_ = false;
+        twin.events_.clear();
+        twin.ints_.clear();
+        twin.strings_.clear();
+    }
+    return twin;
+}
+
 void Battle::restart(const std::vector<Combatant>& initial, std::uint64_t seed) {
     if (initial.size() != cs_.size()) throw std::invalid_argument("Battle::restart: wrong size");
     cs_ = initial;  // the same size: copied in place

@@ -491,6 +491,33 @@ void bind_battle(nb::module_& m) {
             }
             b.apply(index);
         }, "action"_a.none(), "Take a legal action (ValueError naming the label and the reason otherwise).")
+        .def("simulate", [](const PyBattle& p, nb::handle seed, bool record_events,
+                            nb::handle move_view, nb::handle aim_view, nb::handle attack_view) {
+            const Observer& ob = *p.observer;
+            auto flag = [](nb::handle v, bool same, const char* name) {
+                if (v.is_none()) return same;
+                if (!PyBool_Check(v.ptr())) bad(std::string("Battle.simulate: ") + name + " must be a bool or None");
+                return v.ptr() == Py_True;
+            };
+            const bool mv = flag(move_view, ob.move_view(), "move_view");
+            const bool av = flag(aim_view, ob.aim_view(), "aim_view");
+            const bool kv = flag(attack_view, ob.attack_view(), "attack_view");
+            PyBattle out;
+            out.grid = p.grid;
+            out.battle = std::make_unique<Battle>(p.battle->simulation(to_u64(seed, "seed"), record_events));
+            if (mv == ob.move_view() && av == ob.aim_view() && kv == ob.attack_view()) {
+                out.observer = p.observer;
+            } else {
+                out.observer = std::make_shared<const Observer>(
+                    ob.with_views(mv, av, kv, p.battle->max_move_squares()));
+            }
+            out.scratch = p.scratch;
+            return out;
+        }, "seed"_a.none(), "record_events"_a = false, "move_view"_a.none() = nb::none(),
+           "aim_view"_a.none() = nb::none(), "attack_view"_a.none() = nb::none(),
+           "An independent copy for look-ahead search with fresh dice seeded by `seed` (the "
+           "Python engine's BattleView.simulate); record_events False: an empty log, nothing "
+           "recorded. The views (None: this battle's) set what the copy's observe() writes.")
         .def("forfeit", [](PyBattle& p, const std::string& label, const std::string& reason) {
             p.battle->forfeit(label, reason);
         })

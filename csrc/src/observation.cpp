@@ -53,6 +53,26 @@ bool view_square(const Battle& b, const Combatant& me, int k, int& x, int& y) no
 
 }  // namespace
 
+void Observer::set_size(int max_move_squares) noexcept {
+    size_ = kSelfFields + n_slots_ * kSlotFields;
+    if (move_view_) size_ += kMoveViewFields * (1 + kNumDirs * max_move_squares);
+    if (aim_view_) size_ += kAimViewFields * n_slots_;
+    if (attack_view_) {
+        size_ += kAttackViewFields * n_slots_
+                 + kAttackSquareFields * (1 + kNumDirs * max_move_squares);
+    }
+}
+
+Observer Observer::with_views(bool move_view, bool aim_view, bool attack_view,
+                              int max_move_squares) const {
+    Observer twin(*this);
+    twin.move_view_ = move_view;
+    twin.aim_view_ = aim_view;
+    twin.attack_view_ = attack_view;
+    twin.set_size(max_move_squares);
+    return twin;
+}
+
 Observer::Observer(const Battle& b, bool move_view, bool aim_view, bool attack_view)
     : move_view_(move_view), aim_view_(aim_view), attack_view_(attack_view) {
     n_ = b.num_combatants();
@@ -61,13 +81,7 @@ Observer::Observer(const Battle& b, bool move_view, bool aim_view, bool attack_v
     const int biggest = std::max(per_side[0], per_side[1]);
     n_ally_slots_ = biggest - 1;
     n_slots_ = n_ally_slots_ + biggest;
-    size_ = kSelfFields + n_slots_ * kSlotFields;
-    if (move_view_) size_ += kMoveViewFields * (1 + kNumDirs * b.max_move_squares());
-    if (aim_view_) size_ += kAimViewFields * n_slots_;
-    if (attack_view_) {
-        size_ += kAttackViewFields * n_slots_
-                 + kAttackSquareFields * (1 + kNumDirs * b.max_move_squares());
-    }
+    set_size(b.max_move_squares());
     state_size_ = n_ * kStateFields + 4;
     slots_.assign(static_cast<std::size_t>(n_ * n_slots_), -1);
     for (int seat = 0; seat < n_; ++seat) {

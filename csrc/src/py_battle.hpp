@@ -17,7 +17,8 @@ namespace traveller::binding {
 struct PyBattle {
     std::shared_ptr<const Grid> grid;
     std::unique_ptr<Battle> battle;
-    std::unique_ptr<const Observer> observer;  // built from the battle at its start
+    // built from the battle at its start; shared with its look-ahead copies (simulate)
+    std::shared_ptr<const Observer> observer;
     std::vector<std::uint8_t> scratch;         // the mask, for a cheap legality test in step
     mutable nanobind::object id_strs;          // the ids as a list of str (events), made once
 };

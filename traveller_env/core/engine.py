@@ -244,6 +244,23 @@ class CoreBattle:
         """The dice generator's ``(state, inc)`` (the Python ``Pcg32.getstate()`` pair)."""
         return self._b.dice_state()
 
+    def simulate(self, seed: int, record_events: bool = False, *,
+                 move_view: bool | None = None, aim_view: bool | None = None,
+                 attack_view: bool | None = None) -> CoreBattle:
+        """An independent copy for look-ahead search, with *fresh* dice seeded by ``seed`` (the
+        core's ``BattleView.simulate``: a copy of the real dice would reveal future rolls).
+        Changing the copy never affects this battle. ``record_events=False`` (the default)
+        starts the copy with an empty log and records nothing, which is what makes a copy
+        cheap; the views (``None``: this battle's) set what the copy's ``observe`` writes."""
+        twin = object.__new__(CoreBattle)
+        twin.ids = self.ids
+        twin.side_names = self.side_names
+        twin._b = self._b.simulate(seed, record_events, move_view, aim_view, attack_view)
+        twin.n_actions = self.n_actions
+        twin.labels = self.labels
+        twin._mask = np.zeros(self.n_actions, dtype=np.uint8)
+        return twin
+
     @property
     def handle(self) -> Any:
         """The ``_core.Battle`` itself, for the core's own callers: an in-core policy plays

@@ -137,6 +137,10 @@ public:
     // before Initiative, as the constructor takes them), a new seed; every buffer is reused, so
     // a batched stepper's automatic reset allocates nothing. Plays exactly as a new Battle.
     void restart(const std::vector<Combatant>& initial, std::uint64_t seed);
+    // An independent copy for look-ahead search (BattleView.simulate): the same state with
+    // fresh dice seeded by `seed` (a copy of the real dice would reveal future rolls). With
+    // record_events false the copy starts with an empty log and records nothing (cheap).
+    Battle simulation(std::uint64_t seed, bool record_events) const;
     // Bytes this battle holds (itself, its buffers' capacity, its names), the map excluded
     // (shared by every battle of a scenario).
     std::size_t memory_bytes() const noexcept;

@@ -45,6 +45,13 @@ public:
     explicit Observer(const Battle& b, bool move_view = false, bool aim_view = false,
                       bool attack_view = false);
 
+    // This observer with other views (the same scenario's tables: a battle's copy mid-battle
+    // cannot rebuild them, its characteristics are no longer the starting ones).
+    Observer with_views(bool move_view, bool aim_view, bool attack_view, int max_move_squares) const;
+    bool move_view() const noexcept { return move_view_; }
+    bool aim_view() const noexcept { return aim_view_; }
+    bool attack_view() const noexcept { return attack_view_; }
+
     int size() const noexcept { return size_; }              // len(ObservationBuilder.labels)
     int state_size() const noexcept { return state_size_; }  // ObservationBuilder.state_size
     int num_combatants() const noexcept { return n_; }
@@ -62,6 +69,8 @@ public:
     void state(const Battle& b, float* out) const noexcept;
 
 private:
+    void set_size(int max_move_squares) noexcept;
+
     struct Fixed {               // per combatant, fixed for the scenario
         double max_chars[3];     // starting STR, DEX, END
         double init_spares;      // max(1, starting spare magazines)
