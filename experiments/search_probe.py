@@ -71,6 +71,7 @@ class SearchPolicy:
             self.model = require().Policy(model, 0)
         self.calls = 0
         self.searches = 0
+        self.overrides = 0  # searched decisions where a candidate beat the network's choice
 
     def reset(self, seed: int | None = None) -> None:
         """Seed the copies' dice for the next battle (``None`` keeps the current seed)."""
@@ -112,7 +113,9 @@ class SearchPolicy:
             return rel.to_absolute(agent, int(order[0]))
         self.searches += 1
         q = self._search(env, agent, [rel.to_absolute(agent, a) for a in cands], obs)
-        return rel.to_absolute(agent, cands[int(np.argmax(q))])
+        best = int(np.argmax(q))
+        self.overrides += best != 0
+        return rel.to_absolute(agent, cands[best])
 
     def _search(self, env: Any, agent: str, actions: list[int], root_obs: np.ndarray) -> np.ndarray:
         core = getattr(env.battle, "core", None)
@@ -256,9 +259,10 @@ def main() -> None:
     lo, hi = wilson_interval(row["wins"], row["battles"])
     row.update(win_ci95=[lo, hi], seconds=time.time() - t,
                searches=getattr(pol, "searches", 0), calls=getattr(pol, "calls", 0),
+               overrides=getattr(pol, "overrides", 0),
                args=vars(args))
     print(json.dumps({k: row[k] for k in ("wins", "draws", "losses", "win_ci95", "seconds",
-                                          "searches", "calls")}))
+                                          "searches", "calls", "overrides")}))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(row, f, indent=1)

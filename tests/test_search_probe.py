@@ -34,7 +34,7 @@ def test_with_an_infinite_margin_the_search_plays_the_checkpoints_battle(tmp_pat
     searched = SearchPolicy(str(tmp_path / "a.pt"), candidates=3, rollouts=2, confident=1.0,
                             margin=float("inf"), potential={"clear_shots": 1.0, "exposed": -1.0})
     assert _events(searched, 5) == _events(plain, 5)
-    assert searched.searches > 0  # it searched, and the copies left the battle as it was
+    assert searched.searches > 0 and searched.overrides == 0  # the copies left the battle as it was
 
 
 def test_a_search_that_may_override_plays_legal_actions_to_the_end(tmp_path):
@@ -46,6 +46,7 @@ def test_a_search_that_may_override_plays_legal_actions_to_the_end(tmp_path):
                             model="cover")
     log = json.loads(_events(searched, 9))  # an illegal choice would raise in the env
     assert log[-1]["type"] == "end" and searched.searches > 0
+    assert 0 <= searched.overrides <= searched.searches
 
 
 def test_an_env_without_a_core_battle_is_refused_by_name(tmp_path):
