@@ -29,12 +29,7 @@ import numpy as np
 import torch
 
 from agents.evaluation import evaluate_matchup, wilson_interval
-from agents.ppo_policy import (
-    MASKED_LOGIT,
-    network_from_checkpoint,
-    read_checkpoint,
-    views_of,
-)
+from agents.ppo_policy import network_from_checkpoint, read_checkpoint, views_of
 from agents.registry import make_policy
 from agents.views import complete_observation
 from experiments.train_ppo import KnockoutReward, PositionPotential
@@ -80,19 +75,10 @@ class SearchPolicy:
 
     # ------------------------------------------------------------------ helpers
     def _greedy(self, obs: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        """Each row's most probable legal (relative) action."""
         with torch.no_grad():
-            z = self.net.actor(torch.as_tensor(obs)).numpy()
-        z = np.where(masks.astype(bool), z, MASKED_LOGIT)
-        return z.argmax(axis=1)
-
-    def _extra(self, obs: np.ndarray) -> np.ndarray:
-        """Potential plus knock-out progress of each observation (what V leaves out)."""
-        out = np.zeros(len(obs), dtype=np.float64)
-        if self.potential is not None:
-            out += self.potential(obs)
-        if self.knockouts is not None:
-            out += self.knockouts(obs)
-        return out
+            z = self.net.logits(torch.as_tensor(obs), torch.as_tensor(masks.astype(bool)))
+        return z.argmax(dim=1).numpy()
 
     # ------------------------------------------------------------------ the policy
     def act(self, observation: np.ndarray, action_mask: np.ndarray, agent: str, env: Any) -> int:
@@ -112,12 +98,12 @@ class SearchPolicy:
         if p[order[0]] >= self.confident or len(cands) < 2:
             return rel.to_absolute(agent, int(order[0]))
         self.searches += 1
-        q = self._search(env, agent, [rel.to_absolute(agent, a) for a in cands], obs)
+        q = self._search(env, agent, [rel.to_absolute(agent, a) for a in cands])
         best = int(np.argmax(q))
         self.overrides += best != 0
         return rel.to_absolute(agent, cands[best])
 
-    def _search(self, env: Any, agent: str, actions: list[int], root_obs: np.ndarray) -> np.ndarray:
+    def _search(self, env: Any, agent: str, actions: list[int]) -> np.ndarray:
         core = getattr(env.battle, "core", None)
         if core is None:
             raise ValueError(f"{self.name}: look-ahead needs an env on the core "
@@ -149,12 +135,9 @@ class SearchPolicy:
             keep = []
             for i in live:
                 b = twins[i].handle
-                if b.done:
-                    continue
-                if b.out(seat):
+                if b.done or b.out(seat):
                     continue
                 if b.decider == seat and b.round >= root_round + self.horizon:
-                    b.observe(seat, stop_obs[i])
                     at_horizon[i] = True
                     continue
                 keep.append(i)
@@ -188,28 +171,24 @@ class SearchPolicy:
             choice = self._greedy(obs, masks)
             for r, i in enumerate(netted):
                 twins[i].handle.step(rel.to_absolute(ids[deciders[r]], int(choice[r])))
-        # what each copy paid the seat
+        # what each copy paid the seat, read where it stopped (knock-outs and potential of the
+        # root are the same for every candidate, so they are left out)
         for i, t in enumerate(twins):
             b = t.handle
+            b.observe(seat, stop_obs[i])
             dealt, taken, _ = b.summary()
             value[i] += self.damage * ((dealt[seat] - dealt0[seat]) - (taken[seat] - taken0[seat]))
             if b.done and not b.out(seat) and b.winner >= 0:
                 value[i] += 1.0 if b.winner == side else -1.0
+        if self.knockouts is not None:
+            value += self.knockouts(stop_obs)
         if at_horizon.any():
             idx = np.flatnonzero(at_horizon)
             with torch.no_grad():
                 v = self.net.value(torch.as_tensor(stop_obs[idx])).numpy().astype(np.float64)
-            value[idx] += v + self._extra(stop_obs[idx])
-        # knock-outs and potential of the root (the same for every candidate) are left out;
-        # knock-outs of copies that ended or lost the seat: counted from the copy's out flags
-        if self.knockouts is not None:
-            w = self.knockouts.weights
-            for i in np.flatnonzero(~at_horizon):
-                b = twins[i].handle
-                e = sum(b.out(k) for k in range(len(ids)) if env.side_of(ids[k]) != side)
-                a = sum(b.out(k) for k in range(len(ids))
-                        if env.side_of(ids[k]) == side and k != seat)
-                value[i] += w.get("enemies_out", 0.0) * e + w.get("allies_out", 0.0) * a
+            value[idx] += v
+            if self.potential is not None:
+                value[idx] += self.potential(stop_obs[idx])
         v = value.reshape(len(actions), self.rollouts)
         diff = v - v[0]  # paired with the policy's own choice (common dice seeds)
         gain = diff.mean(axis=1)

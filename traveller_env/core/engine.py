@@ -131,13 +131,21 @@ class CoreBattle:
         check_kinds()
         if flat is None:  # ``flat``: flatten_scenario(scenario), when the caller keeps it
             flat = flatten_scenario(scenario)
-        self.ids: list[str] = flat["ids"]
-        self.side_names: list[str] = flat["side_names"]
-        self._b = require().Battle.create(seed=seed, record_events=record_events,
-                                          move_view=move_view, aim_view=aim_view,
-                                          attack_view=attack_view, **flat)
-        self.n_actions: int = self._b.num_actions
-        self.labels: list[str] = [self._b.label(i) for i in range(self.n_actions)]
+        self._attach(require().Battle.create(seed=seed, record_events=record_events,
+                                             move_view=move_view, aim_view=aim_view,
+                                             attack_view=attack_view, **flat),
+                     flat["ids"], flat["side_names"])
+
+    def _attach(self, handle: Any, ids: list[str], side_names: list[str],
+                labels: list[str] | None = None) -> None:
+        """Hold ``handle`` (a ``_core.Battle``) with its scenario's names; the action labels
+        are read from it unless given (a copy shares its battle's)."""
+        self._b = handle
+        self.ids: list[str] = ids
+        self.side_names: list[str] = side_names
+        self.n_actions: int = handle.num_actions
+        self.labels: list[str] = (labels if labels is not None
+                                  else [handle.label(i) for i in range(self.n_actions)])
         self._mask = np.zeros(self.n_actions, dtype=np.uint8)
 
     @property
@@ -253,12 +261,8 @@ class CoreBattle:
         starts the copy with an empty log and records nothing, which is what makes a copy
         cheap; the views (``None``: this battle's) set what the copy's ``observe`` writes."""
         twin = object.__new__(CoreBattle)
-        twin.ids = self.ids
-        twin.side_names = self.side_names
-        twin._b = self._b.simulate(seed, record_events, move_view, aim_view, attack_view)
-        twin.n_actions = self.n_actions
-        twin.labels = self.labels
-        twin._mask = np.zeros(self.n_actions, dtype=np.uint8)
+        twin._attach(self._b.simulate(seed, record_events, move_view, aim_view, attack_view),
+                     self.ids, self.side_names, self.labels)
         return twin
 
     @property
