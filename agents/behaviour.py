@@ -429,8 +429,10 @@ def behaviour_stats(policy: Policy | str, scenario: str = "squad",
 
     Returns a flat dict: ``policy`` (``name``, or the name given, or the policy's ``name``),
     ``scenario``, ``vs`` (opponent names), ``battles`` (played in all), ``seed``, every
-    descriptor of ``DESCRIPTORS``, ``win_ci95``, ``counts`` (``COUNTS``) and ``by_opponent``
-    (opponent name -> its descriptors and ``battles``).
+    descriptor of ``DESCRIPTORS``, ``win_ci95``, ``counts`` (``COUNTS``), ``by_opponent``
+    (opponent name -> its descriptors and ``battles``) and ``by_side`` (the side the policy
+    played, scenario order -> its descriptors and ``battles``, over every opponent: on a map
+    that is not mirror-symmetric a policy can play one side much better than the other).
     """
     from .registry import make_policy
 
@@ -459,12 +461,15 @@ def behaviour_stats(policy: Policy | str, scenario: str = "squad",
 
     total = BehaviourTally()
     by_opponent: dict[str, dict[str, Any]] = {}
+    per_side = [BehaviourTally() for _ in layout.side_names]
     for opp_name, opp in zip(opp_names, opp_policies, strict=True):
         part = BehaviourTally()
 
         def record(index: int, battle: Any, side: int, part: BehaviourTally = part) -> None:
             del index
-            part.__iadd__(tally_battle(battle.events, layout, side))
+            counts = tally_battle(battle.events, layout, side)
+            part.__iadd__(counts)
+            per_side[side].__iadd__(counts)
             if on_battle is not None:
                 on_battle()
 
@@ -480,7 +485,9 @@ def behaviour_stats(policy: Policy | str, scenario: str = "squad",
     return {"policy": name or label(policy), "scenario": scenario_name, "vs": opp_names,
             "battles": total.battles, "seed": seed, **total.descriptors(),
             "win_ci95": list(wilson_interval(total.wins, total.battles)),
-            "counts": total.counts(), "by_opponent": by_opponent}
+            "counts": total.counts(), "by_opponent": by_opponent,
+            "by_side": {name: {"battles": t.battles, **t.descriptors()}
+                        for name, t in zip(layout.side_names, per_side, strict=True)}}
 
 
 # ---------------------------------------------------------------------------- the table

@@ -390,6 +390,27 @@ def test_outcomes_match_the_evaluation_and_both_engines_agree():
     assert core["counts"]["wins"] == ev_rush["wins"] + 4
 
 
+def test_by_side_splits_the_battles_by_the_side_the_policy_played():
+    """``by_side`` holds the same battles as the total, split by the side played (sides
+    alternate, so each gets ``battles`` per opponent): counts summed over the sides are the
+    total's, and a side's win rate is its own battles' (checked against the evaluation)."""
+    r = behaviour_stats("marksman", "squad", ["rush", "cover"], battles=3, seed=91)
+    sides = r["by_side"]
+    assert list(sides) == ["blue", "red"]
+    assert [s["battles"] for s in sides.values()] == [6, 6]
+    total_wins = sum(round(s["win_rate"] * s["battles"]) for s in sides.values())
+    assert total_wins == r["counts"]["wins"]
+    shots = sum(s["shots_per_battle"] * s["battles"] for s in sides.values())
+    assert shots == pytest.approx(r["counts"]["shots"])
+    ev = evaluate_matchup(make_policy("marksman"), make_policy("rush"), "squad", battles=6,
+                          seed=91)
+    ev_cover = evaluate_matchup(make_policy("marksman"), make_policy("cover"), "squad",
+                                battles=6, seed=91)
+    for side in ("blue", "red"):
+        wins = ev["by_side"][side]["wins"] + ev_cover["by_side"][side]["wins"]
+        assert round(sides[side]["win_rate"] * 6) == wins
+
+
 def test_format_behaviour_marks_undefined_cells():
     row = {"policy": "p", "battles": 2, **BehaviourTally(battles=2).descriptors()}
     md = format_behaviour([row], markdown=True).splitlines()
@@ -413,6 +434,15 @@ def test_the_command_prints_the_table_and_writes_json(tmp_path, capsys):
     passive = data["policies"][1]
     assert passive["policy"] == "passive" and passive["focus_fire"] is None  # NaN -> null
     assert data["command"].startswith("traveller behaviour --scenario duel")
+
+
+def test_the_command_prints_a_row_per_side_when_asked(capsys):
+    assert main(["behaviour", "--scenario", "duel", "--policies", "marksman", "--vs", "rush",
+                 "--battles", "2", "--markdown", "--by-side", "--no-progress"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rows = [ln.strip("| ").split(" | ") for ln in lines[2:]]
+    assert [r[0] for r in rows] == ["marksman as blue", "marksman as red"]
+    assert [r[1] for r in rows] == ["2", "2"]
 
 
 @pytest.mark.parametrize(("argv", "message"), [

@@ -1,5 +1,6 @@
 """``traveller behaviour --scenario squad --policies rush,marksman --vs marksman``: behaviour
-statistics per policy (``agents.behaviour``), one table row per policy."""
+statistics per policy (``agents.behaviour``), one table row per policy (``--by-side``: per policy
+and side played)."""
 
 from __future__ import annotations
 
@@ -35,6 +36,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", type=Path, default=None,
                    help="write the results here (default: print only)")
     p.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    p.add_argument("--by-side", action="store_true",
+                   help="one row per policy and side it played (the JSON always holds "
+                        "by_side)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -81,7 +85,9 @@ def run(args: argparse.Namespace) -> int:
         if bar is not None:
             bar.close()
     seconds = time.perf_counter() - start
-    print(format_behaviour(rows, markdown=args.markdown))
+    shown = [{**part, "policy": f"{r['policy']} as {side}"}
+             for r in rows for side, part in r["by_side"].items()] if args.by_side else rows
+    print(format_behaviour(shown, markdown=args.markdown))
     if args.json:
         from traveller_env.env import DEFAULT_BACKEND
 
