@@ -86,7 +86,6 @@ class MirroredPolicy:
         self.name = f"{inner.name} (mirrored as {','.join(sorted(self.sides))})"
         self.actions = mirror_action_order(inner.action_labels)
         self._obs: tuple[np.ndarray, np.ndarray, np.ndarray, float] | None = None
-        self.mirrored_decisions = 0
 
     def reset(self, seed: int | None = None) -> None:
         """Re-seed the inner policy."""
@@ -124,7 +123,6 @@ class MirroredPolicy:
         rel = env.relative_actions
         mask = np.asarray(rel.mask(agent, np.asarray(action_mask))).astype(bool)
         index = self.inner.choose(mirrored, mask[self.actions])
-        self.mirrored_decisions += 1
         return rel.to_absolute(agent, int(self.actions[index]))
 
 
