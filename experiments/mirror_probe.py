@@ -30,10 +30,14 @@ from typing import Any
 
 import numpy as np
 
+from traveller_env.rules.grid import DIRECTIONS
+
 __all__ = ["MirroredPolicy", "build_parser", "main", "mirror_action_order",
            "mirror_label", "mirror_observation_order"]
 
-_SWAP = {"E": "W", "W": "E", "NE": "NW", "NW": "NE", "SE": "SW", "SW": "SE"}
+# Each direction's reflection (dx -> -dx), read off the rules' own DIRECTIONS.
+_SWAP = {name: next(m for m, step in DIRECTIONS.items() if step == (-dx, dy))
+         for name, (dx, dy) in DIRECTIONS.items()}
 
 
 def _mirror_direction(token: str) -> str:
@@ -47,8 +51,7 @@ def mirror_label(label: str) -> str:
     ``move.E:1.seen_by`` -> ``move.W:1.seen_by``, ``attack.NE:2.threat`` ->
     ``attack.NW:2.threat``, ``move:SE:3`` -> ``move:SW:3``; others unchanged."""
     if label.startswith("move:"):
-        _, d, k = label.split(":")
-        return f"move:{_SWAP.get(d, d)}:{k}"
+        return "move:" + _mirror_direction(label.removeprefix("move:"))
     parts = label.split(".")
     if len(parts) == 3 and parts[0] in ("move", "attack"):
         return ".".join([parts[0], _mirror_direction(parts[1]), parts[2]])
