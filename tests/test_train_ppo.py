@@ -726,8 +726,8 @@ def test_max_train_seconds_ends_a_run_on_its_time_budget(tmp_path):
     rows = [json.loads(line) for line in (out / "training.jsonl").read_text().splitlines()]
     # the log rounds seconds to 0.01, so an update just short of the budget (0.996 s) is
     # logged as 1.0: the run stops at the first row at or past it, and no earlier
-    assert rows[-1]["seconds"] >= 1.0 >= rows[-2]["seconds"]
-    assert all(row["seconds"] < 1.005 for row in rows[:-1])
+    assert rows[-1]["seconds"] >= 1.0
+    assert all(row["seconds"] <= 1.0 for row in rows[:-1])
     assert rows[-1]["decisions"] < 100_000_000
     assert (out / "ppo.pt").is_file()
 
