@@ -697,7 +697,8 @@ def test_pool_watch_plays_the_other_runs_checkpoints(tmp_path, capsys):
     watched = sorted(str(p) for p in (main / "pool").glob("ppo_u*.pt"))
     assert len(watched) >= 2
     exploiter = tmp_path / "exploiter"
-    assert run(build_parser().parse_args([*common, "--total-timesteps", "512", "--seed", "6",
+    # 2,048 decisions: enough for several duels to end (512 ended one)
+    assert run(build_parser().parse_args([*common, "--total-timesteps", "2048", "--seed", "6",
                                           "--pool-watch", str(main), "--pool-watch-share", "1",
                                           "--pool-size", "2", "--out", str(exploiter)])) == 0
     pool = json.loads((exploiter / "evaluation.json").read_text())["pool"]
