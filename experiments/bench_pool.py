@@ -23,6 +23,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from experiments.train_common import write_json
+
 __all__ = ["build_parser", "main", "pool_run"]
 
 
@@ -93,8 +95,7 @@ def main(argv: list[str] | None = None) -> int:
            "num_envs": args.num_envs, "num_steps": args.num_steps,
            "runs": runs, "speedup": round(ratio, 3)}
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(out, indent=2) + "\n")
+        write_json(args.json, out, with_versions=True)
     return 0
 
 

@@ -24,7 +24,6 @@ rules; nothing is restated here. Only the checkpoint's seats are overlaid.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,7 @@ import numpy as np
 
 from agents.common import Context, unwrap
 from agents.leader import LeaderPolicy
+from experiments.train_common import write_json
 
 __all__ = ["MODES", "LeadershipOverlay", "build_parser", "main"]
 
@@ -145,8 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"leadership_overlay: checkpoint {args.checkpoint} is not a file")
     out = run(args)
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(out, indent=2) + "\n")
+        write_json(args.json, out, with_versions=True)
     return 0
 
 
