@@ -154,8 +154,9 @@ class Args:
     (shared out by it). Default: every side alike"""
     pool_stack: bool = True
     """pool: run the frozen copies of the learner in one batched forward pass
-    (``experiments.frozen_pool.StackedActors``) instead of one pass per copy; the same
-    policies, faster (--no-pool-stack: one pass each, as before)"""
+    (``experiments.frozen_pool.StackedActors``) instead of one pass per copy: the same
+    policies, faster, but other draws for a seed (float rounding, one sampling call), so
+    --no-pool-stack (one pass each) is how a run from before the stack is reproduced"""
     pool_sampling: str = "uniform"
     """pool: how a battle draws its frozen opponent: 'uniform', or 'pfsp' (prioritised
     fictitious self-play: weight (1 - p)^2 where p is the learner's win rate so far against
