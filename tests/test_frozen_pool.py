@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 import torch
 from conftest import squad_labels
@@ -74,8 +73,8 @@ def test_a_pool_run_with_and_without_the_stack(tmp_path):
              for n in ("stacked", "alone")}
     assert flags == {"stacked": True, "alone": False}
     assert len(list((tmp_path / "stacked" / "pool").glob("*.pt"))) >= 4  # the stack moved on
-    assert np.isfinite(json.loads((tmp_path / "alone" / "evaluation.json").read_text())[
-        "decisions"])
+    # the unstacked run trained its whole budget too
+    assert json.loads((tmp_path / "alone" / "evaluation.json").read_text())["decisions"] >= 1024
 
 
 def test_bench_pool_times_both_ways_on_a_tiny_run(tmp_path, capsys):
