@@ -99,8 +99,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     out: dict[str, Any] = {"checkpoint": str(args.checkpoint), "vs": args.vs,
                            "battles": args.battles, "seed": args.seed, "passes": {}}
+    inner = load_ppo_policy(args.checkpoint, "squad")  # greedy: the passes may share it
     for mode in args.modes:
-        inner = load_ppo_policy(args.checkpoint, "squad")
         policy = LeadershipOverlay(inner, mode)
         t = time.perf_counter()
         row = evaluate_matchup(policy, make_policy(args.vs, seed=1), scenario="squad",
