@@ -13,7 +13,7 @@ is included here.
 It also times one observation vector (``_core.Battle.observe``, timed inside C++ by
 ``bench_observe`` over the states of a played battle, every seat) against the Python
 ``ObservationBuilder.observe`` on the same states, on duel, squad and the 16 vs 16 of
-``bench_env.big_scenario`` (``--observe-only`` for that table alone).
+``bench_common.big_scenario`` (``--observe-only`` for that table alone).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _observe_cases() -> dict[str, Any]:
-    from experiments.bench_env import big_scenario
+    from experiments.bench_common import big_scenario
 
     return {"duel": "duel", "squad": "squad", "16v16": big_scenario(16)}
 

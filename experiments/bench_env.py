@@ -45,6 +45,7 @@ from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
 import traveller_env
+from experiments.bench_common import big_scenario
 from traveller_env.encoding import ActionCatalogue
 from traveller_env.env import _OrderEnforcing  # env()'s wrapper, for the like-for-like ceiling
 from traveller_env.scenario import build_battle, load_scenario
@@ -85,23 +86,6 @@ class DoNothingEnv(AECEnv):
 
     def step(self, action: int) -> None:
         self.agent_selection = "b" if self.agent_selection == "a" else "a"
-
-
-def big_scenario(n: int = 16) -> dict:
-    """An n-vs-n open-field firefight (rifles), generated."""
-    width, height = 60, 2 * n + 2
-
-    def side(name: str, x: int) -> dict:
-        return {"name": name, "combatants": [
-            {"name": f"{name}{i}", "characteristics": dict.fromkeys(
-                ("STR", "DEX", "END", "INT", "EDU", "SOC"), 7),
-             "skills": {"gun_combat.slug": 1}, "weapon": "autorifle", "armour": "jack",
-             "position": [x, 1 + 2 * i], "drawn": True} for i in range(n)]}
-
-    terrain = ["." * width] * height
-    return {"name": f"battle{n}v{n}", "map": {"width": width, "height": height,
-                                              "terrain": terrain},
-            "max_rounds": 20, "sides": [side("blue", 2), side("red", width - 3)]}
 
 
 def run_aec(env: Any, steps: int, seed: int = 0) -> float:

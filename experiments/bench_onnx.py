@@ -1,7 +1,7 @@
 """Decisions per second of an exported policy (``agents.onnx_policy.OnnxPolicy``, onnxruntime on
 one thread) against the PyTorch policies of the same network, in the same run.
 
-The policy: a squad actor, a tanh MLP 64x64 as ``experiments/train_ppo.py`` builds by default
+The policy: a squad actor, a tanh MLP 64x64 as ``traveller_rl/ppo/trainer.py`` builds by default
 (random weights, seeded: the speed does not depend on what was learned; ``--policy`` takes a
 real ``train_ppo`` ``.pt`` instead), written as a ``.pt``, exported with ``traveller export``'s
 code, and, when sb3-contrib is installed, the same-sized ``MaskablePPO`` ``.zip`` (untrained)

@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from experiments.train_common import write_json
+from traveller_rl.common import write_json
 
 __all__ = ["build_parser", "main", "pool_run"]
 
@@ -31,7 +31,7 @@ __all__ = ["build_parser", "main", "pool_run"]
 def pool_run(stack: bool, updates: int, full_from: int, seed: int, num_envs: int = 256,
              num_steps: int = 64) -> dict[str, Any]:
     """One pool run of ``updates`` updates (temporary folder): its speed with a full pool."""
-    from experiments.train_ppo import Args, train
+    from traveller_rl.ppo.trainer import Args, train
 
     with tempfile.TemporaryDirectory() as tmp:
         args = Args(scenario="squad", pool=True, pool_every=1, pool_size=30,

@@ -1,6 +1,6 @@
 """Throughput of RLlib PPO on ``TravellerMultiAgentEnv`` with 1, 2, ... env runners.
 
-For each number of env runners it builds the PPO algorithm of ``experiments/train_rllib.py``
+For each number of env runners it builds the PPO algorithm of ``traveller_rl/rllib.py``
 (shared-policy self-play, masked module) on a local Ray instance, warms up with one
 training iteration, then measures
 
@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from experiments.train_common import versions, write_json
-from experiments.train_rllib import Args, build_config, prepare, start_ray
+from traveller_rl.common import versions, write_json
+from traveller_rl.rllib import Args, build_config, prepare, start_ray
 
 
 def reference_steps_per_second(scenario: str, seconds: float, seed: int = 0) -> float:

@@ -1,5 +1,5 @@
 """Training speed: MaskablePPO frames per second on ``duel`` through the SB3 bridge, and the
-share of wall time spent inside the environment; then ``experiments/train_ppo.py`` end to end
+share of wall time spent inside the environment; then ``traveller_rl/ppo/trainer.py`` end to end
 on ``duel`` and ``squad`` beside MaskablePPO on the same scenarios, in the same run.
 
 The environment's share is measured by a thin ``VecEnvWrapper`` timing every call into the
@@ -215,14 +215,14 @@ class FreeVector:
 
 def train_ppo_figures(scenario: str, backend: str, decisions: int, num_envs: int,
                       num_steps: int, threads: int) -> dict[str, Any]:
-    """``experiments/train_ppo.py`` for ``decisions`` learner decisions against ``random``
+    """``traveller_rl/ppo/trainer.py`` for ``decisions`` learner decisions against ``random``
     (no evaluation, run folder in a temporary directory): its own timers. Backend ``"free"``
     trains on ``FreeVector`` instead (the learner-only ceiling)."""
     import contextlib
     import io
     import tempfile
 
-    from experiments.train_ppo import Args, Group, train
+    from traveller_rl.ppo.trainer import Args, Group, train
 
     with tempfile.TemporaryDirectory() as tmp:
         args = Args(scenario=scenario, opponents="red=random", total_timesteps=decisions,

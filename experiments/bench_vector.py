@@ -5,7 +5,7 @@ Python engine; the core also with ``--threads`` threads at N = 1024) with action
 vectorised NumPy sampler over the mask (``vector.random_legal_actions``: the same sampler for
 every row) and reports decisions per second counting only the time inside ``step`` (automatic
 resets, opponents and dead steps included), with the sampler's own time per decision beside it.
-Cases: ``duel``, ``squad`` and a generated 16-vs-16 (``bench_env.big_scenario``), N in
+Cases: ``duel``, ``squad`` and a generated 16-vs-16 (``bench_common.big_scenario``), N in
 {1, 64, 1024}. Every case runs about ``--decisions`` decisions per repeat (at least
 ``MIN_STEPS`` steps, so N = 1024 runs more), after ``WARMUP_STEPS`` untimed steps; the median of
 ``--repeats`` repeats is reported, on one thread. Times are CPU time (``time.process_time``), as
@@ -53,7 +53,7 @@ MIN_STEPS = 5
 
 def scenarios() -> dict[str, Any]:
     """The scenarios measured: duel, squad, and the generated 16 vs 16 of ``bench_env``."""
-    from experiments.bench_env import big_scenario
+    from experiments.bench_common import big_scenario
 
     return {"duel": "duel", "squad": "squad", "16v16": big_scenario(16)}
 

@@ -23,7 +23,8 @@ import time
 from typing import Any
 
 import traveller_env
-from experiments.bench_env import big_scenario, run_aec
+from experiments.bench_common import big_scenario
+from experiments.bench_env import run_aec
 from traveller_env.encoding import ActionCatalogue
 from traveller_env.observations import ObservationBuilder
 from traveller_env.rules.battle import Battle

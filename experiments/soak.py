@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 
 import traveller_env
-from experiments.train_common import write_json
 from traveller_env.scenario import builtin_scenarios
+from traveller_rl.common import write_json
 
 
 def play_battle(env: Any, seed: int, budget: int, counter: list[int]) -> dict:

@@ -139,7 +139,7 @@ def test_train_ppo_views_after_the_move_view_record_and_check_init_and_pool(tmp_
     the learner must read the move view too (its inputs stay a prefix)."""
     pytest.importorskip("torch")
     from agents.ppo_policy import read_checkpoint
-    from experiments import train_ppo
+    from traveller_rl.ppo import trainer as train_ppo
 
     flag, name = "--" + view.replace("_", "-"), view.replace("_", " ")
     common = ["--scenario", "squad", "--num-envs", "8", "--num-steps", "8",

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import types
 
 import pytest
@@ -91,8 +90,7 @@ def fake_experiment(monkeypatch):
         return 7
 
     module.build_parser, module.run = build_parser, run
-    monkeypatch.setitem(sys.modules, "fake_experiment", module)
-    monkeypatch.setitem(EXPERIMENTS, "train fake", Experiment("a fake", "fake_experiment"))
+    monkeypatch.setitem(EXPERIMENTS, "train fake", Experiment("a fake", lambda: module))
     return seen
 
 
@@ -105,22 +103,35 @@ def test_one_table_entry_adds_an_experiment_command(fake_experiment, capsys):
     assert vars(fake_experiment[0]) == {"size": 3}
 
 
-def test_an_experiment_module_is_imported_only_when_named(monkeypatch):
-    monkeypatch.setitem(EXPERIMENTS, "train ghost", Experiment("never imported",
-                                                               "experiments.no_such_module"))
+def test_a_command_module_is_imported_only_when_named(monkeypatch):
+    loaded = []
+
+    def load():
+        loaded.append(True)
+        raise AssertionError("imported although not named")
+
+    monkeypatch.setitem(EXPERIMENTS, "train ghost", Experiment("never imported", load))
     _, parsers = traveller_cli.build_parser(["scenarios"])
-    assert "train ghost" in parsers  # listed, not imported
-    with pytest.raises(SystemExit) as exc:
-        main(["train", "ghost"])
-    message = str(exc.value.code)
-    assert "experiments/no_such_module.py" in message and "pip install -e ." in message
+    assert "train ghost" in parsers and not loaded  # listed, not imported
+
+
+def test_the_cli_imports_no_module_by_name_string():
+    """The training layer is imported by plain import statements, not ``importlib``."""
+    import ast
+    from pathlib import Path
+
+    for path in Path(traveller_cli.__file__).parent.glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        names |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        assert "importlib" not in names, path
 
 
 # ---------------------------------------------------------------------------- outputs
 def test_tournament_writes_under_runs_by_default(tmp_path, monkeypatch, capsys):
     """With no ``--out`` the tables go to ``runs/tournament`` (git-ignored), never to the
     published ``results/``."""
-    from experiments.tournament import DEFAULT_OUT, build_parser
+    from traveller_rl.tournament import DEFAULT_OUT, build_parser
 
     assert DEFAULT_OUT == "runs/tournament"
     assert build_parser().parse_args([]).out == DEFAULT_OUT
@@ -131,14 +142,15 @@ def test_tournament_writes_under_runs_by_default(tmp_path, monkeypatch, capsys):
     assert (tmp_path / "runs" / "tournament" / "results.json").is_file()
     assert not (tmp_path / "results").exists()
     run = json.loads((tmp_path / "runs" / "tournament" / "results.json").read_text())["run"]
-    assert run["command"] == ("python -m experiments.tournament --policies rush,random "
+    assert run["command"] == ("python -m traveller_rl.tournament --policies rush,random "
                               "--scenarios duel --battles 1 --seed 0 --workers 1 "
                               "--out runs/tournament --bootstrap 5 --no-progress")
     capsys.readouterr()
 
 
 def test_train_scripts_write_under_runs_by_default():
-    from experiments import train_aiming, train_leadership
+    from traveller_rl.recipes import aiming_sb3 as train_aiming
+    from traveller_rl.recipes import leadership_sb3 as train_leadership
 
     for module in (train_aiming, train_leadership):
         assert module.build_parser().parse_args([]).runs_dir == "runs"

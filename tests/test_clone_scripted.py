@@ -1,4 +1,4 @@
-"""experiments/clone_scripted.py: the teacher's decisions recorded faithfully (legal,
+"""traveller_rl/clone.py: the teacher's decisions recorded faithfully (legal,
 slot-relative, returns to the battle's end) and fitted into a checkpoint that plays."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from agents.ppo_policy import load_ppo_policy, read_checkpoint
-from experiments.clone_scripted import collect, fit, main
+from traveller_rl.clone import collect, fit, main
 from traveller_env import raw_env
 
 
@@ -76,8 +76,8 @@ def test_the_checkpoint_plays_as_an_npc_and_names_its_teacher(tmp_path):
 def test_runs_from_a_clone_keep_the_imitation_on_record(tmp_path):
     """train_ppo --init and widen_checkpoint carry ``imitation`` forward, and the result
     scripts' provenance reports it: a result built on a cloned start says so."""
-    from experiments import widen_checkpoint
-    from experiments.train_common import checkpoint_provenance
+    from traveller_rl.checkpoints import widen as widen_checkpoint
+    from traveller_rl.common import checkpoint_provenance
     from traveller_cli.app import main as cli_main
 
     bc = tmp_path / "bc.pt"

@@ -16,7 +16,7 @@ def test_every_listed_member_is_an_onnx_file_that_plays_squad():
     pytest.importorskip("onnxruntime")
     from agents.evaluation import evaluate_matchup
     from agents.registry import make_policy
-    from experiments.league import load_league
+    from traveller_rl.league import load_league
 
     league = load_league(LEAGUE)
     assert league["scenario"] == "squad" and len(league["members"]) >= 8
@@ -35,7 +35,7 @@ def test_every_listed_member_is_an_onnx_file_that_plays_squad():
 
 def test_the_ladder_names_league_members_or_scripted_npcs_in_rising_elo():
     from agents.registry import make_policy
-    from experiments.league import load_league
+    from traveller_rl.league import load_league
 
     ladder = json.loads((LEAGUE / "ladder_squad.json").read_text())
     league = load_league(LEAGUE)

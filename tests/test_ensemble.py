@@ -1,4 +1,4 @@
-"""Ensemble checkpoints (experiments/ensemble_checkpoints.py, agents.ppo_policy.EnsembleNet):
+"""Ensemble checkpoints (traveller_rl/checkpoints/ensemble.py, agents.ppo_policy.EnsembleNet):
 several train_ppo checkpoints played as one policy, the mean of their logits."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from agents.ppo_policy import (
     read_checkpoint,
 )
 from agents.registry import make_policy
-from experiments import ensemble_checkpoints as ens
-from experiments.train_common import checkpoint_provenance
+from traveller_rl.checkpoints import ensemble as ens
+from traveller_rl.common import checkpoint_provenance
 from traveller_env import vector
 
 
@@ -65,7 +65,7 @@ def test_an_ensemble_plays_the_mean_of_its_members_logits(members):
 
 
 def test_select_checkpoint_ranks_an_ensemble(members, capsys):
-    from experiments import select_checkpoint
+    from traveller_rl.checkpoints import select as select_checkpoint
 
     tmp, _, _ = members
     ens.main([str(tmp / "a.pt"), str(tmp / "b.pt"), "--out", str(tmp / "e.pt")])
@@ -95,7 +95,7 @@ def test_bad_members_are_refused_naming_the_file(members, case, message, capsys)
 
 
 def test_training_refuses_to_start_from_an_ensemble(members, capsys):
-    from experiments import train_ppo
+    from traveller_rl.ppo import trainer as train_ppo
 
     tmp, _, _ = members
     ens.main([str(tmp / "a.pt"), str(tmp / "b.pt"), "--out", str(tmp / "e.pt")])
@@ -108,7 +108,7 @@ def test_training_refuses_to_start_from_an_ensemble(members, capsys):
 
 def test_export_and_widening_refuse_an_ensemble_by_name(members):
     from agents.onnx_export import read_ppo_checkpoint
-    from experiments.widen_checkpoint import widen_checkpoint
+    from traveller_rl.checkpoints.widen import widen_checkpoint
 
     tmp, _, _ = members
     ens.main([str(tmp / "a.pt"), str(tmp / "b.pt"), "--out", str(tmp / "e.pt")])

@@ -17,7 +17,7 @@ from agents.ppo_policy import (
     network_from_checkpoint,
     read_checkpoint,
 )
-from experiments.train_common import checkpoint_provenance
+from traveller_rl.common import checkpoint_provenance
 from traveller_cli import main as cli_main
 from traveller_env import vector
 
@@ -151,7 +151,7 @@ TINY = ["--scenario", "duel", "--opponents", "red=rush", "--total-timesteps", "1
 
 
 def test_train_ppo_trains_an_entity_critic_with_attention_reproducibly(tmp_path):
-    from experiments.train_ppo import build_parser, run
+    from traveller_rl.ppo.trainer import build_parser, run
 
     a, b = tmp_path / "a", tmp_path / "b"
     assert run(build_parser().parse_args([*TINY, "--out", str(a)])) == 0

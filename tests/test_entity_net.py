@@ -161,7 +161,7 @@ TINY_ENTITY = ["--scenario", "duel", "--opponents", "red=rush", "--total-timeste
 
 
 def test_train_ppo_arch_entity_trains_reproducibly_and_saves_an_npc(tmp_path):
-    from experiments.train_ppo import build_parser, run
+    from traveller_rl.ppo.trainer import build_parser, run
 
     a, b = tmp_path / "a", tmp_path / "b"
     assert run(build_parser().parse_args([*TINY_ENTITY, "--out", str(a)])) == 0
@@ -193,7 +193,7 @@ def test_bad_arch_flags_give_clear_errors(flags, message, capsys, tmp_path):
 
 def test_export_and_widening_refuse_an_entity_checkpoint_by_name(tmp_path):
     from agents.onnx_export import read_ppo_checkpoint
-    from experiments.widen_checkpoint import widen_checkpoint
+    from traveller_rl.checkpoints.widen import widen_checkpoint
 
     obs_labels, actions = squad_labels()
     net = ActorCritic(len(obs_labels), len(actions), [16], arch="entity",

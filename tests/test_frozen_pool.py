@@ -1,4 +1,4 @@
-"""experiments/frozen_pool.py: the frozen pool's actors stacked into one forward pass, and the
+"""traveller_rl/ppo/stacked.py: the frozen pool's actors stacked into one forward pass, and the
 trainer's --pool-stack flag."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import torch
 from conftest import squad_labels
 
 from agents.ppo_policy import ActorCritic
-from experiments.frozen_pool import StackedActors
+from traveller_rl.ppo.stacked import StackedActors
 
 
 def _members(arch: str, n: int, **kw) -> tuple[list[torch.nn.Module], int]:
@@ -59,7 +59,7 @@ def test_no_rows_and_bad_indices():
 def test_a_pool_run_with_and_without_the_stack(tmp_path):
     """--pool-stack (the default) and --no-pool-stack both train and record the choice; the
     stacked run is reproducible byte for byte."""
-    from experiments.train_ppo import build_parser, run
+    from traveller_rl.ppo.trainer import build_parser, run
 
     base = ["--scenario", "duel", "--pool", "--pool-every", "1", "--pool-size", "3",
             "--total-timesteps", "1024", "--num-envs", "16", "--num-steps", "16", "--seed", "4",

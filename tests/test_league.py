@@ -1,4 +1,4 @@
-"""The league (experiments/league.py) and the difficulty ladder (experiments/ladder.py)."""
+"""The league (traveller_rl/league.py) and the difficulty ladder (traveller_rl/ladder.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 import pytest
 import yaml
 
-from experiments.ladder import level_names, pick_levels
-from experiments.league import load_config, load_league
+from traveller_rl.ladder import level_names, pick_levels
+from traveller_rl.league import load_config, load_league
 from traveller_cli import main as cli_main
 
 TINY = {"scenario": "duel", "generations": 2, "decisions_per_generation": 256,
@@ -118,7 +118,7 @@ def test_export_writes_onnx_members_that_play(tiny_league, tmp_path):
     pytest.importorskip("onnxruntime")
     from agents.evaluation import evaluate_matchup
     from agents.registry import make_policy
-    from experiments.league import policy_path
+    from traveller_rl.league import policy_path
 
     to = tmp_path / "shipped"
     assert cli_main(["league", "export", str(tiny_league), "--to", str(to)]) == 0

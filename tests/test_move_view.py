@@ -172,7 +172,7 @@ def test_a_checkpoint_trained_with_the_view_plays_in_an_env_without_it(tmp_path)
 
 def test_train_ppo_init_must_match_the_move_view_flag(tmp_path):
     pytest.importorskip("torch")
-    from experiments import train_ppo
+    from traveller_rl.ppo import trainer as train_ppo
 
     _move_view_checkpoint(tmp_path / "mv.pt")
     with pytest.raises(ValueError, match=r"--init: .*mv.pt was trained with the move view; "
@@ -188,7 +188,7 @@ def test_a_pool_mixes_checkpoints_with_and_without_the_view(tmp_path, learner_vi
     each network reads its own prefix; the learner's checkpoint has its own size."""
     torch = pytest.importorskip("torch")
     from agents.ppo_policy import ActorCritic, checkpoint_bytes, read_checkpoint
-    from experiments import train_ppo
+    from traveller_rl.ppo import trainer as train_ppo
 
     if learner_view:  # the other one lacks the view
         env = traveller_env.raw_env("squad")

@@ -50,11 +50,11 @@ def write_pt(path: Path, scenario: str = "squad", seed: int = 0) -> Path:
 def write_zip(path: Path, scenario: str, relative: bool = True, assist: str = "",
               focus: tuple[str, ...] = ()) -> Path:
     """An untrained ``MaskablePPO`` (``net_arch`` 64,64) saved as the training scripts save
-    one (``experiments.train_common.atomic_save_model``, with its ``.meta.json``)."""
+    one (``traveller_rl.common.atomic_save_model``, with its ``.meta.json``)."""
     pytest.importorskip("sb3_contrib")
     from sb3_contrib import MaskablePPO
 
-    from experiments.train_common import atomic_save_model
+    from traveller_rl.common import atomic_save_model
     from traveller_env.sb3 import TravellerSB3Env
 
     kwargs = {}
@@ -380,7 +380,7 @@ def test_eval_and_tournament_accept_an_onnx_policy(squad, tmp_path, capsys):
                       "--battles", "2"]) == 2
     assert "action_mask [batch, 48]" in capsys.readouterr().err
 
-    from experiments.tournament import main as tournament
+    from traveller_rl.tournament import main as tournament
 
     folder = tmp_path / "t"
     assert tournament(["--policies", f"{out},random", "--scenarios", "squad", "--battles", "1",

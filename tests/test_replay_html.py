@@ -334,7 +334,7 @@ def test_eval_command_html_dir(tmp_path, capsys, monkeypatch):
 
 
 def test_tournament_writes_one_replay_per_pairing(tmp_path, capsys):
-    from experiments.tournament import main as tournament
+    from traveller_rl.tournament import main as tournament
 
     out = tmp_path / "t"
     assert tournament(["--policies", "rush,random,marksman", "--scenarios", "duel,melee",

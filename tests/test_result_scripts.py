@@ -38,7 +38,7 @@ def test_the_leadership_scenarios_differ_only_in_leadership():
 
 
 def test_leadership_evaluation_counts_the_sergeants_checks():
-    from experiments.leadership_ppo import evaluate_sergeant
+    from traveller_rl.recipes.leadership import evaluate_sergeant
 
     always = evaluate_sergeant(make_policy("always_lead", seed=1), "leadership_l3", 2)
     never = evaluate_sergeant(make_policy("never_lead", seed=1), "leadership_l3", 2)
@@ -52,7 +52,7 @@ def test_leadership_evaluation_counts_the_sergeants_checks():
 
 
 def test_squad_evaluation_plays_both_sides_on_held_out_seeds(tmp_path, capsys):
-    from experiments.squad_ppo import main
+    from traveller_rl.recipes.squad import main
 
     ckpt = random_checkpoint(tmp_path / "squad.pt", "squad")
     out = tmp_path / "squad.json"
@@ -60,7 +60,7 @@ def test_squad_evaluation_plays_both_sides_on_held_out_seeds(tmp_path, capsys):
                  "--workers", "1", "--behaviour-battles", "0", "--json", str(out)]) == 0
     data = json.loads(out.read_text())
     rows = data["rows"]
-    assert data["command"].startswith(f"python -m experiments.squad_ppo --checkpoint {ckpt}")
+    assert data["command"].startswith(f"python -m traveller_rl.recipes.squad --checkpoint {ckpt}")
     assert data["training"]["scenario"] == "squad" and data["training"]["run"] is None
     assert rows[0]["opponent"] == "rush" and rows[0]["battles"] == 4
     assert rows[0]["wins"] + rows[0]["draws"] + rows[0]["losses"] == 4

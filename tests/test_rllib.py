@@ -331,7 +331,7 @@ def test_train_rllib_end_to_end(tmp_path, capsys):
 
 
 def test_train_rllib_bad_arguments_exit_2(capsys):
-    from experiments import train_rllib
+    from traveller_rl import rllib as train_rllib
 
     for argv, message in ((["--policy-mapping", "mixed"], "--policy-mapping"),
                           (["--opponents", "red"], "SEAT=POLICY"),

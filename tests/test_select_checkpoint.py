@@ -1,4 +1,4 @@
-"""experiments/select_checkpoint.py: a run's checkpoints ranked on selection seeds (apart from
+"""traveller_rl/checkpoints/select.py: a run's checkpoints ranked on selection seeds (apart from
 the result scripts' evaluation seeds), half the battles from each side."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import shutil
 import pytest
 from test_result_scripts import random_checkpoint
 
-from experiments.select_checkpoint import SELECTION_SEED, candidates, main, score
+from traveller_rl.checkpoints.select import SELECTION_SEED, candidates, main, score
 
 
 def _run_folder(tmp_path):
@@ -78,7 +78,7 @@ def test_a_missing_run_is_named(tmp_path):
 def test_without_forbidden_clears_the_actions_only_where_another_stays_legal():
     import numpy as np
 
-    from experiments.ppo_common import without_forbidden
+    from traveller_rl.ppo.rollout import without_forbidden
 
     mask = np.array([[1, 1, 0], [0, 1, 0], [1, 1, 1]], dtype=bool)
     forbid = np.array([False, True, False])
@@ -97,8 +97,8 @@ def test_forbid_is_an_ablation_on_the_same_battles(tmp_path, capsys):
     import torch
 
     from agents.ppo_policy import network_from_checkpoint, read_checkpoint
-    from experiments.ppo_common import greedy_actions, without_forbidden
-    from experiments.select_checkpoint import forbidden_actions
+    from traveller_rl.ppo.rollout import greedy_actions, without_forbidden
+    from traveller_rl.checkpoints.select import forbidden_actions
     from traveller_env import vector
 
     ckpt = random_checkpoint(tmp_path / "duel.pt", "duel")

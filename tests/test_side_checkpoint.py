@@ -1,4 +1,4 @@
-"""By-side checkpoints (experiments/side_checkpoint.py, agents.ppo_policy.SideNet): one
+"""By-side checkpoints (traveller_rl/checkpoints/by_side.py, agents.ppo_policy.SideNet): one
 train_ppo checkpoint per side played as one policy, each seat by its own side's network."""
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from agents.ppo_policy import (
     read_checkpoint,
 )
 from agents.registry import make_policy
-from experiments import ensemble_checkpoints as ens
-from experiments import side_checkpoint as sides
-from experiments.train_common import checkpoint_provenance
+from traveller_rl.checkpoints import ensemble as ens
+from traveller_rl.checkpoints import by_side as sides
+from traveller_rl.common import checkpoint_provenance
 from traveller_env import vector
 from traveller_env.env import TravellerEnv
 
@@ -103,7 +103,7 @@ def test_each_seat_plays_its_own_sides_network(members):
 
 
 def test_select_checkpoint_ranks_it_from_one_side_or_both(members, capsys, tmp_path):
-    from experiments import select_checkpoint
+    from traveller_rl.checkpoints import select as select_checkpoint
 
     tmp, _, _ = members
     sides.main(join(tmp))
@@ -126,7 +126,7 @@ def test_select_checkpoint_ranks_it_from_one_side_or_both(members, capsys, tmp_p
 def test_a_pool_plays_a_by_side_opponent_by_each_seats_side(members, tmp_path, monkeypatch):
     """As a --pool-opponents member, each frozen seat plays its own side's network."""
     import agents.ppo_policy as ppo_policy
-    from experiments.train_ppo import build_parser, run
+    from traveller_rl.ppo.trainer import build_parser, run
 
     tmp, _, _ = members
     sides.main(join(tmp))
@@ -186,8 +186,8 @@ def test_an_ensemble_of_by_side_checkpoints_is_refused(members):
 
 def test_training_export_and_widening_refuse_it_by_name(members, capsys):
     from agents.onnx_export import read_ppo_checkpoint
-    from experiments import train_ppo
-    from experiments.widen_checkpoint import widen_checkpoint
+    from traveller_rl.ppo import trainer as train_ppo
+    from traveller_rl.checkpoints.widen import widen_checkpoint
 
     tmp, _, _ = members
     sides.main(join(tmp))

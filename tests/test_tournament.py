@@ -1,4 +1,4 @@
-"""The tournament (experiments/tournament.py) and its statistics (experiments/stats.py)."""
+"""The tournament (traveller_rl/tournament.py) and its statistics (traveller_rl/stats.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from experiments.stats import bootstrap_elo, elo_ratings, openskill_ratings, wilson_interval
-from experiments.tournament import build_games, main, run_tournament, summarise
+from traveller_rl.stats import bootstrap_elo, elo_ratings, openskill_ratings, wilson_interval
+from traveller_rl.tournament import build_games, main, run_tournament, summarise
 
 POLICIES = ["rush", "marksman", "random"]
 

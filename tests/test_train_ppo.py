@@ -1,4 +1,4 @@
-"""The batched PPO trainer (experiments/train_ppo.py), its helpers (experiments/ppo_common.py)
+"""The batched PPO trainer (traveller_rl/ppo/trainer.py), its helpers (traveller_rl/ppo/rollout.py)
 and its checkpoints as NPC policies (agents/ppo_policy.py)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import torch
 from agents.evaluation import evaluate_matchup
 from agents.ppo_policy import PPOPolicy, load_ppo_policy, network_from_checkpoint, read_checkpoint
 from agents.registry import make_policy
-from experiments.ppo_common import SeatRollout, greedy_actions, opponent_actions, sample_masked
+from traveller_rl.ppo.rollout import SeatRollout, greedy_actions, opponent_actions, sample_masked
 from traveller_cli import main as cli_main
 from traveller_env import vector
 
@@ -179,7 +179,7 @@ def test_knockout_progress_pays_the_change_between_a_seats_decisions_and_nothing
 def test_knockout_reward_counts_slots_present_but_out_of_play():
     """enemies_out and allies_out count the observer's enemy and ally slots whose combatant is
     present but not in play (an empty slot, present 0, is no knock-out)."""
-    from experiments.train_ppo import KnockoutReward, parse_knockouts
+    from traveller_rl.ppo.trainer import KnockoutReward, parse_knockouts
 
     venv = vector.make("squad", num_envs=1, seed=0, backend="python", relative_actions=True)
     labels = venv.observation_labels
@@ -200,7 +200,7 @@ def test_knockout_reward_counts_slots_present_but_out_of_play():
 def test_knockout_reward_in_play_counts_knockouts_and_never_falls():
     """In random battles of squad, each seat's enemies_out starts at 0, never falls between its
     decisions of a battle, and rises in some (knocked-out combatants keep their slot, R8.2)."""
-    from experiments.train_ppo import KnockoutReward, parse_knockouts
+    from traveller_rl.ppo.trainer import KnockoutReward, parse_knockouts
 
     venv = vector.make("squad", num_envs=8, seed=0, backend="python", relative_actions=True)
     ko = KnockoutReward(parse_knockouts("enemies_out=1"), venv.observation_labels)
@@ -224,7 +224,7 @@ def test_knockout_reward_in_play_counts_knockouts_and_never_falls():
 def test_position_potential_reads_the_move_view_of_the_seats_own_square():
     """clear_shots and exposed come from move.here.* (observations.move_view, R8.1), and cover
     only counts when the seat is crouched or prone (R5.3)."""
-    from experiments.train_ppo import PositionPotential, parse_potential
+    from traveller_rl.ppo.trainer import PositionPotential, parse_potential
 
     venv = vector.make("squad", num_envs=1, seed=0, backend="python", relative_actions=True,
                        move_view=True)
@@ -243,7 +243,7 @@ def test_position_potential_reads_the_move_view_of_the_seats_own_square():
 def test_position_potential_reads_the_attack_view():
     """hit is the best attack.enemyK.hit (the seat's held aim is in it, so an aim pays when
     taken); threat is attack.here.threat (observations.ATTACK_VIEW_FIELDS)."""
-    from experiments.train_ppo import PositionPotential, parse_potential
+    from traveller_rl.ppo.trainer import PositionPotential, parse_potential
 
     venv = vector.make("squad", num_envs=1, seed=0, backend="python", relative_actions=True,
                        attack_view=True)
@@ -296,7 +296,7 @@ def test_a_checkpoint_names_its_run_for_the_result_files(tiny_run, tmp_path):
     own bookkeeping always, its run's flags and seconds while it sits in the run folder."""
     import shutil
 
-    from experiments.train_common import checkpoint_provenance
+    from traveller_rl.common import checkpoint_provenance
 
     info = checkpoint_provenance(tiny_run / "ppo.pt")
     assert (info["scenario"], info["update"], info["decisions"], info["seed"]) == \
@@ -312,7 +312,7 @@ def test_a_checkpoint_names_its_run_for_the_result_files(tiny_run, tmp_path):
 
 
 def test_the_same_seed_gives_the_same_checkpoint_bytes(tiny_run, tmp_path):
-    from experiments.train_ppo import build_parser, run
+    from traveller_rl.ppo.trainer import build_parser, run
 
     again = tmp_path / "again"
     assert run(build_parser().parse_args([*TINY, "--out", str(again)])) == 0
@@ -339,7 +339,7 @@ def test_the_checkpoint_loads_as_an_npc_policy_and_plays(tiny_run, capsys):
     assert cli_main(["eval", path, "--scenario", "duel", "--vs", "random", "--battles",
                      "2"]) == 0
     assert "random" in capsys.readouterr().out
-    from experiments.tournament import run_tournament
+    from traveller_rl.tournament import run_tournament
 
     results = run_tournament([path, "random"], ["duel"], battles=1, seed=3, workers=1,
                              progress=False)
@@ -383,7 +383,7 @@ def test_a_checkpoint_refuses_a_scenario_it_does_not_fit(tiny_run, tmp_path):
                   "--pool-scripted-share", "0.5"], id="pool"),
 ])
 def test_self_play_and_pool_runs_train_every_learner_seat(mode, tmp_path):
-    from experiments.train_ppo import build_parser, run
+    from traveller_rl.ppo.trainer import build_parser, run
 
     out = tmp_path / "run"
     args = ["--scenario", "duel", "--total-timesteps", "256", "--num-envs", "8",
@@ -412,7 +412,7 @@ def test_self_play_and_pool_runs_train_every_learner_seat(mode, tmp_path):
 def test_pool_greedy_share_changes_the_frozen_play_and_stays_reproducible(tmp_path):
     """--pool-greedy-share 1: the frozen selves play greedily, so the same seed trains another
     network than with the default (sampling) frozen selves, and the same one twice."""
-    from experiments.train_ppo import build_parser, run
+    from traveller_rl.ppo.trainer import build_parser, run
 
     base = ["--scenario", "duel", "--pool", "--pool-every", "1", "--total-timesteps", "512",
             "--num-envs", "16", "--num-steps", "16", "--seed", "9", "--eval-vs", "",
@@ -431,7 +431,7 @@ def test_pool_greedy_share_changes_the_frozen_play_and_stays_reproducible(tmp_pa
 def test_side_shares_share_out_scripted_rows_and_pool_battles_by_side(tmp_path):
     """--side-shares blue=0.75,red=0.25: the scripted rows go 3:1 to the learner as blue, a
     side with share 0 gets none, and the pool's per-battle side draw follows the shares."""
-    from experiments.train_ppo import build_parser, draw_sides, run
+    from traveller_rl.ppo.trainer import build_parser, draw_sides, run
 
     def groups_of(shares: str, out: str) -> list[dict]:
         """The training groups (label, rows) of a tiny pool run with these --side-shares."""
@@ -462,7 +462,7 @@ def test_side_shares_share_out_scripted_rows_and_pool_battles_by_side(tmp_path):
 def test_pool_scripted_rows_run_in_the_core_unless_a_policy_has_no_core_version(tmp_path, capsys):
     """``cover`` runs inside the core, so its scripted rows stay on the core backend; a policy
     without a core version (``always_lead``) is played on the python backend, with a note."""
-    from experiments.train_ppo import build_parser, run
+    from traveller_rl.ppo.trainer import build_parser, run
 
     args = ["--scenario", "squad", "--pool", "--pool-every", "1", "--pool-scripted",
             "cover,always_lead", "--pool-scripted-share", "0.5", "--total-timesteps", "64",
@@ -543,7 +543,7 @@ def test_the_checkpoint_class_is_a_policy():
 def test_the_core_and_python_backends_give_the_same_checkpoint(tmp_path):
     """The backends play the same battles (same seeds, same in-core rush), so the same flags
     train the same network, byte for byte."""
-    from experiments.train_ppo import build_parser, run
+    from traveller_rl.ppo.trainer import build_parser, run
 
     common = ["--scenario", "duel", "--opponents", "red=rush", "--total-timesteps", "1024",
               "--seed", "4", "--num-envs", "16", "--num-steps", "16", "--eval-every", "0",
@@ -559,7 +559,7 @@ def test_move_view_runs_train_the_same_on_both_backends_and_say_so(tmp_path):
     """``--move-view``: both backends observe the move view alike (same checkpoint bytes); the
     checkpoint records it and its observation size includes it."""
     from agents.ppo_policy import read_checkpoint
-    from experiments.train_ppo import build_parser, run
+    from traveller_rl.ppo.trainer import build_parser, run
     from traveller_env.env import TravellerEnv
 
     common = ["--scenario", "duel", "--opponents", "red=rush", "--total-timesteps", "1024",
@@ -581,7 +581,7 @@ def test_one_policy_trains_on_several_scenarios(tmp_path):
     """``--scenario a,b``: the rows are shared out over the scenarios (one vector each), the
     learner plays in all of them, evaluation runs per (policy, scenario), and the checkpoint
     plays either scenario as an NPC."""
-    from experiments.train_ppo import build_parser, prepare, run
+    from traveller_rl.ppo.trainer import build_parser, prepare, run
 
     flags = ["--scenario", "range_short,range_long", "--opponents", "red=passive",
              "--total-timesteps", "600", "--seed", "2", "--num-envs", "5", "--num-steps", "20",
@@ -589,7 +589,7 @@ def test_one_policy_trains_on_several_scenarios(tmp_path):
              "--eval-envs", "2", "--final-eval-battles", "0", "--backend", "python",
              "--no-progress"]
     args = build_parser().parse_args([*flags, "--out", str(tmp_path / "probe")])
-    from experiments.train_ppo import Args
+    from traveller_rl.ppo.trainer import Args
 
     groups, evals = prepare(Args(**vars(args)))
     assert [(g.start, g.stop, g.venv.scenario.name) for g in groups] == [
@@ -616,7 +616,7 @@ def test_one_policy_trains_on_several_scenarios(tmp_path):
 def test_style_shaping_reads_the_deciding_seats_observation_and_action():
     """--style terms: distance to the nearest enemy in play, share of enemies in play with
     line of sight, crouched/prone, attacks, leadership."""
-    from experiments.train_ppo import StyleShaping, parse_style
+    from traveller_rl.ppo.trainer import StyleShaping, parse_style
 
     venv = vector.make("squad", num_envs=1, seed=0, backend="python", relative_actions=True)
     labels, actions = venv.observation_labels, venv.action_labels
@@ -638,7 +638,7 @@ def test_style_shaping_reads_the_deciding_seats_observation_and_action():
 def test_style_shots_into_cover_reads_the_target_slots_cover_flag():
     """shots_into_cover: an attack on an enemy slot whose "in cover from me" flag is set (R5.3)
     scores the weight; an attack on an exposed enemy, or any other action, scores nothing."""
-    from experiments.train_ppo import StyleShaping, parse_style
+    from traveller_rl.ppo.trainer import StyleShaping, parse_style
 
     venv = vector.make("squad", num_envs=1, seed=0, backend="python", relative_actions=True)
     labels, actions = venv.observation_labels, venv.action_labels
@@ -654,7 +654,7 @@ def test_style_shots_into_cover_reads_the_target_slots_cover_flag():
 def test_style_reactions_score_a_dodge_or_a_parry():
     """reactions: react:dodge and react:parry score the weight (R3.6); react:none and other
     actions score nothing."""
-    from experiments.train_ppo import StyleShaping, parse_style
+    from traveller_rl.ppo.trainer import StyleShaping, parse_style
 
     venv = vector.make("squad", num_envs=1, seed=0, backend="python", relative_actions=True)
     labels, actions = venv.observation_labels, venv.action_labels
@@ -668,7 +668,7 @@ def test_style_reactions_score_a_dodge_or_a_parry():
 def test_style_distance_in_metres_uses_the_map_size():
     """distance_m: metres (R8.1, 1.5 m squares) to the nearest enemy in play, from the slot's
     offset (dx, dy over the map's width and height), whatever the seat's weapon."""
-    from experiments.train_ppo import StyleShaping, parse_style
+    from traveller_rl.ppo.trainer import StyleShaping, parse_style
 
     venv = vector.make("squad", num_envs=1, seed=0, backend="python", relative_actions=True)
     labels, actions = venv.observation_labels, venv.action_labels
@@ -686,7 +686,7 @@ def test_style_distance_in_metres_uses_the_map_size():
 def test_pool_watch_plays_the_other_runs_checkpoints(tmp_path, capsys):
     """--pool-watch: another run's pool checkpoints join the pool; with --pool-watch-share 1
     (an exploiter) every pool battle meets one of them and none the run's own past."""
-    from experiments.train_ppo import build_parser, run
+    from traveller_rl.ppo.trainer import build_parser, run
 
     common = ["--scenario", "duel", "--pool", "--pool-every", "1", "--num-envs", "8",
               "--num-steps", "32", "--eval-vs", "", "--final-eval-battles", "0",
@@ -763,7 +763,7 @@ def test_league_flags_give_clear_errors(flags, message, capsys, tmp_path):
 def test_init_pool_opponents_pfsp_and_style_run_together(tiny_run, tmp_path):
     """A league member's run: it starts from a checkpoint, keeps another policy in its pool
     for the whole run, draws opponents by PFSP and is shaped by a style."""
-    from experiments.train_ppo import build_parser, run
+    from traveller_rl.ppo.trainer import build_parser, run
 
     seed_ckpt = str(tiny_run / "ppo.pt")
     out = tmp_path / "member"
@@ -791,7 +791,7 @@ def test_stop_after_updates_stops_there_and_saves(tmp_path):
     """--stop-after-updates 2 of TINY's 4 updates: the run ends and saves at update 2 (the
     learning rate still follows --total-timesteps, so it matches the full run's update-2
     checkpoint; the byte-identical-checkpoint test above covers the determinism)."""
-    from experiments.train_ppo import build_parser, run
+    from traveller_rl.ppo.trainer import build_parser, run
 
     half = tmp_path / "half"
     assert run(build_parser().parse_args([*TINY, "--out", str(half),

@@ -127,7 +127,7 @@ def runs(tmp_path):
 
 def test_train_aiming_smoke(runs, capsys):
     """A tiny run writes every artifact, and the saved model evaluates via `traveller eval`."""
-    from experiments import train_aiming
+    from traveller_rl.recipes import aiming_sb3 as train_aiming
 
     run = train_aiming.train(train_aiming.Args(
         total_timesteps=256, n_steps=64, batch_size=64, n_epochs=1, eval_battles=2,
@@ -155,7 +155,7 @@ def test_train_aiming_smoke(runs, capsys):
 
 def test_train_aiming_self_play_modes_smoke(runs):
     """Self-play: shared policy in every seat, and a pool of its own checkpoints."""
-    from experiments import train_aiming
+    from traveller_rl.recipes import aiming_sb3 as train_aiming
 
     for mode in ("shared", "pool"):
         run = train_aiming.train(train_aiming.Args(
@@ -171,7 +171,7 @@ def test_train_leadership_smoke(runs):
     """A tiny assisted run: the model decides leadership only and loads back as an
     AssistedPolicy through its metadata."""
     from agents.trained import AssistedPolicy, load_policy
-    from experiments import train_leadership
+    from traveller_rl.recipes import leadership_sb3 as train_leadership
 
     run = train_leadership.train(train_leadership.Args(
         total_timesteps=128, n_envs=1, n_steps=64, batch_size=64, n_epochs=1, eval_battles=1,
@@ -183,7 +183,7 @@ def test_train_leadership_smoke(runs):
 
 
 def test_aiming_optimum_script(tmp_path, capsys):
-    from experiments import aiming_optimum
+    from traveller_rl.recipes import optimum as aiming_optimum
 
     out = tmp_path / "opt.json"
     assert aiming_optimum.main(["--battles", "0", "--json", str(out)]) == 0

@@ -1,4 +1,4 @@
-"""experiments/widen_checkpoint.py: a wider network that computes exactly what the checkpoint
+"""traveller_rl/checkpoints/widen.py: a wider network that computes exactly what the checkpoint
 did, and that train_ppo continues from."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import torch
 from test_result_scripts import random_checkpoint
 
 from agents.ppo_policy import network_from_checkpoint, read_checkpoint
-from experiments.widen_checkpoint import main, widen
+from traveller_rl.checkpoints.widen import main, widen
 
 
 def test_the_wider_network_gives_the_same_logits_and_values(tmp_path):
@@ -66,7 +66,7 @@ def test_aim_view_inputs_are_added_with_zero_weights_and_train_ppo_takes_them(tm
     """``--aim-view``: one new input per slot (the aim view's size), read by nothing yet, so
     the network computes the same on any aim view; ``train_ppo --aim-view --init`` takes it."""
     import traveller_env
-    from experiments import train_ppo
+    from traveller_rl.ppo import trainer as train_ppo
 
     src = random_checkpoint(tmp_path / "squad.pt", "squad")
     out = tmp_path / "aim.pt"

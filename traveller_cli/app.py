@@ -1,28 +1,27 @@
-"""The ``traveller`` parser: the environment's commands, ``eval``, and the experiments.
+"""The ``traveller`` parser: the environment's commands, ``eval``, and the training layer.
 
 Two tables, so that a new command is one entry:
 
 * ``COMMANDS``: name -> ``Command(help, add_arguments, run)`` (``traveller_env.cli.Command``);
-* ``EXPERIMENTS``: the command's words -> ``Experiment(help, module)``, for a module of
-  ``experiments/`` that exposes ``build_parser(parser=None)`` (adds its options to the given
+* ``EXPERIMENTS``: the command's words -> ``Experiment(help, load)``, for a module of
+  ``traveller_rl`` (``load`` imports it) that exposes ``build_parser(parser=None)`` (adds its options to the given
   parser) and ``run(args) -> int``. ``"tournament"`` is ``traveller tournament``; ``"train
   aiming"`` is ``traveller train aiming``, under the group ``train`` whose help line is in
-  ``GROUPS``. An experiment's module is imported only when the command line names it (training
+  ``GROUPS``. A training-layer module is imported only when the command line names it (training
   modules pull in heavy libraries), and its parser is then the subcommand's, so ``traveller
-  train aiming --help`` lists the experiment's real options.
+  train aiming --help`` lists the module's real options.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any, NamedTuple
 
 from traveller_env import cli as env_cli
-from traveller_env.cli import PROG, Command
+from traveller_env.cli import Command
 
 from . import behaviour, evaluate, export
 
@@ -31,11 +30,13 @@ __all__ = ["COMMANDS", "EXPERIMENTS", "GROUPS", "Experiment", "build_parser", "l
 
 
 class Experiment(NamedTuple):
-    """A command that runs a module of ``experiments/``: its help line and the module's
-    import name. The module exposes ``build_parser(parser=None)`` and ``run(args) -> int``."""
+    """A command of the training layer (``traveller_rl``): its help line and a function that
+    imports its module (a plain import, run only when the command line names it, because
+    training modules pull in heavy libraries). The module exposes
+    ``build_parser(parser=None)`` and ``run(args) -> int``."""
 
     help: str
-    module: str
+    load: Callable[[], ModuleType]
 
 
 #: Commands by name (the environment's own, then those that need ``agents``).
@@ -50,36 +51,89 @@ COMMANDS: dict[str, Command] = {
                          behaviour.add_arguments, behaviour.run),
 }
 
-#: Experiment commands by their words (``"train aiming"`` is ``traveller train aiming``).
+def _recipe_aiming_sb3() -> ModuleType:
+    from traveller_rl.recipes import aiming_sb3
+    return aiming_sb3
+
+
+def _recipe_leadership_sb3() -> ModuleType:
+    from traveller_rl.recipes import leadership_sb3
+    return leadership_sb3
+
+
+def _recipe_aiming() -> ModuleType:
+    from traveller_rl.recipes import aiming
+    return aiming
+
+
+def _recipe_leadership() -> ModuleType:
+    from traveller_rl.recipes import leadership
+    return leadership
+
+
+def _recipe_squad() -> ModuleType:
+    from traveller_rl.recipes import squad
+    return squad
+
+
+def _trainer() -> ModuleType:
+    from traveller_rl.ppo import trainer
+    return trainer
+
+
+def _clone() -> ModuleType:
+    from traveller_rl import clone
+    return clone
+
+
+def _rllib() -> ModuleType:
+    from traveller_rl import rllib
+    return rllib
+
+
+def _tournament() -> ModuleType:
+    from traveller_rl import tournament
+    return tournament
+
+
+def _league() -> ModuleType:
+    from traveller_rl import league
+    return league
+
+
+def _ladder() -> ModuleType:
+    from traveller_rl import ladder
+    return ladder
+
+
+#: Training-layer commands by their words (``"train aiming"`` is ``traveller train aiming``).
 EXPERIMENTS: dict[str, Experiment] = {
     "train aiming": Experiment("learn when and how long to aim, with MaskablePPO "
-                               "(experiments/train_aiming.py)", "experiments.train_aiming"),
+                               "(traveller_rl.recipes.aiming_sb3)", _recipe_aiming_sb3),
     "train leadership": Experiment("learn when to lead and whom to direct, with MaskablePPO "
-                                   "(experiments/train_leadership.py)",
-                                   "experiments.train_leadership"),
+                                   "(traveller_rl.recipes.leadership_sb3)",
+                                   _recipe_leadership_sb3),
     "train aiming-ppo": Experiment("learn to aim in each range band with the batched PPO, "
-                                   "against the exact optimum (experiments/aiming_ppo.py)",
-                                   "experiments.aiming_ppo"),
+                                   "against the exact optimum (traveller_rl.recipes.aiming)",
+                                   _recipe_aiming),
     "train leadership-ppo": Experiment("learn when a sergeant should lead, with the batched "
-                                       "PPO (experiments/leadership_ppo.py)",
-                                       "experiments.leadership_ppo"),
+                                       "PPO (traveller_rl.recipes.leadership)",
+                                       _recipe_leadership),
     "train squad-ppo": Experiment("squad tactics by self-play with the batched PPO, evaluated "
-                                  "against the scripted NPCs (experiments/squad_ppo.py)",
-                                  "experiments.squad_ppo"),
+                                  "against the scripted NPCs (traveller_rl.recipes.squad)",
+                                  _recipe_squad),
     "train ppo": Experiment("masked PPO on batched battles: scripted opponents, self-play "
-                            "or a pool of past selves (experiments/train_ppo.py)",
-                            "experiments.train_ppo"),
-    "train clone": Experiment("behaviour cloning of a scripted policy into a train_ppo "
-                              "checkpoint, an imitation start (experiments/clone_scripted.py)",
-                              "experiments.clone_scripted"),
+                            "or a pool of past selves (traveller_rl.ppo.trainer)", _trainer),
+    "train clone": Experiment("behaviour cloning of a scripted policy into a train ppo "
+                              "checkpoint, an imitation start (traveller_rl.clone)", _clone),
     "train rllib": Experiment("PPO on Ray RLlib, locally or across a Ray cluster "
-                              "(experiments/train_rllib.py)", "experiments.train_rllib"),
+                              "(traveller_rl.rllib)", _rllib),
     "tournament": Experiment("rank policies in a round-robin tournament "
-                             "(experiments/tournament.py)", "experiments.tournament"),
+                             "(traveller_rl.tournament)", _tournament),
     "league": Experiment("train, rate and export a league of opponents "
-                         "(experiments/league.py)", "experiments.league"),
+                         "(traveller_rl.league)", _league),
     "ladder": Experiment("pick a difficulty ladder from a rated league "
-                         "(experiments/ladder.py)", "experiments.ladder"),
+                         "(traveller_rl.ladder)", _ladder),
 }
 
 #: Help lines of command groups (the first word of several experiment commands).
@@ -89,18 +143,8 @@ GROUPS: dict[str, str] = {
 
 
 def load_experiment(words: str) -> ModuleType:
-    """The module of the experiment command ``words`` (e.g. ``"train aiming"``). Exits with a
-    clear message when the ``experiments`` package is not importable (an install without the
-    repository)."""
-    name = EXPERIMENTS[words].module
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name is None or not (name == exc.name or name.startswith(exc.name + ".")):
-            raise  # a dependency of the experiment is missing: say which, with a traceback
-        raise SystemExit(
-            f"{PROG}: error: `{PROG} {words}` runs {name.replace('.', '/')}.py, which ships "
-            "with the repository: clone it and install it with `pip install -e .`") from exc
+    """The module of the training-layer command ``words`` (e.g. ``"train aiming"``)."""
+    return EXPERIMENTS[words].load()
 
 
 def _summary(module: ModuleType, default: str) -> str:

@@ -8,7 +8,7 @@ fits every seat). The report compares, per range band, the learned policy's mean
 incapacitate and aims before the first shot with the exact optimum of ``agents/aiming.py``,
 and gives its ``duel`` win rate against each scripted policy with 95% intervals.
 
-    python -m experiments.train_aiming --total-timesteps 300000 --seed 1
+    python -m traveller_rl.recipes.aiming_sb3 --total-timesteps 300000 --seed 1
 
 Each run writes to ``runs/<run name>/``: ``model.zip`` (written atomically), ``config.json``
 (the exact arguments, seed and package versions), TensorBoard logs, ``monitor.csv``,
@@ -32,7 +32,7 @@ from agents.base import PassivePolicy
 from agents.evaluation import evaluate_matchup, evaluate_range, format_matchups
 from agents.registry import make_policy
 from agents.trained import CheckpointPool, load_policy
-from experiments.train_common import (
+from traveller_rl.common import (
     PPOArgs,
     add_dataclass_args,
     atomic_save_model,
@@ -142,7 +142,7 @@ def train(args: Args) -> Path:
     model = make_model(args, venv, run_dir)
     callback = None
     if args.self_play == "pool":
-        from experiments.train_common import PoolCheckpointCallback
+        from traveller_rl.common import PoolCheckpointCallback
 
         callback = PoolCheckpointCallback(
             run_dir / "pool", args.pool_every,

@@ -15,26 +15,26 @@ used in training: training battles draw their seeds from the run's seed), in ``-
 processes; win rates with Wilson 95% intervals. It also measures the policy's and the
 scripted NPCs' behaviour against ``marksman``.
 
-    python -m experiments.squad_ppo --total-timesteps 40000000 --seed 1 \\
+    python -m traveller_rl.recipes.squad --total-timesteps 40000000 --seed 1 \\
         --extra '--stop-after-updates 1630' --json results/squad_ppo.json   # the first headline
-    python -m experiments.squad_ppo --total-timesteps 40000000 --seed 1 \\
+    python -m traveller_rl.recipes.squad --total-timesteps 40000000 --seed 1 \\
         --extra '--no-move-view --stop-after-updates 1800'   # the same without the move view
-    python -m experiments.squad_ppo --total-timesteps 30000000 --seed 62 \\
+    python -m traveller_rl.recipes.squad --total-timesteps 30000000 --seed 62 \\
         --extra '--scenario configs/training/squad_damage.yaml --potential \\
         clear_shots=1.0,exposed=-1.0 --hidden 256,256 --eval-every 40 \\
         --eval-vs rush,marksman,tactician --stop-after-updates 2000' \\
         --json results/squad_ppo_potential.json   # run w (potential shaping)
-    python -m experiments.squad_ppo --total-timesteps 30000000 --seed 62 \\
+    python -m traveller_rl.recipes.squad --total-timesteps 30000000 --seed 62 \\
         --extra '--scenario configs/training/squad_damage_own.yaml --potential \\
         clear_shots=1.0,exposed=-1.0 --hidden 256,256 --eval-every 40 \\
         --eval-vs rush,marksman,tactician --stop-after-updates 1840' \\
         --json results/squad_ppo_own_damage.json   # the best MLP run (per-seat damage)
-    python -m experiments.squad_ppo --total-timesteps 11000000 --seed 65 \\
+    python -m traveller_rl.recipes.squad --total-timesteps 11000000 --seed 65 \\
         --extra '--scenario configs/training/squad_damage_own.yaml --attack-view --arch entity \\
         --embed 64 --potential clear_shots=1.0,exposed=-1.0 --hidden 256,256 --eval-every 40 \\
         --eval-vs rush,marksman,tactician --stop-after-updates 320' \\
         --json results/squad_ppo_entity.json   # the best self-play run (the entity actor)
-    python -m experiments.squad_ppo --checkpoint runs/squad_ppo/ppo.pt --json out.json
+    python -m traveller_rl.recipes.squad --checkpoint runs/squad_ppo/ppo.pt --json out.json
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from experiments.train_common import checkpoint_provenance, result_command, write_json
+from traveller_rl.common import checkpoint_provenance, result_command, write_json
 
 __all__ = ["TRAIN_FLAGS", "build_parser", "evaluate", "main", "run"]
 
@@ -131,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
     import shlex
 
     from agents.registry import parse_policy_list
-    from experiments import train_ppo
+    from traveller_rl.ppo import trainer as train_ppo
 
     opponents = parse_policy_list(args.vs)
     if args.eval_battles < 2 or args.eval_battles % 2:
@@ -170,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         training = (f"--total-timesteps {args.total_timesteps} --seed {args.seed}"
                     + (f" --extra {shlex.quote(args.extra)}" if args.extra else ""))
-        command = result_command("experiments.squad_ppo", args.checkpoint, training,
+        command = result_command("traveller_rl.recipes.squad", args.checkpoint, training,
                                  f"--eval-battles {args.eval_battles} --vs {shlex.quote(args.vs)}")
         payload = {"command": command,
                    "train_flags": flags, "checkpoint": str(checkpoint),

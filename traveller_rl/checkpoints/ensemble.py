@@ -13,7 +13,7 @@ further (``train_ppo --init`` refuses it), widened or exported to ONNX.
 Ensembling runs trained side by side is a cheap way to smooth over each run's idiosyncratic
 mistakes; the README's issue-13 section measures what it gives there.
 
-    python -m experiments.ensemble_checkpoints runs/s21/atk64/pool/ppo_u000560.pt \\
+    python -m traveller_rl.checkpoints.ensemble runs/s21/atk64/pool/ppo_u000560.pt \\
         runs/s21/atk65/pool/ppo_u000320.pt --out runs/s21/atk_pair.pt
 """
 
@@ -29,7 +29,7 @@ def ensemble_checkpoints(paths: list[Path], out: Path) -> Path:
     """Read the checkpoints ``paths``, write their ensemble atomically to ``out``.
     ``FileNotFoundError``/``ValueError`` naming the file that is missing or does not fit."""
     from agents.ppo_policy import ensemble_bytes, read_checkpoint
-    from experiments.train_common import atomic_write_bytes
+    from traveller_rl.common import atomic_write_bytes
 
     if len(set(map(str, paths))) != len(paths):
         raise ValueError("checkpoints: the same file is listed twice; an ensemble's members "

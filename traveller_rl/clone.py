@@ -13,7 +13,7 @@ The checkpoint is an ordinary ``train_ppo`` checkpoint (it plays as an NPC anywh
 name is accepted; continue it with ``train_ppo --init OUT``) with one more entry,
 ``imitation``: the teacher's name, so that a result built on it can say where it started.
 
-    python -m experiments.clone_scripted --scenario configs/training/squad_damage.yaml \\
+    python -m traveller_rl.clone --scenario configs/training/squad_damage.yaml \\
         --teacher tactician --move-view --aim-view --hidden 256,256 --out runs/clone/bc.pt
 """
 
@@ -30,7 +30,7 @@ import numpy as np
 
 from traveller_env.rules.rng import derive_seed
 
-from .train_common import atomic_write_bytes, check_minimums, hidden_sizes, write_json
+from .common import atomic_write_bytes, check_minimums, hidden_sizes, write_json
 
 __all__ = ["Demonstrations", "build_parser", "collect", "fit", "main", "run"]
 

@@ -6,7 +6,7 @@ held, actions used this round) gives the policy minimising the expected rounds t
 the optimal number of aims before the first shot, the exact expected rounds, and the mean
 rounds of ``--battles`` simulated battles played by that policy (with a 95% interval).
 
-    python -m experiments.aiming_optimum --battles 1000 --json runs/aiming_optimum.json
+    python -m traveller_rl.recipes.optimum --battles 1000 --json runs/aiming_optimum.json
 """
 
 from __future__ import annotations

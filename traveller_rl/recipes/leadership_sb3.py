@@ -15,9 +15,9 @@ where leading pays) and ``squad_commander0`` (the same with Leadership 0, where 
 and is evaluated on both and on ``squad`` (a good shot with Leadership 2). The observation
 carries the sergeant's own Leadership DM, so one policy can tell the cases apart.
 
-    python -m experiments.train_leadership --total-timesteps 200000 --seed 1
+    python -m traveller_rl.recipes.leadership_sb3 --total-timesteps 200000 --seed 1
 
-Outputs in ``runs/<run name>/`` as for ``experiments.train_aiming``.
+Outputs in ``runs/<run name>/`` as for ``traveller_rl.recipes.aiming_sb3``.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import traveller_env
 from agents.evaluation import play_battle, wilson_interval
 from agents.registry import make_policy
 from agents.trained import load_policy
-from experiments.train_common import (
+from traveller_rl.common import (
     PPOArgs,
     add_dataclass_args,
     atomic_save_model,

@@ -14,7 +14,7 @@ views come after the rest, in the order move, aim, attack), with zero weights in
 units, so it still computes the same; continue with ``train_ppo --aim-view`` and so on (the
 same ``--hidden`` keeps the width).
 
-    python -m experiments.widen_checkpoint runs/squad_tc/d/ppo.pt --hidden 256,256 \\
+    python -m traveller_rl.checkpoints.widen runs/squad_tc/d/ppo.pt --hidden 256,256 \\
         --out runs/squad_wide/start.pt
 """
 
@@ -138,7 +138,7 @@ def widen_checkpoint(path: Path, hidden: list[int], out: Path, seed: int = 0,
         network_from_checkpoint,
         read_checkpoint,
     )
-    from experiments.train_common import atomic_write_bytes
+    from traveller_rl.common import atomic_write_bytes
 
     add = [v for v in VIEWS if v in add_views]
     unknown = sorted(set(add_views) - set(VIEWS))

@@ -11,7 +11,7 @@ one policy can play any seat) and the learned modules are ``MaskedPPOTorchRLModu
 ``agents.registry``) has the environment play that seat with the scripted NPC, through a
 ``ScriptedRLModule`` that is listed among the modules but not in ``policies_to_train``.
 
-    python experiments/train_rllib.py --scenario duel --num-env-runners 2 \\
+    python traveller_rl/rllib.py --scenario duel --num-env-runners 2 \\
         --total-timesteps 200000 --opponents red=random
     traveller train rllib --scenario duel --num-env-runners 2 --total-timesteps 8000 --out DIR
 
@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from experiments.train_common import (
+from traveller_rl.common import (
     add_dataclass_args,
     check_minimums,
     hidden_sizes,

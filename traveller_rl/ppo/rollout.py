@@ -1,4 +1,4 @@
-"""Helpers of ``experiments/train_ppo.py``: masked sampling, the per-seat rollout with its GAE,
+"""Helpers of ``traveller_rl/ppo/trainer.py``: masked sampling, the per-seat rollout with its GAE,
 greedy evaluation on batched vectors, and the learning curve.
 
 Kept out of the trainer so that it reads top to bottom as the algorithm (CleanRL style) and so

@@ -10,7 +10,7 @@ scripted NPCs, with per-learner style shaping; rated in one tournament; exported
 names a scenario, the learners (each a name and a ``style``: ``train_ppo --style`` weights such
 as ``distance``, ``exposure``, ``low_stance``, ``shots``, ``lead``), the number of generations
 and the decisions per generation. In each generation every learner runs
-``experiments.train_ppo`` in pool mode: it starts from its own checkpoint of the previous
+``traveller_rl.ppo.trainer`` in pool mode: it starts from its own checkpoint of the previous
 generation (or the config's ``init``, or a fresh network), and its pool holds the latest
 checkpoint of every other league member and every earlier snapshot (``--pool-opponents``),
 its own past selves of this run, and the scripted policies of ``train.pool_scripted``;
@@ -22,7 +22,7 @@ generation, scenario, training decisions, style, checkpoint, and (after ``rate``
 behaviour.
 
 **Rating** (``rate``). Every member and every scripted NPC named by ``--scripted`` meet in one
-round-robin tournament (``experiments.tournament``: both sides, the same seeds for every
+round-robin tournament (``traveller_rl.tournament``: both sides, the same seeds for every
 pairing; OpenSkill and Elo with a bootstrap interval, win-rate matrix and heatmap in
 ``DIR/tournament``). Each member's behaviour (``agents.behaviour``: distance kept, share of
 turns in cover, crouched or prone, shots and aims per shot, leadership use, focus fire)
@@ -60,7 +60,7 @@ def load_config(path: Path) -> dict[str, Any]:
     """The league config, checked (``ValueError`` naming the file and the key)."""
     import yaml
 
-    from experiments.train_ppo import Args, parse_style
+    from traveller_rl.ppo.trainer import Args, parse_style
 
     try:
         data = yaml.safe_load(Path(path).read_text())
@@ -144,7 +144,7 @@ def load_league(folder: Path) -> dict[str, Any]:
 
 def write_league(folder: Path, league: dict[str, Any]) -> None:
     """Write ``league.json`` atomically."""
-    from experiments.train_common import atomic_write_bytes
+    from traveller_rl.common import atomic_write_bytes
 
     atomic_write_bytes(Path(folder) / LEAGUE_FILE,
                        (json.dumps(league, indent=2) + "\n").encode())
@@ -190,7 +190,7 @@ def train(config_path: Path, out: Path, seed: int, progress: bool) -> dict[str, 
     """Train every learner for every generation (see the module docstring)."""
     import shutil
 
-    from experiments import train_ppo
+    from traveller_rl.ppo import trainer as train_ppo
 
     config = load_config(config_path)
     out.mkdir(parents=True, exist_ok=True)
@@ -261,7 +261,7 @@ def rate(folder: Path, scripted: list[str], battles: int, seed: int, workers: in
          behaviour_vs: str, behaviour_battles: int, progress: bool) -> dict[str, Any]:
     """One tournament of every member and the scripted NPCs; behaviour per policy; the
     population map. Writes the ratings into ``league.json``."""
-    from experiments import tournament
+    from traveller_rl import tournament
 
     league = load_league(folder)
     scenario = league["scenario"]

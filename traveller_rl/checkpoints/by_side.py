@@ -11,7 +11,7 @@ anywhere a policy name is accepted, ``select_checkpoint`` ranks it and ``squad_p
 side's checkpoint may be an ensemble. It cannot be trained further (``train_ppo --init``
 refuses it), widened or exported to ONNX.
 
-    python -m experiments.side_checkpoint --side blue=runs/s25/sp79/pool/ppo_u000500.pt \\
+    python -m traveller_rl.checkpoints.by_side --side blue=runs/s25/sp79/pool/ppo_u000500.pt \\
         --side red=runs/s25/sp80/pool/ppo_u000480.pt --out runs/s25/sp_sides.pt
 """
 
@@ -43,7 +43,7 @@ def side_checkpoint(paths: dict[str, Path], out: Path, scenario: str | None = No
     ``out``. With ``scenario``, the sides must be exactly that scenario's. ``ValueError`` /
     ``FileNotFoundError`` naming the side or file that is missing or does not fit."""
     from agents.ppo_policy import by_side_bytes, read_checkpoint
-    from experiments.train_common import atomic_write_bytes
+    from traveller_rl.common import atomic_write_bytes
 
     if scenario is not None:
         from traveller_env import load_scenario

@@ -73,7 +73,7 @@ def build_ladder(args: argparse.Namespace) -> dict[str, Any]:
     """Pick the levels, play each against the next, return the named set."""
     from agents.evaluation import evaluate_matchup
     from agents.registry import make_policy
-    from experiments.league import load_league, policy_path
+    from traveller_rl.league import load_league, policy_path
 
     league = load_league(args.league)
     if league["scenario"] != args.scenario:

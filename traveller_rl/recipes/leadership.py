@@ -24,8 +24,8 @@ The defaults are the README's run: 12 M decisions, 256 battles per call, 10 epoc
 minibatches, learning rate 1e-3 annealed, gamma 0.99 and GAE lambda 0.8 (a sergeant's choice
 pays off within a round or two; with gamma 1 and lambda 0.95 the battle's +-1 drowned it).
 
-    python -m experiments.leadership_ppo --json results/leadership_ppo.json
-    python -m experiments.leadership_ppo --checkpoint runs/leadership_ppo/ppo.pt   # evaluate only
+    python -m traveller_rl.recipes.leadership --json results/leadership_ppo.json
+    python -m traveller_rl.recipes.leadership --checkpoint runs/leadership_ppo/ppo.pt   # evaluate only
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from experiments.train_common import checkpoint_provenance, result_command, write_json
+from traveller_rl.common import checkpoint_provenance, result_command, write_json
 
 __all__ = ["SCENARIOS", "build_parser", "evaluate_sergeant", "main", "run"]
 
@@ -167,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
     """Train (unless ``--checkpoint``), evaluate, print the table (and write ``--json``)."""
     from agents.registry import make_policy
     from agents.trained import load_policy
-    from experiments import train_ppo
+    from traveller_rl.ppo import trainer as train_ppo
 
     if args.total_timesteps < 1 or args.eval_battles < 1:
         raise SystemExit("--total-timesteps and --eval-battles must be at least 1")
@@ -206,7 +206,7 @@ def run(args: argparse.Namespace) -> int:
                   f"leads/turn {r['leads_per_turn']:.2f}", flush=True)
     print_table(rows)
     if args.json:
-        command = result_command("experiments.leadership_ppo", args.checkpoint,
+        command = result_command("traveller_rl.recipes.leadership", args.checkpoint,
                                  f"--total-timesteps {args.total_timesteps} --seed {args.seed}",
                                  f"--eval-battles {args.eval_battles}")
         payload = {"command": command,

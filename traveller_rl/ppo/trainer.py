@@ -3,7 +3,7 @@ plays, GAE per seat, scripted opponents, self-play or a pool of its own past che
 
     traveller train ppo --scenario duel --opponents red=rush --total-timesteps 300000 \\
         --seed 1 --out DIR
-    python -m experiments.train_ppo --scenario squad --pool --pool-scripted rush,marksman
+    python -m traveller_rl.ppo.trainer --scenario squad --pool --pool-scripted rush,marksman
 
 **The loop** (CleanRL's PPO, adapted to many seats). Every call steps ``--num-envs`` battles
 (rows) of ``vector.make(..., relative_actions=True)``: targets are named by observation slot,
@@ -41,7 +41,7 @@ being trained; frozen and scripted seats are not counted). A battle cut at ``max
   these rows draws the side the learner plays (uniformly, or by ``--side-shares``) and one of
   the ``--pool-size`` latest frozen checkpoints for the other sides. The trainer runs the
   frozen seats itself (the learner's own past copies stacked into one batched forward pass,
-  ``experiments.frozen_pool``; any other checkpoint in a pass of its own; sampling from its
+  ``traveller_rl.ppo.stacked``; any other checkpoint in a pass of its own; sampling from its
   masked distribution, not trained on; in ``--pool-greedy-share`` of the battles, drawn per
   battle, it plays its most probable legal action instead, as an evaluated checkpoint does).
 * ``--pool-watch OTHER_RUN``: two learners at once, each in its own process, each with the
@@ -85,7 +85,7 @@ from typing import Any
 
 import numpy as np
 
-from experiments.train_common import (
+from traveller_rl.common import (
     add_dataclass_args,
     atomic_write_bytes,
     check_minimums,
@@ -154,7 +154,7 @@ class Args:
     (shared out by it). Default: every side alike"""
     pool_stack: bool = True
     """pool: run the frozen copies of the learner in one batched forward pass
-    (``experiments.frozen_pool.StackedActors``) instead of one pass per copy: the same
+    (``traveller_rl.ppo.stacked.StackedActors``) instead of one pass per copy: the same
     policies, faster, but other draws for a seed (float rounding, one sampling call), so
     --no-pool-stack (one pass each) is how a run from before the stack is reproduced"""
     pool_sampling: str = "uniform"
@@ -930,8 +930,8 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
         network_from_checkpoint,
         read_checkpoint,
     )
-    from experiments.frozen_pool import StackedActors
-    from experiments.ppo_common import (
+    from traveller_rl.ppo.stacked import StackedActors
+    from traveller_rl.ppo.rollout import (
         SeatRollout,
         opponent_actions,
         plot_curve,

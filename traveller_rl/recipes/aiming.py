@@ -1,13 +1,13 @@
 """Learning to aim with the batched trainer: one ``train_ppo`` policy on every ``range_*`` band,
 evaluated against the exact optimum (issue 13's aiming result).
 
-``experiments.train_ppo`` trains one policy as ``blue_0`` of all the chosen ``range_<band>``
+``traveller_rl.ppo.trainer`` trains one policy as ``blue_0`` of all the chosen ``range_<band>``
 scenarios at once (the rows shared out evenly; the four bands have the same seats,
 observation size and labels, and the observation carries the range to the target), against
 the ``passive`` target played inside the vector (the scenarios' rewards: +1 for the knock-out,
 -0.1 per round). Then ``agents.evaluation.evaluate_range`` plays the saved checkpoint (greedy,
 as an NPC) in ``--eval-battles`` battles of each band on fixed seeds (10,000 on, the same
-evaluation as ``experiments.train_aiming`` and ``experiments.aiming_optimum``) and compares the
+evaluation as ``traveller_rl.recipes.aiming_sb3`` and ``traveller_rl.recipes.optimum``) and compares the
 mean rounds to incapacitate with the exact optimum of value iteration.
 
 The defaults are the settings that learned it (README, "Fast PPO trainer"): many gradient
@@ -16,7 +16,7 @@ bonus). The value of aiming once before the first shot is about 0.01 reward per 
 short range, so few gradient steps (train_ppo's defaults) settle on "shoot, then aim with the
 Minor action left" and never learn to aim first.
 
-    python -m experiments.aiming_ppo --total-timesteps 6000000 --seed 1 \
+    python -m traveller_rl.recipes.aiming --total-timesteps 6000000 --seed 1 \
         --json results/aiming_ppo.json
 """
 
@@ -26,9 +26,9 @@ import argparse
 import time
 from pathlib import Path
 
-from experiments.aiming_optimum import BANDS
-from experiments.train_aiming import optimum_by_scenario, print_range
-from experiments.train_common import write_json
+from traveller_rl.recipes.optimum import BANDS
+from traveller_rl.recipes.aiming_sb3 import optimum_by_scenario, print_range
+from traveller_rl.common import write_json
 
 __all__ = ["build_parser", "main", "run"]
 
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     """Train and evaluate every band; print the table (and write ``--json``)."""
     from agents.evaluation import evaluate_range
     from agents.trained import load_policy
-    from experiments import train_ppo
+    from traveller_rl.ppo import trainer as train_ppo
 
     bands = [b for b in args.bands.split(",") if b]
     unknown = [b for b in bands if b not in BANDS]
@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
                                    optimum=optimum)[0])
     print_range(rows)
     if args.json:
-        payload = {"command": "python -m experiments.aiming_ppo "
+        payload = {"command": "python -m traveller_rl.recipes.aiming "
                    f"--bands {args.bands} --total-timesteps {args.total_timesteps} "
                    f"--seed {args.seed} --eval-battles {args.eval_battles} --lr {args.lr} "
                    f"--epochs {args.epochs} --minibatches {args.minibatches} "

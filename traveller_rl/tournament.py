@@ -1,6 +1,6 @@
 """Round-robin tournament of policies on built-in (or any) scenarios.
 
-    python -m experiments.tournament --policies rush,marksman,cover,leader,tactician,random \
+    python -m traveller_rl.tournament --policies rush,marksman,cover,leader,tactician,random \
         --scenarios duel,squad,ambush --battles 200 --seed 0 --workers 2 --out runs/t
 
 Every pair of policies meets on every scenario, ``--battles`` times with each side
@@ -43,7 +43,7 @@ import numpy as np
 
 from agents.base import policy_action
 from agents.registry import is_trained, make_policy, parse_policy_list
-from experiments.stats import bootstrap_elo, openskill_ratings, wilson_interval
+from traveller_rl.stats import bootstrap_elo, openskill_ratings, wilson_interval
 
 __all__ = ["DEFAULT_OUT", "Game", "build_games", "build_parser", "command_line", "main",
            "play_game", "run", "run_tournament", "summarise", "write_example_replays",
@@ -188,9 +188,9 @@ def run_tournament(policies: Sequence[str], scenarios: Sequence[str], battles: i
             import multiprocessing
 
             # The worker functions by their importable names, whether this file runs as a
-            # script, as ``experiments.tournament`` or loaded from its path by another command.
-            from experiments.tournament import _init_worker as init
-            from experiments.tournament import _run_chunk as worker
+            # script, as ``traveller_rl.tournament`` or loaded from its path by another command.
+            from traveller_rl.tournament import _init_worker as init
+            from traveller_rl.tournament import _run_chunk as worker
 
             ctx = multiprocessing.get_context("spawn")
             with ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
@@ -417,7 +417,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     """The tournament's arguments (added to ``parser`` when given, e.g. a subcommand's)."""
     if parser is None:
         parser = argparse.ArgumentParser(
-            prog="python -m experiments.tournament",
+            prog="python -m traveller_rl.tournament",
             description="Round-robin tournament of policies.")
     parser.add_argument("--policies", default="rush,marksman,cover,leader,tactician,random",
                         help="comma-separated registry names, trained policy files (MaskablePPO "
@@ -489,9 +489,9 @@ def run_from_args(args: argparse.Namespace, argv: Sequence[str] | None = None) -
 
 def command_line(args: argparse.Namespace, argv: Sequence[str] | None = None) -> str:
     """The command that reruns this tournament, for ``results.json``: ``python -m
-    experiments.tournament ARGV`` when the arguments ``argv`` are known, else every option
+    traveller_rl.tournament ARGV`` when the arguments ``argv`` are known, else every option
     spelled out from the parsed ``args`` (as when ``traveller tournament`` runs it)."""
-    head = ["python", "-m", "experiments.tournament"]
+    head = ["python", "-m", "traveller_rl.tournament"]
     if argv is not None:
         return shlex.join([*head, *argv])
     words = [*head, "--policies", args.policies, "--scenarios", args.scenarios,

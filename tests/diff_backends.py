@@ -8,7 +8,7 @@ each through both engines with the same seed and the same random legal actions
 mask, decider, dice state, refusal reason or result). Prints the first few divergences in full
 and writes a JSON summary.
 
-    python -m experiments.diff_backends --battles 10000 --json runs/diff_backends.json
+    python tests/diff_backends.py --battles 10000 --json runs/diff_backends.json
 
 Needs the dev extra (hypothesis) and the compiled core.
 """
@@ -16,16 +16,13 @@ Needs the dev extra (hypothesis) and the compiled core.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 __all__ = ["build_parser", "main", "run"]
 
-TESTS = Path(__file__).resolve().parents[1] / "tests"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,33 +38,15 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _load(name: str) -> Any:
-    """Import ``tests/<name>.py`` as module ``name`` from its file (no ``sys.path`` edit)."""
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, TESTS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def _strategy() -> Any:
-    """``test_fuzz.valid_scenarios`` (tests/ holds it; it imports its ``conftest`` by name)."""
-    _load("conftest")
-    return _load("test_fuzz").valid_scenarios
-
-
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Play the battles; return the summary."""
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hypothesis_seed
     from hypothesis import strategies as st
+    from test_fuzz import valid_scenarios  # tests/ is the script's folder, so on sys.path
 
     from traveller_env.core.differential import Divergence, play_both
     from traveller_env.scenario import builtin_scenarios
-
-    valid_scenarios = _strategy()
     divergences: list[str] = []
     counts = {"battles": 0, "decisions": 0}
 

@@ -3,7 +3,7 @@
 Picking the best of many checkpoints by the same evaluation that is then reported flatters
 the pick (the largest of several noisy estimates is biased upwards). This script plays each
 candidate greedily inside the compiled core against ``--vs`` on *selection* seeds (by default
-from 300,000; the result scripts, e.g. ``experiments.squad_ppo --checkpoint``, evaluate on
+from 300,000; the result scripts, e.g. ``traveller_rl.recipes.squad --checkpoint``, evaluate on
 seeds from 200,000), half the battles from each side, and ranks them. Evaluate the pick
 afterwards with the result script: its battles played no part in choosing it.
 
@@ -15,7 +15,7 @@ half are the two-sided protocol's battles for that side, on the same seeds.
 from the policies' choices wherever another action is legal: an ablation of what a learned
 habit is worth to the policy that has it.
 
-    python -m experiments.select_checkpoint runs/squad_bc/m --vs tactician --battles 400 \\
+    python -m traveller_rl.checkpoints.select runs/squad_bc/m --vs tactician --battles 400 \\
         --every 40 --json runs/squad_bc/m/selection.json
 """
 
@@ -84,7 +84,7 @@ def score(checkpoint: Path, scenario: str, vs: str, battles: int, seed: int, env
     from agents.evaluation import wilson_interval
     from agents.ppo_policy import network_from_checkpoint, read_checkpoint
     from agents.views import views_of
-    from experiments.ppo_common import vector_winrate
+    from traveller_rl.ppo.rollout import vector_winrate
     from traveller_env import load_scenario, vector
 
     data = read_checkpoint(checkpoint)
@@ -180,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
     """Rank, print a table (best first) and write ``--json``."""
     import torch
 
-    from experiments.train_common import check_minimums
+    from traveller_rl.common import check_minimums
 
     try:  # --battles: at least one a side
         check_minimums((("--battles", args.battles, 2), ("--every", args.every, 1),

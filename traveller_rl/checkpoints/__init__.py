@@ -1,0 +1,1 @@
+"""Checkpoint tools: selection on fixed battles, ensembles, per-side pairs, widening."""

@@ -1,0 +1,1 @@
+"""The batched masked-PPO trainer on the compiled core (``traveller train ppo``)."""
