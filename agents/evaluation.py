@@ -1,5 +1,6 @@
 """Evaluation helpers for learned and scripted policies.
 
+* ``play_turns``: the one battle loop (a policy per agent, to the end of the battle);
 * ``play_battle``: one seeded battle with a policy per agent, returning the finished battle;
 * ``evaluate_range``: rounds to incapacitate and aims before the first shot in ``range_*``
   scenarios, with 95% intervals, beside the exact optimum of ``agents.aiming``;
@@ -22,7 +23,7 @@ from traveller_env.rules.battle import Battle
 from .base import PassivePolicy, Policy, policy_action
 
 __all__ = ["evaluate_matchup", "evaluate_range", "format_matchups", "matchup_counts",
-           "mean_interval", "play_battle", "wilson_interval"]
+           "mean_interval", "play_battle", "play_turns", "wilson_interval"]
 
 Z95 = 1.959963984540054
 
@@ -57,18 +58,38 @@ def mean_interval(values: Sequence[float], z: float = Z95) -> tuple[float, float
     return mean, mean - half, mean + half
 
 
-def play_battle(env: Any, policies: Mapping[str, Policy], seed: int) -> Battle:
-    """Play one battle on ``env`` (a ``TravellerEnv``) with ``policies[agent]`` per agent."""
+def play_turns(env: Any, policies: Mapping[str, Policy],
+               illegal: Callable[[str, int], Exception] | None = None) -> int:
+    """Play a reset ``env`` (a ``TravellerEnv``) to the end of its battle, each live agent
+    acting with ``policies[agent]``; return the number of decisions taken. With ``illegal``,
+    an action the mask forbids raises ``illegal(agent, action)`` instead of reaching the env.
+    The one battle loop: evaluations, behaviour statistics and tournaments all play here."""
     env = getattr(env, "unwrapped", env)
-    for i, p in enumerate({id(p): p for p in policies.values()}.values()):
-        p.reset(seed * 7919 + i)
-    env.reset(seed=seed)
+    decisions = 0
     for agent in env.agent_iter():
         _, _, term, trunc, _ = env.last(observe=False)
         if term or trunc:
             env.step(None)
             continue
-        env.step(policy_action(policies[agent], env, agent))
+        action = policy_action(policies[agent], env, agent)
+        if illegal is not None:
+            mask = env.action_mask(agent)
+            if not (0 <= action < len(mask)) or not mask[action]:
+                raise illegal(agent, action)
+        env.step(action)
+        decisions += 1
+    return decisions
+
+
+def play_battle(env: Any, policies: Mapping[str, Policy], seed: int) -> Battle:
+    """Play one battle on ``env`` (a ``TravellerEnv``) with ``policies[agent]`` per agent: each
+    distinct policy is reset with ``seed * 7919 + i`` (``i`` its order of first appearance),
+    the env with ``seed``."""
+    env = getattr(env, "unwrapped", env)
+    for i, p in enumerate({id(p): p for p in policies.values()}.values()):
+        p.reset(seed * 7919 + i)
+    env.reset(seed=seed)
+    play_turns(env, policies)
     return env.battle
 
 

@@ -28,23 +28,54 @@ installed distribution may declare more as entry points of the group
 its name is asked for). ``policy_names()`` lists every name. A factory is called as
 ``factory(seed=seed, **kwargs)`` and must return a ``Policy`` (a policy class whose
 constructor takes ``seed=`` is a factory).
+
+**Your own policy, without registering it.** Wherever a policy is named (``make_policy``,
+``vector.make(opponents=...)``, ``traveller tournament --policies``, ``--vs``,
+``--opponents``), a name may also be ``module:Class`` (an importable module, or a ``.py``
+file of that dotted path under the current directory) or a Python file,
+``path/to/file.py:Class`` (or just ``path/to/file.py`` when the file defines exactly one
+policy class). ``Class`` may be any factory; one whose signature takes no ``seed`` is called
+without it (the policy is re-seeded by ``reset(seed)`` before each battle anyway). Trained
+checkpoints are files too: ``resolve_policy`` hands them to the loaders of the entry-point
+group ``traveller_tactics.policy_loaders``.
 """
 
 from __future__ import annotations
 
+import hashlib
+import importlib
+import importlib.util
+import inspect
 import re
 import secrets
+import sys
 from collections.abc import Callable
 from importlib import metadata
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from .rules.rng import Pcg32
 
-__all__ = ["ENTRY_POINT_GROUP", "LOADER_GROUP", "PassivePolicy", "Policy", "PolicyFactory",
-           "RandomPolicy", "legal_indices", "make_policy", "policy_action", "policy_names",
-           "policy_rng", "register_policy", "resolve_policy"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "LOADER_GROUP",
+    "PassivePolicy",
+    "Policy",
+    "PolicyFactory",
+    "RandomPolicy",
+    "is_user_spec",
+    "legal_indices",
+    "make_policy",
+    "policy_action",
+    "policy_names",
+    "policy_rng",
+    "register_policy",
+    "resolve_policy",
+    "unknown_policy_error",
+    "user_policy_factory",
+]
 
 #: The entry-point group in which installed distributions declare policies by name.
 ENTRY_POINT_GROUP = "traveller_tactics.policies"
@@ -204,17 +235,120 @@ def _entry_point_factory(name: str) -> PolicyFactory | None:
     return factory
 
 
+def is_user_spec(name: str) -> bool:
+    """Whether ``name`` names user code: ``module:Class``, ``file.py`` or ``file.py:Class``."""
+    return ":" in name or name.endswith(".py")
+
+
+def _load_file(path: Path, spec_text: str) -> Any:
+    """Import the Python file ``path`` once (under a name derived from its resolved path)."""
+    if not path.is_file():
+        raise ValueError(f"policy {spec_text!r}: no Python file {str(path)!r}")
+    resolved = path.resolve()
+    module_name = "traveller_user_policy_" + hashlib.sha1(str(resolved).encode()).hexdigest()[:12]
+    module = sys.modules.get(module_name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(module_name, resolved)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:
+            del sys.modules[module_name]
+            raise ImportError(f"policy {spec_text!r}: {str(path)!r} failed to import: "
+                              f"{type(exc).__name__}: {exc}") from exc
+    return module
+
+
+def _import_module(dotted: str, spec_text: str) -> Any:
+    """``dotted`` imported normally, or, when no such module is importable, the file of that
+    dotted path under the current directory (a console script does not put it on sys.path)."""
+    try:
+        return importlib.import_module(dotted)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not (dotted == exc.name or dotted.startswith(exc.name + ".")):
+            raise ImportError(f"policy {spec_text!r}: importing {dotted!r} failed: {exc}") from exc
+        local = Path(*dotted.split(".")).with_suffix(".py")
+        if local.is_file():
+            return _load_file(local, spec_text)
+        raise ValueError(f"policy {spec_text!r}: no module {dotted!r} (neither importable nor a "
+                         f"file {str(local)!r} here)") from None
+
+
+def _policy_classes(module: Any) -> list[str]:
+    """The classes defined in ``module`` (not imported into it) that have act() and reset()."""
+    return sorted(n for n, v in vars(module).items()
+                  if inspect.isclass(v) and v.__module__ == module.__name__
+                  and callable(getattr(v, "act", None)) and callable(getattr(v, "reset", None)))
+
+
+def user_policy_factory(spec_text: str) -> PolicyFactory:
+    """The factory a user spec names: ``module:Class``, ``path/file.py:Class`` or
+    ``path/file.py`` (one policy class in the file). ``ValueError`` on a spec that names
+    nothing, ``ImportError`` when the code fails to import, ``TypeError`` when the target is
+    not callable."""
+    where, _, attr = spec_text.rpartition(":") if ":" in spec_text else (spec_text, "", "")
+    if where.endswith(".py"):
+        module = _load_file(Path(where), spec_text)
+    elif where and re.fullmatch(r"[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*", where):
+        module = _import_module(where, spec_text)
+    else:
+        raise ValueError(f"policy {spec_text!r}: expected module:Class, path/to/file.py:Class "
+                         "or path/to/file.py")
+    if not attr:
+        found = _policy_classes(module)
+        if len(found) != 1:
+            raise ValueError(f"policy {spec_text!r}: the file defines {len(found)} policy "
+                             f"classes ({', '.join(found) or 'none'}); name one as "
+                             f"{spec_text}:Class")
+        attr = found[0]
+    target = getattr(module, attr, None)
+    if target is None:
+        raise ValueError(f"policy {spec_text!r}: {where} has no attribute {attr!r}")
+    if not callable(target):
+        raise TypeError(f"policy {spec_text!r}: {attr} is not a class or factory")
+    try:
+        takes_seed = any(p.name == "seed" or p.kind is p.VAR_KEYWORD
+                         for p in inspect.signature(target).parameters.values())
+    except (TypeError, ValueError):  # a builtin without a signature: pass seed as to any factory
+        takes_seed = True
+    if takes_seed:
+        return target
+
+    def factory(seed: int | None = None, **kwargs: Any) -> Policy:
+        del seed  # reset(seed) seeds it before each battle
+        return target(**kwargs)
+
+    return factory
+
+
+def _factory(name: str) -> PolicyFactory | None:
+    """The factory of a registered name, an installed entry point or a user spec."""
+    factory = _REGISTERED.get(name) or _entry_point_factory(name)
+    if factory is None and is_user_spec(name):
+        factory = user_policy_factory(name)
+    return factory
+
+
+def unknown_policy_error(name: str, extra: str = "") -> ValueError:
+    """The error for a name nothing resolves: the known names (then ``extra``) and how to name
+    your own policy."""
+    return ValueError(f"unknown policy {name!r}; known: {', '.join(policy_names())}{extra}; or "
+                      "your own as module:Class or path/to/file.py[:Class]")
+
+
 def make_policy(name: str, seed: int | None = None, **kwargs: Any) -> Policy:
     """A new policy by name (see the module docstring): ``factory(seed=seed, **kwargs)``.
 
     ``ValueError`` listing the known names when ``name`` is unknown; ``ImportError`` when its
-    entry point cannot be loaded; ``TypeError`` when the factory does not return a ``Policy``.
+    entry point or module cannot be loaded; ``TypeError`` when the factory does not return a
+    ``Policy``.
     """
     if not isinstance(name, str):
         raise TypeError(f"a policy name must be a string, got {type(name).__name__} {name!r}")
-    factory = _REGISTERED.get(name) or _entry_point_factory(name)
+    factory = _factory(name)
     if factory is None:
-        raise ValueError(f"unknown policy {name!r}; known: {', '.join(policy_names())}")
+        raise unknown_policy_error(name)
     policy = factory(seed=seed, **kwargs)
     if not (callable(getattr(policy, "act", None)) and callable(getattr(policy, "reset", None))):
         raise TypeError(f"policy {name!r}: its factory returned {type(policy).__name__}, which "
@@ -227,20 +361,22 @@ def make_policy(name: str, seed: int | None = None, **kwargs: Any) -> Policy:
 LOADER_GROUP = "traveller_tactics.policy_loaders"
 
 
-def resolve_policy(name: str, scenario: Any = None, seed: int | None = None) -> Policy:
-    """A policy by registered name, or a policy stored in a file (a trained checkpoint) that
-    an installed loader (entry-point group ``LOADER_GROUP``) accepts for ``scenario``."""
+def resolve_policy(name: str, scenario: Any = None, seed: int | None = None,
+                   **kwargs: Any) -> Policy:
+    """A policy by name (``make_policy``: registered, entry point, ``module:Class``, a ``.py``
+    file), or a policy stored in a file (a trained checkpoint) that an installed loader
+    (entry-point group ``LOADER_GROUP``) accepts for ``scenario``; ``kwargs`` go to the
+    factory or the loader."""
     if not isinstance(name, str):
         raise TypeError(f"a policy name must be a string, got {type(name).__name__} {name!r}")
-    if name in _REGISTERED or _entry_points(name):
-        return make_policy(name, seed=seed)
+    if name in _REGISTERED or _entry_points(name) or is_user_spec(name):
+        return make_policy(name, seed=seed, **kwargs)
     for ep in metadata.entry_points(group=LOADER_GROUP):
-        policy = ep.load()(name, scenario, seed)
+        policy = ep.load()(name, scenario, seed, **kwargs)
         if policy is not None:
             return policy
-    raise ValueError(f"unknown policy {name!r}; known: {', '.join(policy_names())}, or a "
-                     "trained checkpoint an installed loader accepts (.zip, .pt, .onnx, RLlib "
-                     "folder)")
+    raise unknown_policy_error(name, ", a trained checkpoint an installed loader accepts "
+                               "(.zip, .pt, .onnx, RLlib folder)")
 
 
 register_policy("random", RandomPolicy)

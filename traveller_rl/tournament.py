@@ -41,7 +41,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from agents.base import policy_action
+from agents.evaluation import play_turns
 from agents.registry import is_trained, make_policy, parse_policy_list
 from traveller_rl.stats import bootstrap_elo, openskill_ratings, wilson_interval
 
@@ -115,20 +115,15 @@ def play_game(game: Game) -> dict[str, Any]:
         pols.append(pol)
     battle = env.battle
     side_of = {c.id: c.side for c in battle.combatants}
-    decisions = 0
-    while env.agents:
-        agent = env.agent_selection
-        if env.terminations[agent] or env.truncations[agent]:
-            env.step(None)
-            continue
-        mask = env.action_mask(agent)
-        action = policy_action(pols[side_of[agent]], env, agent)
-        if not (0 <= action < len(mask)) or not mask[action]:
-            label = env.action_labels[action] if 0 <= action < len(mask) else action
-            raise RuntimeError(f"policy {names[side_of[agent]]!r} chose illegal action "
-                               f"{label!r} for {agent} in {game.scenario} seed {game.seed}")
-        env.step(action)
-        decisions += 1
+
+    def illegal(agent: str, action: int) -> RuntimeError:
+        labels = env.action_labels
+        label = labels[action] if 0 <= action < len(labels) else action
+        return RuntimeError(f"policy {names[side_of[agent]]!r} chose illegal action "
+                            f"{label!r} for {agent} in {game.scenario} seed {game.seed}")
+
+    decisions = play_turns(env, {agent: pols[side] for agent, side in side_of.items()},
+                           illegal)
     damage = [0, 0]
     for ev in battle.events:
         if ev["type"] == "attack":
