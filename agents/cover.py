@@ -7,8 +7,10 @@ from collections.abc import Iterable
 from traveller_env.rules.checks import success_probability
 from traveller_env.rules.grid import DIRECTIONS
 
-from .common import Context, attack_dm, best_reaction, path_cost
+from .context import Context
 from .marksman import MarksmanPolicy
+from .paths import path_cost
+from .tactics import attack_dm, best_reaction
 
 __all__ = ["CoverPolicy"]
 

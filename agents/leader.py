@@ -9,8 +9,9 @@ from traveller_env.rules.attack import held_dms, total_dm
 from traveller_env.rules.checks import effect_distribution
 from traveller_env.rules.leadership import can_communicate, leadership_dms
 
-from .common import Context, attack_dm, attack_value, bonus_value, threat
+from .context import Context
 from .marksman import MarksmanPolicy
+from .tactics import attack_dm, attack_value, bonus_value, threat
 
 __all__ = ["AlwaysLeadPolicy", "LeaderPolicy", "NeverLeadPolicy"]
 

@@ -4,18 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from traveller_env.rules.attack import chebyshev
 from traveller_env.rules.movement import squares_per_move
 
-from .common import (
-    Context,
-    ScriptedPolicy,
-    aim_plan,
-    attack_dm,
-    attack_value,
-    best_reaction,
-    chebyshev,
-    move_options,
-)
+from .context import Context
+from .paths import move_options
+from .tactics import ScriptedPolicy, aim_plan, attack_dm, attack_value, best_reaction
 
 __all__ = ["MarksmanPolicy"]
 

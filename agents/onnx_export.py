@@ -105,7 +105,7 @@ def _check_chain(path: Path, layers: list[tuple[np.ndarray, np.ndarray]]) -> Non
 
 def read_ppo_checkpoint(path: str | Path) -> ExportedNetwork:
     """The actor of a ``train_ppo`` checkpoint (``agents.ppo_policy`` format)."""
-    from .ppo_policy import arch_of, read_checkpoint
+    from .checkpoint import arch_of, read_checkpoint
 
     path = Path(path)
     data = read_checkpoint(path)

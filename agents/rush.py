@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from traveller_env.rules.attack import chebyshev
 from traveller_env.rules.movement import squares_per_move
 
-from .common import Context, ScriptedPolicy, best_attacks, chebyshev
+from .context import Context
+from .tactics import ScriptedPolicy, best_attacks
 
 __all__ = ["RushPolicy"]
 

@@ -6,27 +6,24 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from traveller_env.rules.actions import STANCES
-from traveller_env.rules.attack import held_dms, next_aim_dm, total_dm
+from traveller_env.rules.attack import chebyshev, held_dms, next_aim_dm, total_dm
 from traveller_env.rules.checks import skill_level
 from traveller_env.rules.grid import DIRECTIONS
 from traveller_env.rules.leadership import LEADERSHIP_SKILL
 from traveller_env.rules.movement import move_budget_m, squares_per_move
 
-from .common import (
-    Context,
+from .context import Context
+from .leader import LeaderPolicy
+from .paths import move_options, move_path, path_cost
+from .tactics import (
     ScriptedPolicy,
     attack_dm,
     attack_outcome,
     attack_value,
     best_reaction,
-    chebyshev,
     damage_to_down,
-    move_options,
-    move_path,
-    path_cost,
     threat,
 )
-from .leader import LeaderPolicy
 
 __all__ = ["TacticianPolicy"]
 
