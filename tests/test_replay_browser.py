@@ -8,6 +8,7 @@ downloads browsers) is never called: the driver fixture makes any call to it an 
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from pathlib import Path
@@ -412,3 +413,91 @@ def test_an_unusable_page_says_why_instead_of_going_blank(driver, pages, name, e
     assert status.is_displayed() and status.text.startswith(expected)
     assert "fatal" in status.get_attribute("class")
     assert_clean(driver)
+
+
+# ---------------------------------------------------------------------------- the reducer
+#: state.js run with no DOM: ``document``, ``window`` and ``self`` are undefined inside it and
+#: ``globalThis`` is a plain object, so any page access throws. Then the state of the
+#: combatants after each event index of ``arguments[2]``, in that order, in the shape of
+#: ``_engine_state``.
+_REDUCER_STATES = """
+var root = {};
+new Function("document", "window", "self", "globalThis", arguments[0])(
+    undefined, undefined, undefined, root);
+var S = root.TravellerReplay.state, replay = S.replay(JSON.parse(arguments[1]));
+function view(s) {
+  var pools = {};
+  Object.keys(s.pools).forEach(function (id) {
+    var p = s.pools[id];
+    if (p.bonus || p.penalty) pools[id] = [p.bonus, p.penalty];
+  });
+  return {round: s.round, pools: pools, combatants: s.cs.map(function (c) {
+    return {pos: c.pos, stance: c.stance, chars: [c.chars.STR, c.chars.DEX, c.chars.END],
+            ammo: c.ammo, spares: c.spares, drawn: c.drawn, aim: c.aim, aim_dm: c.aimDm,
+            down: !!c.down, out: c.out, initiative: c.base + c.now, base: c.base,
+            next_round: c.next, hasty: c.hasty, begun: c.begun, bonus: !!c.bonus,
+            penalty: !!c.penalty, ready: c.ready && [c.ready.kind, c.ready.progress]};
+  })};
+}
+return {problems: replay.problems, leaked: typeof window.TravellerReplay,
+        states: arguments[2].map(function (i) { return view(replay.stateAt(i)); }),
+        fresh: view(S.stateAfter(replay.header, replay.events, arguments[2][0]))};
+"""
+
+
+def _engine_state(battle) -> dict:
+    """The engine's state of the combatants, in the shape the reducer's state is read in."""
+    pools: dict[str, list[int]] = {}
+    for p in battle.pools:
+        held = pools.setdefault(p.leader, [0, 0])
+        held[0 if p.kind == "bonus" else 1] += p.count
+    return {"round": battle.round, "pools": pools, "combatants": [
+        {"pos": list(c.pos), "stance": c.stance, "chars": [c.chars[k] for k in ("STR", "DEX",
+                                                                                  "END")],
+         "ammo": c.ammo, "spares": c.spares, "drawn": c.drawn, "aim": c.aim_target,
+         "aim_dm": c.aim_dm, "down": c.down or c.dead, "out": c.out,
+         "initiative": c.current_initiative, "base": c.initiative,
+         "next_round": c.init_mod_next, "hasty": c.hasty, "begun": c.turn_begun,
+         "bonus": c.bonus, "penalty": c.penalty,
+         "ready": [c.ready_kind, c.ready_count] if c.ready_kind else None}
+        for c in battle.combatants]}
+
+
+def _engine_battle(name: str, seed: int) -> tuple[dict, list[dict], dict[int, dict]]:
+    """A battle of the Python engine (random legal actions): its header, its events and the
+    engine's state after every action, keyed by the index of the action's last event. States
+    with an attack pending (the target deciding its reaction: ammunition and aim already
+    spent, the attack event not yet logged) are left out."""
+    battle = build_battle(name, seed=seed)
+    rng = random.Random(seed)
+    states = {}
+    while not battle.done:
+        battle.apply(rng.choice(battle.legal_actions()))
+        if battle.pending_attack is None:
+            states[len(battle.events) - 1] = _engine_state(battle)
+    return replay_header(name, battle), battle.events, states
+
+
+@pytest.mark.parametrize(("name", "seed", "shown"), [
+    ("squad_commander", 3, {"bonus_granted", "penalty_imposed", "lapse", "initiative_change"}),
+    ("ambush", 2, {"draw", "reload", "incapacitated", "stance"}),
+])
+def test_the_state_reducer_agrees_with_the_engine(driver, name, seed, shown):
+    """state.js alone, without a page: after every action of a whole battle its state
+    (positions, stances, wounds, ammunition, drawing and reloading, aim, incapacitation,
+    initiative, leadership) is the engine's, whether reached by stepping forward or by jumping
+    about."""
+    header, events, states = _engine_battle(name, seed)
+    assert len(states) > 200 and any(e["type"] == "attack" and e["hit"] for e in events)
+    assert shown <= {e["type"] for e in events}
+    source = (Path(traveller_env.__file__).parent / "viewer" / "state.js").read_text()
+    data = json.dumps({"header": header, "events": events})
+    forward = sorted(states)
+    jumps = random.Random(seed).sample(forward, len(forward))
+    driver.get("about:blank")
+    for order in (forward, jumps):
+        got = js(driver, _REDUCER_STATES, source, data, order)
+        assert got["problems"] == [] and got["leaked"] == "undefined"
+        assert got["fresh"] == states[order[0]]
+        for i, state in zip(order, got["states"], strict=True):
+            assert state == states[i], f"after event {i} ({events[i]['type']})"

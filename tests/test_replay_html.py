@@ -8,6 +8,8 @@ import csv
 import json
 import random
 import re
+import shutil
+import subprocess
 from importlib import resources
 
 import pytest
@@ -18,6 +20,7 @@ from agents.evaluation import play_battle
 from agents.registry import make_policy
 from traveller_env.cli import main, play_random
 from traveller_env.replay_html import (
+    SCRIPTS,
     VIEWER_FIELDS,
     ReplayError,
     build_payload,
@@ -26,6 +29,7 @@ from traveller_env.replay_html import (
     render_html,
     replay_header,
     safe_filename,
+    viewer_script,
     write_replay_jsonl,
 )
 from traveller_env.rules.narrate import EVENT_TYPES, narrate
@@ -240,11 +244,50 @@ def test_malformed_events_are_listed_in_the_payload():
 
 def test_viewer_assets_are_package_data():
     folder = resources.files("traveller_env").joinpath("viewer")
-    for name in ("viewer.js", "viewer.css"):
+    assert SCRIPTS == ("state.js", "render.js", "controls.js")
+    for name in (*SCRIPTS, "viewer.css"):
         text = folder.joinpath(name).read_text(encoding="utf-8").lower()
         assert text and "</script" not in text and "</style" not in text
     template = folder.joinpath("template.html").read_text(encoding="utf-8")
     assert all(template.count(m) == 1 for m in ("/*@CSS@*/", "/*@JS@*/", "@DATA@"))
+
+
+def test_the_page_inlines_the_scripts_in_order_in_one_element():
+    battle = played("duel", 2)
+    page = render_html(replay_header("duel", battle), battle.events)
+    code = page[page.rindex("<script>") + len("<script>"):page.rindex("</script>")]
+    assert code.strip() == viewer_script().strip()
+    starts = [code.index(f"replay viewer, part {k} of 3") for k in (1, 2, 3)]
+    assert starts == sorted(starts)
+
+
+def test_the_state_reducer_has_no_dom():
+    """state.js is the pure part: it names no page object (render.js and controls.js do)."""
+    folder = resources.files("traveller_env").joinpath("viewer")
+    code = re.sub(r"/\*.*?\*/|//[^\n]*", "", folder.joinpath("state.js").read_text())
+    assert not re.search(r"\b(document|window|navigator|requestAnimationFrame|performance"
+                         r"|setTimeout|setInterval|localStorage)\b", code)
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed (the browser "
+                    "tests run state.js too: test_replay_browser.py)")
+def test_the_state_reducer_runs_under_node(tmp_path):
+    """state.js under node (``require``): its final state is the engine's at the end."""
+    battle = played("ambush", 0)
+    data = tmp_path / "replay.json"
+    data.write_text(json.dumps({"header": replay_header("ambush", battle),
+                                "events": battle.events}))
+    state_js = resources.files("traveller_env").joinpath("viewer", "state.js")
+    script = ("const S = require(process.argv[1]);"
+              "const d = JSON.parse(require('fs').readFileSync(process.argv[2], 'utf8'));"
+              "const s = S.stateAfter(d.header, d.events, d.events.length - 1);"
+              "console.log(JSON.stringify(s.cs.map(c => [c.pos, c.stance, c.chars, c.ammo,"
+              " c.spares, c.out])));")
+    out = subprocess.run(["node", "-e", script, str(state_js), str(data)], check=True,
+                         capture_output=True, text=True, timeout=30).stdout
+    assert json.loads(out) == [
+        [list(c.pos), c.stance, {k: c.chars[k] for k in ("STR", "DEX", "END")}, c.ammo,
+         c.spares, c.out] for c in battle.combatants]
 
 
 def test_safe_filename():

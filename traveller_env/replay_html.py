@@ -2,10 +2,10 @@
 
 A replay is the scenario's starting state (a *header*) plus the engine's event log, unchanged.
 ``replay_header(scenario, battle)`` builds the header; ``render_html(header, events)`` turns
-both into one HTML page (inline JavaScript and CSS from ``traveller_env/viewer/``, no network
-request, works from ``file://``) that plays the battle: map, combatants, initiative track,
-narration (``traveller_env.rules.narrate``, one line per event, computed here) and, for every
-attack, its dice, DMs, Effect and damage.
+both into one HTML page (inline CSS and JavaScript from ``traveller_env/viewer/``, the scripts
+``SCRIPTS`` inlined in their order; no network request, works from ``file://``) that plays the
+battle: map, combatants, initiative track, narration (``traveller_env.rules.narrate``, one line
+per event, computed here) and, for every attack, its dice, DMs, Effect and damage.
 
 Replay files (``.jsonl``): either the plain event log written by ``traveller simulate --json``
 (then the scenario must be named: ``traveller replay log.jsonl --scenario squad``), or the
@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "FORMAT",
+    "SCRIPTS",
     "VERSION",
     "VIEWER_FIELDS",
     "ReplayError",
@@ -53,6 +54,7 @@ __all__ = [
     "render_html",
     "replay_header",
     "safe_filename",
+    "viewer_script",
     "write_battle_html",
     "write_replay_html",
     "write_replay_jsonl",
@@ -62,7 +64,13 @@ __all__ = [
 FORMAT = "traveller-replay"
 VERSION = 1
 
-_ASSETS = ("template.html", "viewer.css", "viewer.js")
+#: The viewer's files in ``traveller_env/viewer/``: the page, its style sheet, and its scripts in
+#: the order they run, inlined one after the other into the page's one ``<script>`` element:
+#: the state reducer (``TravellerReplay.state``, no DOM), the drawing
+#: (``TravellerReplay.render``), then the controls, which start the viewer.
+TEMPLATE = "template.html"
+STYLESHEET = "viewer.css"
+SCRIPTS = ("state.js", "render.js", "controls.js")
 
 
 class ReplayError(ValueError):
@@ -384,8 +392,13 @@ def render_html(header: Mapping[str, Any], events: Sequence[Any],
     return _page(build_payload(header, events, problems))
 
 
+def viewer_script() -> str:
+    """The viewer's JavaScript: ``SCRIPTS`` joined in their order (what the page inlines)."""
+    return "\n".join(_asset(name) for name in SCRIPTS)
+
+
 def _page(payload: Mapping[str, Any]) -> str:
-    template, css, js = (_asset(n) for n in _ASSETS)
+    template, css, js = _asset(TEMPLATE), _asset(STYLESHEET), viewer_script()
     data = _script_json(payload)
     for marker, text in (("/*@CSS@*/", css), ("/*@JS@*/", js), ("@DATA@", data)):
         if template.count(marker) != 1:
