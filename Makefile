@@ -3,7 +3,6 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
 
 .PHONY: demo battle test lint bench golden clean build sanitize browser
 
@@ -19,20 +18,53 @@ BUILD_TOOLS := $(if $(shell command -v cmake),,cmake) $(if $(shell command -v ni
 CORE_BUILD = build/editable-$(shell $(BIN)/python -c 'import sys; print(sys.implementation.cache_tag)')
 CMAKE = PATH="$(abspath $(BIN)):$$PATH" cmake
 
-# torch is pinned here, not in pyproject: it must be installed before anything that
-# depends on it, so that the CPU wheel is used instead of a multi-GB CUDA build.
-$(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet $(BUILD_DEPS) $(BUILD_TOOLS)
-	$(BIN)/pip install --quiet --no-build-isolation -e ".[train,bench,dev,rllib,onnx]"
-	touch $(STAMP)
+# torch is pinned here, not in pyproject: it must be installed before anything that depends on
+# it, so that its CPU build is used instead of a multi-GB CUDA build. TORCH=cpu (the default)
+# takes the CPU build from PyTorch's own CPU wheel index and, where that index cannot be
+# reached, falls back at once (no retries) to the package registry; TORCH=cuda takes the
+# registry's default build (CUDA on Linux): `make demo TORCH=cuda`.
+TORCH_VERSION := 2.13.0
+TORCH ?= cpu
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
+PIP = $(BIN)/pip --quiet --disable-pip-version-check
+# `make` prints one line per install step, then the step's time.
+STEP = @printf '==> %s\n' 
+TIMED = start=$$(date +%s); 
+DONE = ; echo "    done in $$(( $$(date +%s) - start )) s"
+
+# What `make demo` runs needs only the `demo` extra; `make test` installs every extra (`all`).
+DEMO_STAMP := $(VENV)/.installed-demo
+STAMP := $(VENV)/.installed
+
+$(VENV)/.torch: | $(BIN)/python
+	$(STEP)"installing pip, then torch $(TORCH_VERSION) ($(TORCH) build; the CPU build is ~750 MB)"
+	@$(TIMED) $(PIP) install --upgrade pip && \
+	if [ "$(TORCH)" = cuda ]; then $(PIP) install torch==$(TORCH_VERSION); \
+	elif ! $(PIP) install --retries 0 --timeout 10 --index-url $(TORCH_CPU_INDEX) \
+	        torch==$(TORCH_VERSION) 2>/dev/null; then \
+	    echo "    PyTorch's CPU index is unreachable: taking torch from the package registry"; \
+	    $(PIP) install torch==$(TORCH_VERSION); fi $(DONE)
+	@touch $@
+
+$(DEMO_STAMP): $(VENV)/.torch pyproject.toml
+	$(STEP)"installing the build tools (scikit-build-core, nanobind, cmake, ninja if missing)"
+	@$(TIMED) $(PIP) install $(BUILD_DEPS) $(BUILD_TOOLS) $(DONE)
+	$(STEP)"installing traveller-tactics[demo] and compiling its C++ core (a minute or two)"
+	@$(TIMED) $(PIP) install --no-build-isolation -e ".[demo]" $(DONE)
+	@echo "    .venv is $$(du -sh $(VENV) | cut -f1)"
+	@touch $@
+
+$(STAMP): $(DEMO_STAMP)
+	$(STEP)"installing every optional dependency (traveller-tactics[all]: SB3, Ray RLlib, ONNX, tests)"
+	@$(TIMED) $(PIP) install --no-build-isolation -e ".[all]" $(DONE)
+	@echo "    .venv is $$(du -sh $(VENV) | cut -f1)"
+	@touch $@
 
 # (Re)compile the C++ core (csrc/) into traveller_env/_core*.so: incremental, a no-op when
 # nothing changed. Python edits never need it; C++ edits always do. It configures the build dir
 # itself when it is missing or points at a nanobind that is gone (a `pip install -e .` with build
 # isolation configures it against a temporary copy).
-build: $(STAMP)
+build: $(DEMO_STAMP)
 	@nb=$$(sed -n 's/^nanobind_DIR:[A-Z]*=//p' $(CORE_BUILD)/CMakeCache.txt 2>/dev/null); \
 	if [ -z "$$nb" ] || [ ! -d "$$nb" ]; then \
 	    gen=$$(PATH="$(abspath $(BIN)):$$PATH" command -v ninja >/dev/null && echo "-G Ninja"); \
@@ -42,16 +74,18 @@ build: $(STAMP)
 	fi
 	$(CMAKE) --build $(CORE_BUILD) --parallel $$(nproc)
 
-# The main job: a short MaskablePPO training of the aiming policy (a few minutes on 2 cores),
-# evaluated against the exact optimum and the scripted NPCs; prints the tables and the plot.
-demo: $(STAMP)
-	$(BIN)/traveller train aiming --exp-name demo --total-timesteps 600000 --eval-battles 200
+# The main job: the fast trainer on the compiled core learns a duel, then squad tactics against
+# the scripted NPCs, in about three minutes on 2 cores; it prints its progress, a results table
+# with verdicts, and the paths of a learning-curve PNG and an HTML replay (`traveller demo`).
+demo: $(DEMO_STAMP)
+	$(STEP)"running the demo: traveller demo --out runs/demo"
+	$(BIN)/traveller demo --out runs/demo
 
 # A narrated battle with random legal actions (the engine's own demo).
-battle: $(STAMP)
+battle: $(DEMO_STAMP)
 	$(BIN)/traveller simulate --scenario squad --seed 1
 
-test: build browser
+test: $(STAMP) build browser
 	$(BIN)/python -m pytest
 
 # Debian's Chromium and its driver for the replay viewer's browser tests (skipped when present;

@@ -4,12 +4,12 @@ Two tables, so that a new command is one entry:
 
 * ``COMMANDS``: name -> ``Command(help, add_arguments, run)`` (``traveller_env.cli.Command``);
 * ``EXPERIMENTS``: the command's words -> ``Experiment(help, load)``, for a module of
-  ``traveller_rl`` (``load`` imports it) that exposes ``build_parser(parser=None)`` (adds its options to the given
-  parser) and ``run(args) -> int``. ``"tournament"`` is ``traveller tournament``; ``"train
-  aiming"`` is ``traveller train aiming``, under the group ``train`` whose help line is in
-  ``GROUPS``. A training-layer module is imported only when the command line names it (training
-  modules pull in heavy libraries), and its parser is then the subcommand's, so ``traveller
-  train aiming --help`` lists the module's real options.
+  ``traveller_rl`` (``load`` imports it) that exposes ``build_parser(parser=None)`` (adds
+  its options to the given parser) and ``run(args) -> int``. ``"tournament"`` is
+  ``traveller tournament``; ``"train aiming"`` is ``traveller train aiming``, under the group
+  ``train`` whose help line is in ``GROUPS``. A training-layer module is imported only when
+  the command line names it (training modules pull in heavy libraries), and its parser is
+  then the subcommand's, so ``traveller train aiming --help`` lists the module's real options.
 """
 
 from __future__ import annotations
@@ -101,6 +101,11 @@ def _league() -> ModuleType:
     return league
 
 
+def _demo() -> ModuleType:
+    from traveller_rl import demo
+    return demo
+
+
 def _ladder() -> ModuleType:
     from traveller_rl import ladder
     return ladder
@@ -108,6 +113,8 @@ def _ladder() -> ModuleType:
 
 #: Training-layer commands by their words (``"train aiming"`` is ``traveller train aiming``).
 EXPERIMENTS: dict[str, Experiment] = {
+    "demo": Experiment("the fast trainer learns a duel and squad tactics in about three "
+                       "minutes, with verdicts, curves and a replay (traveller_rl.demo)", _demo),
     "train aiming": Experiment("learn when and how long to aim, with MaskablePPO "
                                "(traveller_rl.recipes.aiming_sb3)", _recipe_aiming_sb3),
     "train leadership": Experiment("learn when to lead and whom to direct, with MaskablePPO "

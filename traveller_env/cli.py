@@ -37,10 +37,16 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from .rules.battle import Battle
 
-__all__ = ["COMMANDS", "Command", "add_commands", "build_parser", "dispatch", "main",
+__all__ = ["COMMANDS", "Command", "UsageError", "add_commands", "build_parser", "dispatch", "main",
            "new_parser", "play_random", "result_line"]
 
 PROG = "traveller"
+
+
+class UsageError(ValueError):
+    """A bad value on the command line (a flag, a name, a path): the command's handler raises
+    it with a message naming the flag and what is allowed; ``dispatch`` prints it as
+    ``traveller <command>: error: <message>`` and returns 2, with no traceback."""
 
 
 class Command(NamedTuple):
@@ -269,8 +275,8 @@ def dispatch(parser: argparse.ArgumentParser, argv: Sequence[str]) -> int:
         return 2
     try:
         return run(args)
-    except ScenarioError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
+    except (ScenarioError, UsageError) as exc:
+        print(f"{chosen.prog}: error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # output piped into e.g. `head`: stop quietly
         with contextlib.suppress(OSError, ValueError, AttributeError):
