@@ -98,18 +98,21 @@ def _replay(checkpoint: Path, path: Path, seed: int) -> Path:
 
 
 def _table(results: Sequence[tuple[Stage, dict]], battles: int) -> list[str]:
-    lines = [f"Win rate of the learned policy, {battles} battles per row on seeds never used "
-             "in training, with 95% intervals:", "",
-             f"| {'task':<6} | {'opponent':<30} | {'before training':<17} | "
-             f"{'after':<17} | verdict  |",
-             f"|{'-' * 8}|{'-' * 32}|{'-' * 19}|{'-' * 19}|{'-' * 10}|"]
+    rows = []
     for stage, ev in results:
         for name, after in ev["eval_after"].items():
             before = ev["eval_before"][name]
             label = name + (" (never met in training)" if name in stage.held_out else "")
-            lines.append(f"| {stage.name:<6} | {label:<30} | {_rate(before):<17} | "
-                         f"{_rate(after):<17} | {verdict(before, after):<8} |")
-    return lines
+            rows.append((stage.name, label, _rate(before), _rate(after), verdict(before, after)))
+    head = ("task", "opponent", "before training", "after", "verdict")
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
+
+    return [f"Win rate of the learned policy, {battles} battles per row on seeds never used "
+            "in training, with 95% intervals:", "", line(head),
+            "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, rows)]
 
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
