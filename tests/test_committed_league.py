@@ -1,4 +1,4 @@
-"""The league the README quotes (``results/league/``): users take its files as ready
+"""The league the docs quote (``results/league/``, docs/league.md): users take its files as ready
 opponents, so every member the manifest lists must be there, fit ``squad`` and play, and the
 ladder must name policies a game can load."""
 

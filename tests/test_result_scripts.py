@@ -1,5 +1,6 @@
-"""The issue-13 result scripts (aiming_ppo, leadership_ppo, squad_ppo): their evaluation paths
-on tiny budgets (the runs themselves are experiments, not tests)."""
+"""The result recipes (``traveller_rl.recipes``: aiming, leadership, squad) whose figures
+docs/findings.md quotes: their evaluation paths on tiny budgets (the runs themselves are
+experiments, not tests)."""
 
 from __future__ import annotations
 
