@@ -259,3 +259,115 @@ def test_the_aec_binding_checks_what_python_passes():
     assert pb.aec_step(legal) in (-1, 0, 1)
     pb.aec_events(events)
     assert events == pb.events(0)
+
+
+def engines_in_lockstep(sc, seed: int, *, illegal_rate: float = 0.0) -> int:
+    """The env's two engine adapters (``PythonEngine``, ``CoreEngine``) from the same seed,
+    given the same actions: the same next decider, counters, events, observations, masks and
+    state after every action, the same refusals (and forfeits), and the same rewards scored
+    from each one's counters (``rewards.RewardLedger``). Returns the number of actions."""
+    from traveller_env.core.aec_engine import CoreEngineFactory
+    from traveller_env.encoding import ActionCatalogue
+    from traveller_env.env import PythonEngineFactory
+    from traveller_env.observations import ObservationBuilder
+    from traveller_env.rewards import RewardScorer
+    from traveller_env.rules.battle import IllegalActionError
+    from traveller_env.scenario import build_battle, load_scenario
+
+    sc = load_scenario(sc)
+    template = build_battle(sc, seed=0)
+    catalogue = ActionCatalogue(template)
+    ids = [c.id for c in template.combatants]
+    engines = [PythonEngineFactory(sc, catalogue, ObservationBuilder(template), ids)(seed, None),
+               CoreEngineFactory(sc, catalogue, ObservationBuilder(template))(seed, None)]
+    scorer = RewardScorer(sc.rewards, [c.side for c in template.combatants])
+    ledgers = [scorer.ledger(e.counters) for e in engines]
+
+    def snapshot(e) -> tuple:
+        c = e.counters
+        seen = [(o["observation"].tobytes(), o["action_mask"].tobytes())
+                for o in (e.observe(i, True) for i in range(len(ids)))]
+        return (c.round, c.phase, c.done, c.truncated, c.dropouts, c.decider,
+                c.winner if c.done else None, [c.out(i) for i in range(len(ids))],
+                [list(x) for x in c.summary()[:2]], c.summary()[2], len(e.events), seen,
+                e.state().tobytes())
+
+    rng = np.random.default_rng(seed)
+    n = 0
+    while not engines[0].counters.done:
+        assert snapshot(engines[1]) == snapshot(engines[0]), n
+        decider = engines[0].counters.decider
+        mask = engines[0].mask(decider, True)
+        assert np.array_equal(engines[1].mask(decider, True), mask), n
+        assert not engines[0].mask(decider, False).any()
+        assert not engines[1].mask(decider, False).any()
+        first = len(engines[0].events)
+        penalized = -1
+        if rng.random() < illegal_rate:
+            action = int(rng.choice(np.flatnonzero(mask == 0)))
+            reasons = []
+            for e in engines:
+                with pytest.raises(IllegalActionError) as refused:
+                    e.take(action)
+                reasons.append((refused.value.label, refused.value.reason))
+            assert reasons[0] == reasons[1] and len(engines[0].events) == first, n
+            nexts = [e.forfeit(*reasons[0]) for e in engines]
+            penalized = decider
+        else:
+            action = int(rng.choice(np.flatnonzero(mask)))
+            nexts = [e.take(action) for e in engines]
+        assert nexts[0] == nexts[1] == engines[0].counters.decider, n
+        assert json.dumps(engines[1].events[first:]) == json.dumps(engines[0].events[first:]), n
+        scored = [ledger.score(e.counters, penalized) for ledger, e in zip(ledgers, engines,
+                                                                           strict=True)]
+        assert scored[0] == scored[1], n
+        n += 1
+    assert snapshot(engines[1]) == snapshot(engines[0])
+    assert engines[1].python.events == engines[0].events  # the core's Python twin agrees
+    return n
+
+
+@pytest.mark.parametrize("name", traveller_env.builtin_scenarios())
+def test_the_engine_adapters_agree_on_every_builtin_scenario(name):
+    assert engines_in_lockstep(name, seed=7) > 10
+
+
+def test_the_engine_adapters_agree_on_refusals_forfeits_and_every_reward_term():
+    from traveller_env.scenario import load_scenario
+
+    sc = load_scenario("squad").model_dump()
+    sc["rewards"] = {"win": 2.0, "loss": -1.5, "draw": 0.25, "damage_dealt": 0.1,
+                     "damage_taken": -0.05, "per_round": -0.01, "shared": True}
+    assert engines_in_lockstep(sc, seed=8, illegal_rate=0.1) > 10
+
+
+def test_the_env_and_the_cores_adapter_import_one_way():
+    """``traveller_env.env`` imports the core's adapter (``core.aec_engine``, for a core env);
+    no module of ``traveller_env.core`` imports the env, but ``core.aec``, the shim kept for the
+    old import path of ``CoreTravellerEnv``, which no module of the package imports."""
+    import ast
+    from pathlib import Path
+
+    root = Path(traveller_env.__file__).parent.parent
+
+    def imported(path: Path) -> set[str]:
+        """The absolute names ``path`` imports (``from m import n``: ``m`` and ``m.n``)."""
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        package = parts[:-1]  # (an __init__.py's package is its folder too)
+        names = set()
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                base = package[:len(package) - node.level + 1] if node.level else []
+                module = ".".join(base + ([node.module] if node.module else []))
+                names |= {module} | {f"{module}.{a.name}" for a in node.names}
+            elif isinstance(node, ast.Import):
+                names |= {a.name for a in node.names}
+        return names
+
+    graph = {".".join(p.relative_to(root).with_suffix("").parts): imported(p)
+             for p in (root / "traveller_env").rglob("*.py")}
+    assert "traveller_env.core.aec_engine" in graph["traveller_env.env"]
+    for module, names in graph.items():
+        if module.startswith("traveller_env.core.") and module != "traveller_env.core.aec":
+            assert "traveller_env.env" not in names, module
+        assert "traveller_env.core.aec" not in names, module

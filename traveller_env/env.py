@@ -1,12 +1,20 @@
-"""The PettingZoo AEC environment: a thin adapter over the rules engine."""
+"""The PettingZoo AEC environment: a thin adapter over a battle engine.
+
+``TravellerEnv`` holds the PettingZoo bookkeeping (agents, rewards, terminations, dead steps,
+infos) once, and plays its battles through an engine adapter (``Engine``): ``PythonEngine``
+over the Python rules engine (``rules.battle.Battle``), or ``core.aec_engine.CoreEngine`` over
+the compiled core (``CoreTravellerEnv``, ``raw_env(backend="core")``). Rewards are scored by
+``traveller_env.rewards``. This module imports the core's adapter only when a core env is built;
+the core's modules never import this one (``core.aec`` is a shim kept for the old import path).
+"""
 
 from __future__ import annotations
 
 import math
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from gymnasium import spaces
@@ -17,14 +25,152 @@ from pettingzoo.utils.env_logger import EnvLogger
 from .encoding import ActionCatalogue, RelativeActions
 from .invariants import InvariantError, check_invariants, check_new_events
 from .observations import VIEWS, ObservationBuilder, move_view
+from .rewards import BattleCounters, RewardLedger, RewardScorer, outcome_reward
 from .rules.battle import Battle, IllegalActionError
 from .rules.dice import Dice
 from .scenario import Scenario, build_battle, load_scenario, with_options
 from .view import BattleView
 
-__all__ = ["TravellerEnv", "env", "raw_env"]
+__all__ = ["CoreTravellerEnv", "Engine", "PythonEngine", "TravellerEnv", "env", "raw_env"]
 
 ScenarioSource = str | Path | Mapping[str, Any] | Scenario
+
+
+# ============================================================================ engine adapters
+class Engine(Protocol):
+    """What ``TravellerEnv`` asks of one battle's engine. Seats are indices into
+    ``possible_agents``; actions are indices into the catalogue (``action_labels``)."""
+
+    #: What ``env.battle`` shows (the Python ``Battle``, or the core's ``CoreBattleState``).
+    battle: Any
+    #: The running counters: ``rewards.Counters`` (``round``, ``dropouts``, ``done``,
+    #: ``winner``, ``out(seat)``, ``summary()``) plus ``phase``, ``truncated`` and ``decider``
+    #: (the deciding seat, -1 once over).
+    counters: Any
+
+    @property
+    def events(self) -> list[dict]:
+        """The event log so far (the Python engine's dicts)."""
+
+    @property
+    def python(self) -> Battle:
+        """The Python engine's ``Battle`` at this point (the view, rendering, the checks)."""
+
+    def take(self, action: int) -> int:
+        """Take ``action`` (in range) for the deciding seat; returns the next decider's seat
+        (-1 once over). ``IllegalActionError`` when refused, with nothing changed."""
+
+    def forfeit(self, label: str, reason: str) -> int:
+        """Record an illegal choice and take the do-nothing default; returns the next
+        decider's seat (-1 once over)."""
+
+    def observe(self, seat: int, deciding: bool) -> dict[str, np.ndarray]:
+        """``{"observation": float32 vector, "action_mask": int8 mask}`` of ``seat`` (new
+        arrays); the mask is all zeros unless ``deciding`` (selected) and the seat decides."""
+
+    def observation_vector(self, seat: int) -> np.ndarray:
+        """Only the observation vector of ``seat``."""
+
+    def mask(self, seat: int, deciding: bool) -> np.ndarray:
+        """The int8 action mask of ``seat`` (as in ``observe``)."""
+
+    def state(self) -> np.ndarray:
+        """The global state vector."""
+
+    def check_against_twin(self, builder: ObservationBuilder, agents: list[str]) -> None:
+        """``check_invariants=True``: whatever the engine can cross-check against the Python
+        engine (the core: its event log and observations; the Python engine: nothing)."""
+
+
+class PythonEngine:
+    """The engine adapter of ``TravellerEnv`` on the Python rules engine: a ``Battle`` with the
+    scenario's catalogue and observation builder. The mask of a decision is computed once,
+    however often asked, and answers the legality of the action taken from it."""
+
+    __slots__ = ("_actions", "_builder", "_catalogue", "_ids", "_mask", "_mask_version",
+                 "battle", "counters")
+
+    def __init__(self, battle: Battle, catalogue: ActionCatalogue, builder: ObservationBuilder,
+                 ids: list[str]) -> None:
+        self.battle = battle
+        self.counters = BattleCounters(battle, ids)
+        self._catalogue = catalogue
+        self._actions = catalogue.actions
+        self._builder = builder
+        self._ids = ids
+        self._mask: np.ndarray | None = None
+        self._mask_version = -1  # the battle's version the cached mask belongs to
+
+    @property
+    def events(self) -> list[dict]:
+        """The battle's event log."""
+        return self.battle.events
+
+    @property
+    def python(self) -> Battle:
+        """The battle itself."""
+        return self.battle
+
+    def take(self, action: int) -> int:
+        """Take catalogue action ``action``; the next decider's seat (see ``Engine.take``)."""
+        b = self.battle
+        act = self._actions[action]
+        # The mask of this decision, when already computed, answers legality; otherwise the
+        # engine checks (the same rules: tests compare the mask with why_illegal).
+        if self._mask_version == b.version and self._mask[action]:
+            b.apply(act, validated=True)
+        else:
+            b.apply(act)  # checks legality first and changes nothing when it refuses
+        return self.counters.decider
+
+    def forfeit(self, label: str, reason: str) -> int:
+        """``Battle.forfeit``; the next decider's seat."""
+        self.battle.forfeit(label, reason)
+        return self.counters.decider
+
+    def observe(self, seat: int, deciding: bool) -> dict[str, np.ndarray]:
+        """The observation and mask of ``seat`` (see ``Engine.observe``)."""
+        return {"observation": self._builder.observe(self.battle, self._ids[seat]),
+                "action_mask": self.mask(seat, deciding)}
+
+    def observation_vector(self, seat: int) -> np.ndarray:
+        """The observation vector of ``seat``."""
+        return self._builder.observe(self.battle, self._ids[seat])
+
+    def mask(self, seat: int, deciding: bool) -> np.ndarray:
+        """The int8 action mask of ``seat`` (a copy of the decision's cached mask)."""
+        b = self.battle
+        if not deciding or b.done or self._ids[seat] != b.current_agent:
+            return np.zeros(self._catalogue.n, dtype=np.int8)
+        # Every change to a battle moves its version on, so the version identifies the
+        # decision, and its mask is computed once however often asked.
+        if self._mask_version != b.version:
+            self._mask = self._catalogue.mask(b)
+            self._mask_version = b.version
+        return self._mask.copy()
+
+    def state(self) -> np.ndarray:
+        """The global state vector."""
+        return self._builder.state(self.battle)
+
+    def check_against_twin(self, builder: ObservationBuilder, agents: list[str]) -> None:
+        """Nothing to cross-check: this is the Python engine."""
+
+
+class PythonEngineFactory:
+    """Makes the ``PythonEngine`` of each ``reset`` of one env."""
+
+    def __init__(self, scenario: Scenario, catalogue: ActionCatalogue,
+                 builder: ObservationBuilder, ids: list[str]) -> None:
+        self._scenario = scenario
+        self._catalogue = catalogue
+        self._builder = builder
+        self._ids = ids
+
+    def __call__(self, seed: int, dice: Dice | None) -> PythonEngine:
+        """The engine of a new battle from ``seed`` (or from ``dice``, scripted)."""
+        battle = build_battle(self._scenario, dice=dice or Dice(seed))
+        return PythonEngine(battle, self._catalogue, self._builder, self._ids)
 
 
 class TravellerEnv(AECEnv):
@@ -142,6 +288,8 @@ class TravellerEnv(AECEnv):
 
     metadata = {"name": "traveller_combat_v0", "render_modes": ["ansi", "rgb_array"],
                 "is_parallelizable": False, "render_fps": 4}
+    #: The engine battles run on (``CoreTravellerEnv``: ``"core"``).
+    backend = "python"
 
     def __init__(self, scenario: ScenarioSource = "duel", render_mode: str | None = None,
                  **options: Any) -> None:
@@ -186,10 +334,22 @@ class TravellerEnv(AECEnv):
         self.action_spaces = {a: self._action_space for a in self.possible_agents}
         self.state_space = spaces.Box(-1.0, 1.0, shape=(self._obs_builder.state_size,),
                                       dtype=np.float32)
+        self._seat = {a: i for i, a in enumerate(self.possible_agents)}
+        self._n_actions = n
+        self._side_names = [s.name for s in self.scenario.sides]
+        self._raise_illegal = self.scenario.options.illegal_action == "raise"
+        self._scorer = RewardScorer(self.scenario.rewards,
+                                    [self._side_of[a] for a in self.possible_agents])
+        self._new_engine = self._engine_factory()
+        self._engine: Engine | None = None
+        self._ledger: RewardLedger | None = None
         self.battle: Battle | None = None
-        self._mask_key: tuple | None = None
-        self._mask_cache: np.ndarray | None = None
         self._rewards_dirty = False
+
+    def _engine_factory(self) -> Callable[[int, Dice | None], Engine]:
+        """What makes each ``reset``'s engine from the seed (and scripted dice, if any)."""
+        return PythonEngineFactory(self.scenario, self._catalogue, self._obs_builder,
+                                   self.possible_agents)
 
     # ------------------------------------------------------------------ public metadata
     @property
@@ -205,10 +365,11 @@ class TravellerEnv(AECEnv):
 
     @property
     def view(self) -> BattleView:
-        """A read-only view of the current battle (for scripted policies; see ``view.py``)."""
-        if self.battle is None:
+        """A read-only view of the current battle (for scripted policies; see ``view.py``; on
+        the core, of the Python engine's twin of its battle)."""
+        if self._engine is None:
             raise RuntimeError("call reset() before reading the battle view")
-        return BattleView(self.battle)
+        return BattleView(self._engine.python)
 
     def action_index(self, label: str) -> int:
         """The index of an action label (``ValueError`` when it is not in the space)."""
@@ -276,11 +437,11 @@ class TravellerEnv(AECEnv):
         dice = (options or {}).get("dice")
         if dice is not None and not isinstance(dice, Dice):
             raise TypeError(f"reset options['dice'] must be a Dice, got {type(dice).__name__}")
-        self.battle = self._build_battle(dice)
-        self._mask_key = None  # a new battle may reuse the old one's id()
+        engine = self._new_engine(self.seed, dice)
+        self._engine = engine
+        self.battle = engine.battle
+        self._ledger = self._scorer.ledger(engine.counters)  # what rewards are scored from
         self._rewards_dirty = False  # True while some agent's last-step reward is not 0
-        self._last_summary = self.battle.summary.copy()  # what rewards were last scored from
-        self._last_round = self.battle.round
         self.agents = list(self.possible_agents)
         self.rewards = dict.fromkeys(self.agents, 0.0)
         self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
@@ -294,10 +455,6 @@ class TravellerEnv(AECEnv):
         if self._check_invariants:
             self._run_invariant_checks(0)
 
-    def _build_battle(self, dice: Dice | None) -> Battle:
-        """The battle of a ``reset`` (the core's env builds its own)."""
-        return build_battle(self.scenario, dice=dice or Dice(self.seed))
-
     def _require_reset(self, what: str) -> None:
         if self.battle is None:
             raise RuntimeError(f"{what} called before reset(): call reset() first")
@@ -305,7 +462,8 @@ class TravellerEnv(AECEnv):
     def last(self, observe: bool = True) -> tuple:
         """``(observation, cumulative reward, terminated, truncated, info)`` of the selected
         agent (PettingZoo's ``last``)."""
-        self._require_reset("last()")
+        if self._engine is None:
+            self._require_reset("last()")
         if not self.agents:
             raise RuntimeError("last() called after the episode is over (every agent is "
                                "done): call reset()")
@@ -314,19 +472,23 @@ class TravellerEnv(AECEnv):
                 self.terminations[agent], self.truncations[agent], self.infos[agent])
 
     def observe(self, agent: str) -> dict[str, np.ndarray]:
-        """``{"observation": float32 vector, "action_mask": int8 mask}`` for ``agent``."""
-        if self.battle is None or agent not in self._side_of:  # the checks, inlined (hot)
+        """``{"observation": float32 vector, "action_mask": int8 mask}`` for ``agent`` (new
+        arrays)."""
+        engine = self._engine
+        seat = self._seat.get(agent)
+        if engine is None or seat is None:  # the checks, inlined (hot)
             self._require_reset("observe()")
             self._check_agent(agent)
-        obs = self._obs_builder.observe(self.battle, agent)
-        return {"observation": obs, "action_mask": self._mask_for(agent)}
+        return engine.observe(seat, agent == self.agent_selection)
 
     def observation_vector(self, agent: str) -> np.ndarray:
         """Only the float32 observation vector of ``agent`` (``observe`` without the mask)."""
-        if self.battle is None or agent not in self._side_of:
+        engine = self._engine
+        seat = self._seat.get(agent)
+        if engine is None or seat is None:
             self._require_reset("observation_vector()")
             self._check_agent(agent)
-        return self._obs_builder.observe(self.battle, agent)
+        return engine.observation_vector(seat)
 
     def move_view_vector(self, agent: str) -> np.ndarray:
         """The move view of ``agent`` alone (float32; the entries ``move_view=True`` appends to
@@ -358,8 +520,8 @@ class TravellerEnv(AECEnv):
                           dtype=np.float32)
 
     def _python_battle(self) -> Battle:
-        """The Python engine's battle (the core env answers with its Python twin)."""
-        return self.battle
+        """The Python engine's battle (on the core, its Python twin)."""
+        return self.battle if self._engine is None else self._engine.python
 
     def action_mask(self, agent: str | None = None) -> np.ndarray:
         """The action mask of ``agent`` (default: the selected agent)."""
@@ -369,24 +531,70 @@ class TravellerEnv(AECEnv):
         return self._mask_for(self.agent_selection if agent is None else agent)
 
     def _mask_for(self, agent: str) -> np.ndarray:
-        b = self.battle
-        if b.done or agent != b.current_agent or agent != self.agent_selection:
-            return np.zeros(self._catalogue.n, dtype=np.int8)
-        # Every change to a battle moves its version on, so (battle, version) identifies the
-        # decision, and its mask is computed once however often asked.
-        key = (id(b), b.version)
-        if self._mask_key != key:
-            self._mask_cache = self._catalogue.mask(b)
-            self._mask_key = key
-        return self._mask_cache.copy()
+        """The mask of ``agent``: all zeros unless it is selected and decides."""
+        return self._engine.mask(self._seat[agent], agent == self.agent_selection)
 
     def state(self) -> np.ndarray:
         """The global state vector (see ``state_labels``)."""
         self._require_reset("state()")
-        return self._obs_builder.state(self.battle)
+        return self._engine.state()
 
     def step(self, action: int | np.integer | None) -> None:
         """Take ``action`` (an index into ``action_labels``) for the selected agent."""
+        engine = self._engine
+        if engine is None or type(action) is not int or not self.agents:
+            return self._step_checked(action)  # the checks and their errors, or a dead step
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent] or not (
+                0 <= action < self._n_actions):
+            return self._step_checked(action)
+        first_event = len(engine.events)
+        penalized = -1
+        try:
+            decider = engine.take(action)
+        except IllegalActionError as exc:
+            label = self._catalogue.actions[action].label
+            if self._raise_illegal:
+                # Refused before any state changes (the accumulated reward stays for a retry).
+                raise ValueError(f"{agent}: illegal action {label!r} (index {action}): "
+                                 f"{exc.reason}") from None
+            decider = engine.forfeit(label, exc.reason)
+            penalized = self._seat[agent]
+        self._cumulative_rewards[agent] = 0.0
+        self._cursor[agent] = first_event
+        if self._rewards_dirty:
+            self._clear_rewards()
+        counters = engine.counters
+        gains, dones_changed = self._ledger.score(counters, penalized)
+        if gains is None:  # every agent's reward stays 0
+            self._rewards_dirty = False
+        else:
+            self._rewards_dirty = True
+            rewards, cumulative, seat = self.rewards, self._cumulative_rewards, self._seat
+            for a in rewards:  # the live agents (the ledger gives the others nothing)
+                gain = gains[seat[a]]
+                rewards[a] = gain
+                cumulative[a] += gain
+        if decider >= 0:
+            self.agent_selection = self.possible_agents[decider]
+        if dones_changed:  # only then can an agent's part in the battle have ended
+            self._update_dones()
+            self._deads_step_first()
+            for a in self.agents:
+                if self.terminations[a] or self.truncations[a]:
+                    self._refresh_info(a)
+        sel = self.agent_selection
+        infos = self.infos
+        if sel in infos:  # _refresh_info(sel), inlined (hot)
+            infos[sel] = {"events": engine.events[self._cursor[sel]:],
+                          "phase": counters.phase, "round": counters.round}
+        if self._check_invariants:
+            self._run_invariant_checks(first_event)
+        return None
+
+    def _step_checked(self, action: Any) -> None:
+        """``step`` off the fast path: the errors before ``reset`` and after the end, a dead
+        step, or an action that is not a plain int in range (checked, then taken)."""
         self._require_reset("step()")
         if not self.agents:
             raise RuntimeError("step() called after the episode is over (every agent is "
@@ -397,15 +605,14 @@ class TravellerEnv(AECEnv):
                 state = "terminated" if self.terminations[agent] else "truncated"
                 raise ValueError(f"{agent} is {state}: its only valid action is None (its "
                                  f"dead step), got {action!r}")
-            first_event = len(self.battle.events)
+            first_event = len(self._engine.events)
             self._was_dead_step(action)
             if self.agents:  # the restored selection's info may predate the fatal step
                 self._refresh_info(self.agent_selection)
             if self._check_invariants:
                 self._run_invariant_checks(first_event)
             return
-        b = self.battle
-        if type(action) is not int:  # the common case skips the checks below
+        if type(action) is not int:
             if action is None:
                 raise ValueError(f"{agent}: action None is only for agents that are "
                                  "terminated or truncated; this agent must choose an action")
@@ -417,52 +624,17 @@ class TravellerEnv(AECEnv):
         if not 0 <= action < self._catalogue.n:
             raise ValueError(f"{agent}: action {action!r} is out of range; expected an int in "
                              f"[0, {self._catalogue.n}), an index into action_labels")
-        act = self._catalogue.actions[action]
-        first_event = len(b.events)
-        penalty = 0.0
-        # The mask of this decision, when already computed, answers legality; otherwise the
-        # engine checks (the same rules: tests compare the mask with why_illegal).
-        known = self._mask_key == (id(b), b.version)
-        try:
-            if known and self._mask_cache[action]:
-                b.apply(act, validated=True)
-            else:
-                b.apply(act)  # checks legality first and changes nothing when it refuses
-        except IllegalActionError as exc:
-            if self.scenario.options.illegal_action == "raise":
-                # Refused before any state changes (the accumulated reward stays for a retry).
-                raise ValueError(f"{agent}: illegal action {act.label!r} "
-                                 f"(index {action}): {exc.reason}") from None
-            b.forfeit(act.label, exc.reason)
-            penalty = -1.0
-        self._cumulative_rewards[agent] = 0.0
-        self._cursor[agent] = first_event
-        if self._rewards_dirty:
-            self._clear_rewards()
-        gained, dones_changed = self._score()
-        if penalty:
-            self.rewards[agent] += penalty
-            gained = True
-        self._rewards_dirty = gained
-        if gained:
-            self._accumulate_rewards()
-        if not b.done:
-            self.agent_selection = b.current_agent
-        if dones_changed:  # only events can end an agent's part in the battle
-            self._update_dones()
-            self._deads_step_first()
-            for a in self.agents:
-                if self.terminations[a] or self.truncations[a]:
-                    self._refresh_info(a)
-        self._refresh_info(self.agent_selection)
-        if self._check_invariants:
-            self._run_invariant_checks(first_event)
+        self.step(action)  # a plain int in range now: the fast path
 
     def _run_invariant_checks(self, first_event: int) -> None:
         """``check_invariants=True``: the battle's invariants after a step, plus the
         environment's own: the selected live agent is the deciding one, with a non-zero mask,
-        every agent's observation lies in [-1, 1], and every reward is finite."""
-        b = self.battle
+        every agent's observation lies in [-1, 1], and every reward is finite. On the core,
+        first the cross-check of the core against the Python twin (``check_against_twin``),
+        then these checks on the twin."""
+        engine = self._engine
+        engine.check_against_twin(self._obs_builder, self.agents)
+        b = engine.python
         check_new_events(b, first_event)
         mask = None
         sel = self.agent_selection
@@ -470,7 +642,7 @@ class TravellerEnv(AECEnv):
             if sel != b.current_agent:
                 raise InvariantError("decision", sel, f"selected, but {b.current_agent} "
                                      "must decide")
-            mask = self._mask_for(sel)
+            mask = self._catalogue.mask(b)
         check_invariants(b, self._catalogue, mask)
         for a in self.agents:
             vec = self._obs_builder.observe(b, a)
@@ -484,88 +656,31 @@ class TravellerEnv(AECEnv):
 
     # ------------------------------------------------------------------ helpers
     def _refresh_info(self, agent: str) -> None:
-        if agent in self.infos:
-            b = self.battle
-            self.infos[agent] = {"events": b.events[self._cursor[agent]:],
-                                 "phase": b.phase, "round": b.round}
-
-    def _score(self) -> tuple[bool, bool]:
-        """Rewards of this step, from the battle's running summary (see the class docstring,
-        "Rewards"): damage dealt and taken since the last step, rounds begun, the outcome.
-
-        Returns ``(any reward given, whether a combatant may have dropped out or the battle
-        ended)``, so that a step without either skips the per-agent bookkeeping.
-        """
-        b = self.battle
-        r = self.scenario.rewards
-        live = self.rewards
-        summary = b.summary
-        last = self._last_summary
-        gained = dones = False
-        if r.damage_dealt or r.damage_taken:
-            dealt, taken = summary.damage_dealt, summary.damage_taken
-            # The totals change only on a hit: compared whole before walking the agents.
-            if dealt != last.damage_dealt or taken != last.damage_taken:
-                for cid in self.possible_agents:
-                    d = dealt[cid] - last.damage_dealt[cid]
-                    if d:
-                        gained = True
-                        self._give(cid, r.damage_dealt * d, r.shared)
-                    t = taken[cid] - last.damage_taken[cid]
-                    if t:
-                        gained = True
-                        self._give(cid, r.damage_taken * t, r.shared)
-        if r.per_round and b.round > self._last_round:
-            gained = True
-            for a in live:
-                if not b.by_id[a].out:  # not to one awaiting its dead step
-                    live[a] += r.per_round * (b.round - self._last_round)
-        if summary.dropouts != last.dropouts:
-            dones = True
-        if b.done:
-            gained = dones = True
-            winner = b.winner
-            for a in live:
-                if winner is None:
-                    live[a] += r.draw
-                elif b.side_names[self._side_of[a]] == winner:
-                    live[a] += r.win
-                else:
-                    live[a] += r.loss
-        self._last_round = b.round
-        if gained or dones:
-            self._last_summary = summary.copy()
-        return gained, dones
-
-    def _give(self, agent: str, amount: float, shared: bool) -> None:
-        if not amount:
-            return
-        if shared:
-            side = self._side_of[agent]
-            for a in self.rewards:
-                if self._side_of[a] == side:
-                    self.rewards[a] += amount
-        elif agent in self.rewards:
-            self.rewards[agent] += amount
+        infos = self.infos
+        if agent in infos:
+            engine = self._engine
+            counters = engine.counters
+            infos[agent] = {"events": engine.events[self._cursor[agent]:],
+                            "phase": counters.phase, "round": counters.round}
 
     def outcome_reward(self, side: int | str) -> float:
         """The terminal reward a side receives for the finished battle's outcome (0 while the
         battle goes on). Used by the SB3 bridge for a learner removed before the end."""
-        b = self.battle
-        if b is None or not b.done:
+        engine = self._engine
+        if engine is None or not engine.counters.done:
             return 0.0
-        name = side if isinstance(side, str) else b.side_names[side]
-        r = self.scenario.rewards
-        if b.winner is None:
-            return r.draw
-        return r.win if b.winner == name else r.loss
+        names = self._side_names
+        name = side if isinstance(side, str) else names[side]
+        index = names.index(name) if name in names else -2  # (an unknown side: never won)
+        return outcome_reward(self.scenario.rewards, engine.counters.winner, index)
 
     def _update_dones(self) -> None:
-        b = self.battle
+        counters = self._engine.counters
+        truncated, done, seat = counters.truncated, counters.done, self._seat
         for a in self.agents:
-            if b.truncated:
+            if truncated:
                 self.truncations[a] = True
-            elif b.done or b.by_id[a].out:
+            elif done or counters.out(seat[a]):
                 self.terminations[a] = True
 
     # ------------------------------------------------------------------ rendering
@@ -579,14 +694,15 @@ class TravellerEnv(AECEnv):
             return None
         from . import render as _render
 
+        battle = self._python_battle()  # (on the core, drawn from the Python twin)
         if self.render_mode == "ansi":
-            return _render.render_ansi(self.battle)
-        turn_attacks = [e for e in self.battle.events[self._last_turn_start():]
+            return _render.render_ansi(battle)
+        turn_attacks = [e for e in battle.events[self._last_turn_start(battle.events):]
                         if e["type"] == "attack"]
-        return _render.render_rgb(self.battle, attacks=turn_attacks)
+        return _render.render_rgb(battle, attacks=turn_attacks)
 
-    def _last_turn_start(self) -> int:
-        events = self.battle.events
+    @staticmethod
+    def _last_turn_start(events: list[dict]) -> int:
         for i in range(len(events) - 1, -1, -1):
             if events[i]["type"] in ("turn", "round"):
                 return i
@@ -594,6 +710,32 @@ class TravellerEnv(AECEnv):
 
     def close(self) -> None:
         """Nothing to release."""
+
+
+class CoreTravellerEnv(TravellerEnv):
+    """``TravellerEnv`` on the compiled core (``core.aec_engine.CoreEngine``): the same
+    observations, masks, labels, rewards, event log and ``view``; build it with
+    ``raw_env(scenario, backend="core")`` or ``env(scenario, backend="core")``.
+    ``CoreUnavailableError`` when the core is not built; scripted dice (``reset(options=
+    {"dice": ...})``) are refused (``ValueError``)."""
+
+    backend = "core"
+
+    def __init__(self, scenario: ScenarioSource = "duel", render_mode: str | None = None,
+                 **options: Any) -> None:
+        from .core import require
+        from .core.engine import check_kinds
+
+        require()  # CoreUnavailableError now, saying how to build it, not at the first reset
+        check_kinds()
+        super().__init__(scenario, render_mode=render_mode, **options)
+
+    def _engine_factory(self) -> Callable[[int, Dice | None], Engine]:
+        from .core.aec_engine import CoreEngineFactory
+
+        return CoreEngineFactory(self.scenario, self._catalogue, self._obs_builder,
+                                 move_view=self.move_view, aim_view=self.aim_view,
+                                 attack_view=self.attack_view)
 
 
 #: The engines an environment can run on: the Python reference and the compiled core.
@@ -610,12 +752,10 @@ def raw_env(scenario: ScenarioSource = "duel", render_mode: str | None = None,
     """The environment without wrappers (illegal actions raise ``ValueError`` by default).
 
     ``backend``: ``"python"`` (the Python engine) or ``"core"`` (the compiled core,
-    ``traveller_env.core.aec.CoreTravellerEnv``: the same observations, masks, labels,
-    rewards, event log and ``view``; ``CoreUnavailableError`` when the core is not built).
+    ``CoreTravellerEnv``: the same observations, masks, labels, rewards, event log and
+    ``view``; ``CoreUnavailableError`` when the core is not built).
     """
     if backend == "core":
-        from .core.aec import CoreTravellerEnv
-
         return CoreTravellerEnv(scenario=scenario, render_mode=render_mode, **options)
     if backend != "python":
         raise ValueError(f"backend must be one of {', '.join(map(repr, ENV_BACKENDS))}, got "

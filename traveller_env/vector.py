@@ -84,6 +84,7 @@ from .encoding import ActionCatalogue, RelativeActions
 from .env import DEFAULT_BACKEND, ScenarioSource, TravellerEnv
 from .observations import ObservationBuilder
 from .policy import Policy, make_policy
+from .rewards import BattleCounters, RewardLedger, RewardScorer
 from .rules.battle import Battle
 from .rules.dice import Dice
 from .rules.rng import battle_seed, check_u64, derive_seed
@@ -494,13 +495,15 @@ class _Shared:
         self.ids: list[str] = list(template.possible_agents)
         self.seat = {a: i for i, a in enumerate(self.ids)}
         self.side = [template.side_of(a) for a in self.ids]
+        self.scorer = RewardScorer(self.scenario.rewards, self.side)
 
 
 class _Row:
-    """One row: its battle and the bookkeeping the AEC env keeps per battle."""
+    """One row: its battle and the bookkeeping the AEC env keeps per battle (its rewards'
+    ``RewardLedger``, over the battle's ``BattleCounters``)."""
 
-    __slots__ = ("acc", "battle", "env", "episode", "gained", "last_round", "last_summary",
-                 "live", "next_episode", "policies", "seed")
+    __slots__ = ("acc", "battle", "counters", "env", "episode", "gained", "ledger",
+                 "next_episode", "policies", "seed")
 
     def __init__(self, shared: _Shared, policies: list[Policy | None]) -> None:
         self.env = _RowEnv(shared)
@@ -511,14 +514,13 @@ class _Row:
         self.seed = 0
         self.acc: list[float] = [0.0] * len(shared.ids)  # rewards not yet returned
         self.gained = False  # acc may hold a non-zero entry
-        self.live: list[bool] = []
-        self.last_summary = None
-        self.last_round = 0
+        self.counters: BattleCounters | None = None
+        self.ledger: RewardLedger | None = None
 
 
 class _PythonBackend:
     """The Python engine behind ``VectorEnv``: each row's ``Battle`` stepped in turn, with the
-    AEC env's reward bookkeeping (``TravellerEnv._score``) and the SB3 bridge's opponent loop,
+    AEC env's reward bookkeeping (``rewards.RewardLedger``) and the SB3 bridge's opponent loop,
     without PettingZoo's per-agent dicts."""
 
     name = "python"
@@ -527,7 +529,6 @@ class _PythonBackend:
                  policy_names: list[str | None]) -> None:
         self.shared = s = _Shared(template)
         self.actions = s.catalogue.actions
-        self.rewards = s.scenario.rewards
         self.policy_names = policy_names
         self.rows = [_Row(s, [None if p is None else make_policy(p) for p in policy_names])
                      for _ in range(num_envs)]
@@ -612,9 +613,8 @@ class _PythonBackend:
         row.seed = seed = battle_seed(self.vector_seed, r, e)
         row.battle = b = build_battle(s.scenario, dice=Dice(seed))
         row.env.battle = b
-        row.live = [True] * len(s.ids)
-        row.last_summary = b.summary.copy()
-        row.last_round = b.round
+        row.counters = BattleCounters(b, s.ids)
+        row.ledger = s.scorer.ledger(row.counters)
         row.acc = [0.0] * len(s.ids)
         row.gained = False
         for i, p in enumerate(row.policies):
@@ -648,81 +648,13 @@ class _PythonBackend:
             self._score(row)
 
     def _score(self, row: _Row, penalized: int = -1) -> None:
-        """This sub-step's rewards, exactly as ``TravellerEnv._score`` computes them (same
-        terms, same order, so the sums agree to the bit), added to ``row.acc``; seats that
-        drop out stop receiving rewards after this sub-step, as the AEC env's dead step
-        removes them. ``penalized``: the seat that forfeited (-1 more, as the AEC env)."""
-        b = row.battle
-        r = self.rewards
-        summary = b.summary
-        last = row.last_summary
-        live = row.live
-        ids = self.shared.ids
-        g: list[float] | None = None
-        dones = False
-        if r.damage_dealt or r.damage_taken:
-            dealt, taken = summary.damage_dealt, summary.damage_taken
-            for i, cid in enumerate(ids):
-                d = dealt[cid] - last.damage_dealt[cid]
-                if d:
-                    if g is None:
-                        g = [0.0] * len(ids)
-                    self._give(row, g, i, r.damage_dealt * d)
-                t = taken[cid] - last.damage_taken[cid]
-                if t:
-                    if g is None:
-                        g = [0.0] * len(ids)
-                    self._give(row, g, i, r.damage_taken * t)
-        if r.per_round and b.round > row.last_round:
-            if g is None:
-                g = [0.0] * len(ids)
-            by_id = b.by_id
-            for i, cid in enumerate(ids):
-                if live[i] and not by_id[cid].out:
-                    g[i] += r.per_round * (b.round - row.last_round)
-        if summary.dropouts != last.dropouts:
-            dones = True
-        if b.done:
-            dones = True
-            if g is None:
-                g = [0.0] * len(ids)
-            winner = b.winner
-            side_names, side = b.side_names, self.shared.side
-            for i in range(len(ids)):
-                if live[i]:
-                    if winner is None:
-                        g[i] += r.draw
-                    elif side_names[side[i]] == winner:
-                        g[i] += r.win
-                    else:
-                        g[i] += r.loss
-        row.last_round = b.round
-        if g is not None or dones:
-            row.last_summary = summary.copy()
-        if penalized >= 0:
-            if g is None:
-                g = [0.0] * len(ids)
-            g[penalized] += -1.0
-        if g is not None:
+        """This sub-step's rewards (``rewards.RewardLedger.score``, the AEC env's arithmetic,
+        so the sums agree to the bit), added to ``row.acc``; seats that drop out stop
+        receiving rewards after this sub-step, as the AEC env's dead step removes them.
+        ``penalized``: the seat that forfeited (-1 more, as the AEC env)."""
+        gains, _ = row.ledger.score(row.counters, penalized)
+        if gains is not None:
             acc = row.acc
-            for i, x in enumerate(g):
+            for i, x in enumerate(gains):
                 acc[i] += x
             row.gained = True
-        if dones:
-            by_id = b.by_id
-            for i, cid in enumerate(ids):
-                if live[i] and (b.done or by_id[cid].out):
-                    live[i] = False
-
-    def _give(self, row: _Row, g: list[float], i: int, amount: float) -> None:
-        if not amount:
-            return
-        live = row.live
-        if self.rewards.shared:
-            side = self.shared.side
-            mine = side[i]
-            for j in range(len(g)):
-                if live[j] and side[j] == mine:
-                    g[j] += amount
-        elif live[i]:
-            g[i] += amount
