@@ -11,6 +11,7 @@ import ast
 import subprocess
 import sys
 import textwrap
+from collections.abc import Collection
 from pathlib import Path
 
 import pytest
@@ -24,21 +25,53 @@ ABOVE = {
     "experiments": ("traveller_cli",),
 }
 
-def imported_modules(path: Path) -> set[str]:
-    """The absolute module names ``path`` imports anywhere (relative imports are resolved
-    against its package)."""
+def imported_modules(path: Path, *, type_checking: bool = True,
+                     modules: Collection[str] = ()) -> set[str]:
+    """The absolute module names ``path`` imports anywhere, late imports inside functions
+    included (relative imports are resolved against its package).
+
+    ``type_checking=False`` leaves out the imports under ``if TYPE_CHECKING:`` (they never
+    run). ``from pkg import name`` imports ``pkg``, or the module ``pkg.name`` when that is
+    one of ``modules``."""
     package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    found: set[str] = set()
+    for node in _import_nodes(ast.parse(path.read_text(encoding="utf-8")), type_checking):
         if isinstance(node, ast.Import):
-            names.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")[: len(package.split(".")) - node.level + 1]
-                names.add(".".join([*base, *([node.module] if node.module else [])]))
-            elif node.module:
-                names.add(node.module)
-    return names
+            found.update(a.name for a in node.names)
+            continue
+        if node.level:
+            base = package.split(".")[: len(package.split(".")) - node.level + 1]
+            module = ".".join([*base, *([node.module] if node.module else [])])
+        elif node.module:
+            module = node.module
+        else:
+            continue
+        for alias in node.names:
+            sub = f"{module}.{alias.name}"
+            found.add(sub if sub in modules else module)
+    return found
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    """``TYPE_CHECKING`` or ``typing.TYPE_CHECKING``."""
+    return ((isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
+            or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"))
+
+
+def _import_nodes(tree: ast.AST, type_checking: bool) -> list[ast.Import | ast.ImportFrom]:
+    """Every import statement under ``tree``; without the bodies of ``if TYPE_CHECKING:``
+    when ``type_checking`` is false (their ``else`` branches still count)."""
+    found: list[ast.Import | ast.ImportFrom] = []
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append(node)
+        elif not type_checking and isinstance(node, ast.If) and _is_type_checking(node.test):
+            stack.extend(node.orelse)
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+    return found
 
 
 def _files(package: str) -> list:
@@ -63,6 +96,126 @@ def test_registry_and_trained_do_not_import_each_other_both_ways():
     assert "agents.scripted" in trained
     assert "agents.trained" in imported_modules(ROOT / "agents" / "registry.py")
     assert "agents.registry" not in imported_modules(ROOT / "agents" / "scripted.py")
+
+
+#: The installed packages, each of which must have no import cycle among its own modules
+#: (``traveller_rl`` once it exists).
+CYCLE_FREE = ("traveller_env", "agents", "traveller_cli", "traveller_rl")
+
+
+def module_name(path: Path) -> str:
+    """The dotted module name of a file under ``ROOT`` (a package's ``__init__.py`` is the
+    package)."""
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(package: str) -> dict[str, set[str]]:
+    """Module -> the modules of the same package it imports: every import statement, late
+    ones inside functions included, those under ``if TYPE_CHECKING:`` left out;
+    ``from pkg import name`` imports the module ``pkg.name`` when that is one."""
+    files = {module_name(p): p for p in sorted((ROOT / package).rglob("*.py"))}
+    return {module: {m for m in imported_modules(path, type_checking=False, modules=files)
+                     if m in files and m != module}
+            for module, path in files.items()}
+
+
+def strongly_connected_components(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's algorithm: the strongly connected components of ``graph``, each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for succ in sorted(graph.get(node, ())):
+            if succ not in index:
+                visit(succ)
+                low[node] = min(low[node], low[succ])
+            elif succ in on_stack:
+                low[node] = min(low[node], index[succ])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            components.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return components
+
+
+def test_strongly_connected_components_finds_a_cycle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert sorted(strongly_connected_components(graph)) == [["a", "b", "c"], ["d"], ["e"]]
+
+
+def test_the_import_graph_reads_late_imports_and_modules_imported_by_name():
+    # This file imports ``traveller_env.scenario`` inside a test function only.
+    assert "traveller_env.scenario" in imported_modules(Path(__file__).resolve())
+    graph = import_graph("traveller_env")
+    assert "traveller_env.rules.attack" in graph["traveller_env.rules.kinds"]  # from . import
+    # ``sequencing`` imports ``combatant`` under ``if TYPE_CHECKING:`` only.
+    assert "traveller_env.rules.combatant" not in graph["traveller_env.rules.sequencing"]
+
+
+@pytest.mark.parametrize("package", CYCLE_FREE)
+def test_no_import_cycle_among_a_packages_modules(package):
+    """No two modules of one package import each other, directly or through others (late
+    imports count; ``TYPE_CHECKING`` ones, which never run, do not)."""
+    if not (ROOT / package).is_dir():
+        pytest.skip(f"{package}/ does not exist here")
+    cycles = [c for c in strongly_connected_components(import_graph(package)) if len(c) > 1]
+    assert not cycles, f"import cycles in {package}: {cycles}"
+
+
+def test_the_rules_have_no_import_cycle_at_all():
+    """The rules (``traveller_env.rules``) import one way: ``vocabulary`` <- ``kinds`` <-
+    ``actions``, and ``battle`` imports the kinds, never the reverse."""
+    graph = import_graph("traveller_env")
+    rules = {m: {n for n in graph[m] if n.startswith("traveller_env.rules.")}
+             for m in graph if m.startswith("traveller_env.rules.")}
+    assert all(len(c) == 1 for c in strongly_connected_components(rules))
+    assert "traveller_env.rules.actions" not in rules["traveller_env.rules.kinds"]
+    assert "traveller_env.rules.battle" not in rules["traveller_env.rules.kinds"]
+
+
+def _protocol_members(protocol: type) -> set[str]:
+    """The attributes and methods a ``typing.Protocol`` class declares."""
+    declared = set(getattr(protocol, "__annotations__", {}))
+    declared |= {name for name in vars(protocol) if not name.startswith("_")}
+    return declared
+
+
+def test_the_kinds_use_only_the_public_battle_effects_interface():
+    """``kinds`` reaches a battle through ``effects.BattleEffects`` only (no private
+    ``battle._x``), and ``Battle`` implements every member of that interface."""
+    from traveller_env.rules.battle import Battle
+    from traveller_env.rules.effects import BattleEffects
+    from traveller_env.scenario import build_battle
+
+    tree = ast.parse((ROOT / "traveller_env" / "rules" / "kinds.py").read_text("utf-8"))
+    private = sorted({ast.unparse(node) for node in ast.walk(tree)
+                      if isinstance(node, ast.Attribute) and node.attr.startswith("_")
+                      and not node.attr.startswith("__")
+                      and not (isinstance(node.value, ast.Name) and node.value.id == "self")})
+    assert not private, f"kinds.py uses private members of other objects: {private}"
+    members = _protocol_members(BattleEffects)
+    assert {"emit", "end_turn", "reach", "walk_refusal", "declare_attack"} <= members
+    battle = build_battle("duel", seed=0)
+    missing = sorted(m for m in members if not hasattr(battle, m))
+    assert not missing, f"Battle lacks {missing} of BattleEffects"
+    assert all(callable(getattr(Battle, m)) for m in members
+               if callable(getattr(BattleEffects, m, None)))
 
 
 @pytest.mark.parametrize("folder", ["experiments", "tests", "traveller_env", "traveller_cli",

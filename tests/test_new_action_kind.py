@@ -40,7 +40,7 @@ class Taunt(ActionKind):
         return None
 
     def apply(self, battle, actor, action):
-        battle._emit({"type": "taunt", "actor": actor.id, "target": action.arg})
+        battle.emit({"type": "taunt", "actor": actor.id, "target": action.arg})
 
 
 @pytest.fixture

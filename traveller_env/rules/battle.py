@@ -15,7 +15,11 @@ The parts: the arithmetic of each rule is a pure function (``checks``, ``budget`
 ``attack``, ``reactions``, ``movement``, ``leadership``, ``damage``); each action kind is
 described once in ``kinds.KINDS`` (legality, explanation, effect); turn order lives in
 ``sequencing.TurnSequencing``; leadership pools in ``leadership.LeadershipPools``. This
-class holds the state and ties them together.
+class holds the state and ties them together. The kinds reach it only through
+``effects.BattleEffects`` (``reach``, ``walk_refusal``, ``emit``, ``end_turn``,
+``ready_step``, ``break_aim``, ``apply_held``, ``declare_attack``, ``react``,
+``declare_haste``), which it implements: public, but meant for action kinds; everyone else
+takes actions with ``apply``.
 """
 
 from __future__ import annotations
@@ -25,7 +29,6 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from . import attack as attack_rules
-from .actions import Action, parse_action
 from .attack import range_dm
 from .budget import BUDGET_STATES, Budget
 from .checks import roll_check
@@ -33,11 +36,12 @@ from .combatant import Combatant
 from .damage import apply_damage, is_dead, is_incapacitated
 from .events import ALL, EVENT_KINDS
 from .grid import DIRECTIONS, SQUARE_M, GridMap
-from .kinds import KINDS, ActionKind, KindContext, phase_dispatch
+from .kinds import KINDS, ActionKind, KindContext, parse_action, phase_dispatch
 from .leadership import LeadershipPools, Pool
 from .movement import move_budget_m
 from .reactions import REACTION_INITIATIVE_COST, reaction_dm, recoil_cost
 from .sequencing import TurnSequencing
+from .vocabulary import Action
 
 __all__ = ["Battle", "BattleSummary", "Decision", "IllegalActionError", "RulesOptions",
            "TurnOptions", "range_dm"]
@@ -316,11 +320,11 @@ class Battle(TurnSequencing):
 
     def move_reach(self, cid: str) -> dict[str, int]:
         """For each direction, the most squares a Move action can cover now (0: none)."""
-        return dict(zip(DIRECTIONS, self._reach(self.by_id[cid]), strict=True))
+        return dict(zip(DIRECTIONS, self.reach(self.by_id[cid]), strict=True))
 
-    def _reach(self, c: Combatant) -> tuple[int, ...]:
-        """``move_reach`` in ``DIRECTIONS`` order: the map's static reach, cut short where
-        another combatant in play stands on the path."""
+    def reach(self, c: Combatant) -> tuple[int, ...]:
+        """``move_reach`` of a combatant in ``DIRECTIONS`` order: the map's static reach, cut
+        short where another combatant in play stands on the path."""
         static, blockers = self.grid.reach(c.pos, move_budget_m(c.movement_m, c.stance),
                                            self.max_move_squares)
         reach = list(static)
@@ -331,20 +335,17 @@ class Battle(TurnSequencing):
                     reach[hit[0]] = hit[1]
         return tuple(reach)
 
-    def _walk(self, actor: Combatant, direction: str,
-              squares: int) -> tuple[list[tuple[int, int]], str | None]:
-        """Walk up to ``squares`` steps; return the legal prefix and, if it stopped short,
-        why the next step is refused (R4.6, R8.1). Legality is monotone: every prefix of a
-        legal move is legal, so the prefix length is the longest legal move that way."""
+    def walk_refusal(self, actor: Combatant, direction: str, squares: int) -> str | None:
+        """Why a move of ``squares`` squares towards ``direction`` is refused (R4.6, R8.1):
+        the first step that enters an occupied square (checked before the step's cost), a
+        wall, a corner, the map's edge or too much movement; ``None`` when it is legal."""
         budget = move_budget_m(actor.movement_m, actor.stance)
-        path, reason, cost_failure = self.grid.walk(actor.pos, direction, budget, squares)
+        path, reason, _ = self.grid.walk(actor.pos, direction, budget, squares)
         occupied = {c.pos for c in self.combatants if not c.out and c is not actor}
         for i, sq in enumerate(path):
-            if sq in occupied:  # checked before the step's cost (R8.1)
-                return list(path[:i]), f"step {i + 1} enters an occupied square {list(sq)} (R8.1)"
-        if cost_failure:
-            return list(path[:-1]), reason
-        return list(path), reason
+            if sq in occupied:
+                return f"step {i + 1} enters an occupied square {list(sq)} (R8.1)"
+        return reason
 
     def _free_action_possible(self, actor: Combatant) -> bool:
         """R2.3: some free action (a ``free`` kind) is legal for ``actor`` now (none without a
@@ -378,7 +379,7 @@ class Battle(TurnSequencing):
                 actor.significant = True
             # R4.3 / R4.5: anything else breaks aim and draw/reload progress.
             if actor.aim_target is not None and not kind.keeps_aim(actor, action):
-                self._break_aim(actor)
+                self.break_aim(actor)
             if not kind.keeps_ready:
                 actor.ready_kind, actor.ready_count = None, 0
         kind.apply(self, actor, action)
@@ -391,17 +392,18 @@ class Battle(TurnSequencing):
         environment's ``illegal_action: penalize`` mode)."""
         if self.done:
             return
-        self._emit({"type": "illegal_action", "actor": self._decider, "label": label,
-                    "reason": reason})
+        self.emit({"type": "illegal_action", "actor": self._decider, "label": label,
+                   "reason": reason})
         actor = self.by_id[self._decider]
         if self.phase == "haste":
-            self._declare_haste(actor, False)
+            self.declare_haste(actor, False)
         elif self.phase == "reaction":
-            self._react(actor, "none")
+            self.react(actor, "none")
         else:
-            self._end_turn("illegal action")
+            self.end_turn("illegal action")
 
-    def _emit(self, event: dict) -> None:
+    # ------------------------------------------------------------------ effects (kinds)
+    def emit(self, event: dict) -> None:
         """Append an event and stamp the combatants it touches (``events.EVENT_KINDS``)."""
         self.events.append(event)
         self.version = v = self.version + 1
@@ -428,27 +430,28 @@ class Battle(TurnSequencing):
             return
         if self._free_action_possible(actor):
             return
-        self._end_turn("budget spent")
+        self.end_turn("budget spent")
 
-    def _break_aim(self, c: Combatant) -> None:
+    def break_aim(self, c: Combatant) -> None:
+        """R4.3: lose the aim ``c`` holds, if any (logged)."""
         if c.aim_target is not None:
-            self._emit({"type": "aim_lost", "actor": c.id, "target": c.aim_target})
+            self.emit({"type": "aim_lost", "actor": c.id, "target": c.aim_target})
             c.aim_target, c.aim_dm = None, 0
 
-    def _ready_step(self, actor: Combatant, kind: str, needed: int) -> bool:
+    def ready_step(self, actor: Combatant, kind: str, needed: int) -> bool:
         """R4.5: one more consecutive Minor action of draw/reload progress; True when done."""
         if actor.ready_kind == kind:
             actor.ready_count += 1
         else:
             actor.ready_kind, actor.ready_count = kind, 1
         done = actor.ready_count >= needed
-        self._emit({"type": kind, "actor": actor.id, "weapon": actor.weapon.name,
-                    "progress": actor.ready_count, "needed": needed, "done": done})
+        self.emit({"type": kind, "actor": actor.id, "weapon": actor.weapon.name,
+                   "progress": actor.ready_count, "needed": needed, "done": done})
         if done:
             actor.ready_kind, actor.ready_count = None, 0
         return done
 
-    def _apply_held(self, c: Combatant, dms: dict[str, int], check: str) -> None:
+    def apply_held(self, c: Combatant, dms: dict[str, int], check: str) -> None:
         """R7.3: a held bonus and/or penalty applies to (and is used by) the next check."""
         held = attack_rules.held_dms(c)
         if not held:
@@ -456,13 +459,13 @@ class Battle(TurnSequencing):
         dms.update(held)
         if c.bonus:
             c.bonus = False
-            self._emit({"type": "bonus_used", "actor": c.id, "check": check})
+            self.emit({"type": "bonus_used", "actor": c.id, "check": check})
         if c.penalty:
             c.penalty = False
-            self._emit({"type": "penalty_used", "actor": c.id, "check": check})
+            self.emit({"type": "penalty_used", "actor": c.id, "check": check})
 
     # ------------------------------------------------------------------ attacks (R4.1, R3.6)
-    def _declare_attack(self, actor: Combatant, target: Combatant) -> None:
+    def declare_attack(self, actor: Combatant, target: Combatant) -> None:
         """Spend ammunition and aim, pay recoil, then wait for the target's reaction."""
         w = actor.weapon
         dms = attack_rules.attack_dms(actor, target, self.grid)
@@ -481,12 +484,12 @@ class Battle(TurnSequencing):
             return
         self._resolve_attack("none")
 
-    def _react(self, target: Combatant, choice: str) -> None:
+    def react(self, target: Combatant, choice: str) -> None:
         """R3.6: the target's reaction, then the attack is resolved."""
-        self._emit({"type": "reaction", "actor": target.id, "reaction": choice,
-                    "attacker": self._pending.attacker})
+        self.emit({"type": "reaction", "actor": target.id, "reaction": choice,
+                   "attacker": self._pending.attacker})
         if choice != "none":
-            self._break_aim(target)
+            self.break_aim(target)
             self._change_initiative(target, -REACTION_INITIATIVE_COST, "reaction")
         self._resolve_attack(choice)
 
@@ -497,7 +500,7 @@ class Battle(TurnSequencing):
         dms = dict(p.dms)
         if reaction != "none":
             dms[reaction] = reaction_dm(target, reaction)
-        self._apply_held(attacker, dms, "attack")
+        self.apply_held(attacker, dms, "attack")
         was_down = target.down
         roll, total, effect = roll_check(self.dice, dms)
         hit = effect >= 0
@@ -511,7 +514,7 @@ class Battle(TurnSequencing):
             self._take_damage(target, damage)
             self._summary.damage_dealt[attacker.id] += damage
             self._summary.damage_taken[target.id] += damage
-        self._emit({
+        self.emit({
             "type": "attack", "actor": attacker.id, "target": target.id,
             "weapon": attacker.weapon.name, "damage_dice": str(attacker.weapon.damage),
             "melee": p.melee, "range_m": round(p.range_m, 3),
@@ -539,8 +542,8 @@ class Battle(TurnSequencing):
 
     def _incapacitate(self, c: Combatant, by: Combatant) -> None:
         stays = c.id in self._group  # R2.5: downed by a member of its own tied group
-        self._emit({"type": "incapacitated", "actor": c.id, "by": by.id,
-                    "state": "dead" if c.dead else "unconscious", "stays_until_group_ends": stays})
+        self.emit({"type": "incapacitated", "actor": c.id, "by": by.id,
+                   "state": "dead" if c.dead else "unconscious", "stays_until_group_ends": stays})
         self._summary.dropouts += 1
         for p in self.pools.of_leader(c.id):
             self._lapse(p, "leader incapacitated")
@@ -549,5 +552,5 @@ class Battle(TurnSequencing):
 
     def _lapse(self, pool: Pool, why: str) -> None:
         self.pools.remove(pool)
-        self._emit({"type": "lapse", "actor": pool.leader, "kind": pool.kind,
-                    "count": pool.count, "reason": why})
+        self.emit({"type": "lapse", "actor": pool.leader, "kind": pool.kind,
+                   "count": pool.count, "reason": why})

@@ -8,7 +8,7 @@ log"). This module is the one statement of that vocabulary:
 * ``EVENT_KINDS`` maps each ``type`` to an ``EventKind``: its fields after ``type``, in the
   order the engine writes them, and which fields name the combatants whose state the event
   changed (``touches``; ``ALL`` for events that change everyone's);
-* the engine (``Battle._emit``) stamps the combatants an event touches with the battle's
+* the engine (``Battle.emit``) stamps the combatants an event touches with the battle's
   ``version``, so caches (observation blocks, masks) key on versions;
 * ``check_event(event)`` says what is wrong with an event's shape (tests and the invariant
   checker use it).

@@ -13,35 +13,39 @@ Each ``ActionKind`` says everything the rest of the project needs about one kind
   the readable reference the mask is tested against;
 * ``apply(battle, actor, action)``: what it does to the battle.
 
+A kind sees the battle only through ``effects.BattleEffects`` (what it may read, ask and
+do: log an event, move, attack, end the turn, ...), which ``battle.Battle`` implements.
+
 ``KINDS`` (in action-catalogue order) is the table that the engine's legality and dispatch,
-the action catalogue and mask (``traveller_env.encoding``), label parsing, the SB3 bridge's
-focus sets and the invariant checker all derive from. A new kind is one subclass registered
-with ``register_kind`` (README, "Adding an action kind"); the budget (R2.1), aim breaking
-(R4.3) and draw/reload progress (R4.5) are applied generically from ``cost``,
-``keeps_aim`` and ``keeps_ready``.
+the action catalogue and mask (``traveller_env.encoding``), label parsing (``parse_action``,
+here), the SB3 bridge's focus sets and the invariant checker all derive from. A new kind is
+one subclass registered with ``register_kind`` (README, "Adding an action kind"); the budget
+(R2.1), aim breaking (R4.3) and draw/reload progress (R4.5) are applied generically from
+``cost``, ``keeps_aim`` and ``keeps_ready``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from . import attack as attack_rules
-from .actions import REACTIONS, STANCES, Action
 from .budget import Budget, BudgetState
 from .checks import roll_check
+from .effects import BattleEffects
 from .events import EVENT_KINDS, EventKind
 from .grid import DIRECTIONS
 from .leadership import can_communicate, leadership_dms
 from .movement import move_budget_m
 from .reactions import can_parry
+from .vocabulary import REACTIONS, STANCES, Action
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .battle import Battle
     from .combatant import Combatant
 
-__all__ = ["KINDS", "ActionKind", "KindContext", "phase_dispatch", "register_kind",
-           "unregister_kind"]
+__all__ = ["KINDS", "ActionKind", "BattleEffects", "KindContext", "kind_names",
+           "parse_action", "phase_dispatch", "register_kind", "unregister_kind"]
 
 COSTS = ("minor", "significant", "free", "end", "answer")
 ARG_FORMS = ("none", "combatant", "choice", "move")
@@ -54,7 +58,7 @@ class KindContext:
 
     __slots__ = ("_enemies", "actor", "battle", "budget")
 
-    def __init__(self, battle: Battle, actor: Combatant, budget: Budget) -> None:
+    def __init__(self, battle: BattleEffects, actor: Combatant, budget: Budget) -> None:
         self.battle = battle
         self.actor = actor
         self.budget = budget
@@ -151,7 +155,7 @@ class ActionKind:
         """Why ``action`` is refused once the budget allows the kind's cost, or ``None``."""
         raise NotImplementedError
 
-    def apply(self, battle: Battle, actor: Combatant, action: Action) -> None:
+    def apply(self, battle: BattleEffects, actor: Combatant, action: Action) -> None:
         """Carry out a legal action (the budget is already spent)."""
         raise NotImplementedError
 
@@ -182,8 +186,8 @@ class EndTurn(ActionKind):
     def why_not(self, ctx: KindContext, action: Action) -> str | None:
         return None
 
-    def apply(self, battle: Battle, actor: Combatant, action: Action) -> None:
-        battle._end_turn("chosen")
+    def apply(self, battle: BattleEffects, actor: Combatant, action: Action) -> None:
+        battle.end_turn("chosen")
 
 
 class Move(ActionKind):
@@ -192,21 +196,20 @@ class Move(ActionKind):
     name, args, rules = "move", "move", "R4.6 R8.1"
 
     def legal(self, ctx: KindContext) -> tuple[int, ...]:
-        return ctx.battle._reach(ctx.actor)
+        return ctx.battle.reach(ctx.actor)
 
     def why_not(self, ctx: KindContext, action: Action) -> str | None:
-        _, reason = ctx.battle._walk(ctx.actor, action.direction, action.squares)
-        return reason
+        return ctx.battle.walk_refusal(ctx.actor, action.direction, action.squares)
 
-    def apply(self, battle: Battle, actor: Combatant, action: Action) -> None:
+    def apply(self, battle: BattleEffects, actor: Combatant, action: Action) -> None:
         budget = move_budget_m(actor.movement_m, actor.stance)
         # Legal, so the map's cached walk is the whole path (occupancy was checked).
         path, metres = battle.grid.walked(actor.pos, action.direction, budget, action.squares,
                                           battle.max_move_squares)
         before = actor.pos
         actor.pos = path[-1]
-        battle._emit({"type": "move", "actor": actor.id, "from": list(before),
-                     "to": list(actor.pos), "metres": metres})
+        battle.emit({"type": "move", "actor": actor.id, "from": list(before),
+                    "to": list(actor.pos), "metres": metres})
 
 
 _OTHER_STANCES = {st: tuple(o for o in STANCES if o != st) for st in STANCES}
@@ -223,10 +226,10 @@ class Stance(ActionKind):
     def why_not(self, ctx: KindContext, action: Action) -> str | None:
         return f"already {action.arg}" if ctx.actor.stance == action.arg else None
 
-    def apply(self, battle: Battle, actor: Combatant, action: Action) -> None:
+    def apply(self, battle: BattleEffects, actor: Combatant, action: Action) -> None:
         before = actor.stance
         actor.stance = action.arg
-        battle._emit({"type": "stance", "actor": actor.id, "from": before, "to": action.arg})
+        battle.emit({"type": "stance", "actor": actor.id, "from": before, "to": action.arg})
 
 
 class Draw(ActionKind):
@@ -243,8 +246,8 @@ class Draw(ActionKind):
             return "bare hands need no draw (R4.5)"
         return "weapon already drawn" if ctx.actor.drawn else None
 
-    def apply(self, battle: Battle, actor: Combatant, action: Action) -> None:
-        if battle._ready_step(actor, "draw", actor.weapon.draw_actions):
+    def apply(self, battle: BattleEffects, actor: Combatant, action: Action) -> None:
+        if battle.ready_step(actor, "draw", actor.weapon.draw_actions):
             actor.drawn = True
 
 
@@ -265,8 +268,8 @@ class Reload(ActionKind):
             return "the magazine is not empty (R4.5)"
         return None if a.spares > 0 else "no spare magazine left (R4.5)"
 
-    def apply(self, battle: Battle, actor: Combatant, action: Action) -> None:
-        if battle._ready_step(actor, "reload", actor.weapon.reload_actions):
+    def apply(self, battle: BattleEffects, actor: Combatant, action: Action) -> None:
+        if battle.ready_step(actor, "reload", actor.weapon.reload_actions):
             actor.spares -= 1
             actor.ammo = actor.weapon.magazine
 
@@ -299,13 +302,13 @@ class Aim(ActionKind):
             return f"no line of sight to {action.arg} (R4.3)"
         return None
 
-    def apply(self, battle: Battle, actor: Combatant, action: Action) -> None:
+    def apply(self, battle: BattleEffects, actor: Combatant, action: Action) -> None:
         if actor.aim_target not in (None, action.arg):
-            battle._break_aim(actor)
+            battle.break_aim(actor)
         actor.aim_dm = attack_rules.next_aim_dm(actor.aim_target, actor.aim_dm, action.arg)
         actor.aim_target = action.arg
-        battle._emit({"type": "aim", "actor": actor.id, "target": action.arg,
-                     "aim": actor.aim_dm})
+        battle.emit({"type": "aim", "actor": actor.id, "target": action.arg,
+                    "aim": actor.aim_dm})
 
 
 class Attack(ActionKind):
@@ -349,8 +352,8 @@ class Attack(ActionKind):
                     f"{w.range_m:g} m (R5.1)")
         return None
 
-    def apply(self, battle: Battle, actor: Combatant, action: Action) -> None:
-        battle._declare_attack(actor, battle.by_id[action.arg])
+    def apply(self, battle: BattleEffects, actor: Combatant, action: Action) -> None:
+        battle.declare_attack(actor, battle.by_id[action.arg])
 
 
 class Leadership(ActionKind):
@@ -363,14 +366,14 @@ class Leadership(ActionKind):
     def why_not(self, ctx: KindContext, action: Action) -> str | None:
         return None
 
-    def apply(self, battle: Battle, actor: Combatant, action: Action) -> None:
+    def apply(self, battle: BattleEffects, actor: Combatant, action: Action) -> None:
         dms = leadership_dms(actor)
-        battle._apply_held(actor, dms, "leadership")
+        battle.apply_held(actor, dms, "leadership")
         roll, total, effect = roll_check(battle.dice, dms)
         bonuses, penalties = max(0, effect), max(0, -effect)
-        battle._emit({"type": "leadership", "actor": actor.id, "roll": roll, "dms": dms,
-                     "total": total, "effect": effect, "bonuses": bonuses,
-                     "penalties": penalties})
+        battle.emit({"type": "leadership", "actor": actor.id, "roll": roll, "dms": dms,
+                    "total": total, "effect": effect, "bonuses": bonuses,
+                    "penalties": penalties})
         battle.pools.add(actor.id, "bonus", bonuses)
         battle.pools.add(actor.id, "penalty", penalties)
 
@@ -407,11 +410,11 @@ class Direct(ActionKind):
                     f"({b.options.comms_range_m:g} m, or both with radios) (R7.2)")
         return None
 
-    def apply(self, battle: Battle, actor: Combatant, action: Action) -> None:
+    def apply(self, battle: BattleEffects, actor: Combatant, action: Action) -> None:
         r = battle.by_id[action.arg]
         pool = battle.pools.bonus_pool(actor.id)
         r.bonus = True
-        battle._emit({"type": "bonus_granted", "actor": actor.id, "target": r.id})
+        battle.emit({"type": "bonus_granted", "actor": actor.id, "target": r.id})
         battle.pools.take_one(pool)
 
 
@@ -446,12 +449,12 @@ class Hamper(ActionKind):
             return f"{tid} already holds a penalty (R7.3)"
         return None
 
-    def apply(self, battle: Battle, actor: Combatant, action: Action) -> None:
+    def apply(self, battle: BattleEffects, actor: Combatant, action: Action) -> None:
         r = battle.by_id[action.arg]
         pool = battle.pools.penalty_pool(r.side)
         r.penalty = True
-        battle._emit({"type": "penalty_imposed", "actor": actor.id, "target": r.id,
-                     "leader": pool.leader})
+        battle.emit({"type": "penalty_imposed", "actor": actor.id, "target": r.id,
+                    "leader": pool.leader})
         battle.pools.take_one(pool)
 
 
@@ -475,8 +478,8 @@ class React(ActionKind):
                         "unarmed (R3.6)")
         return None
 
-    def apply(self, battle: Battle, actor: Combatant, action: Action) -> None:
-        battle._react(actor, action.arg)
+    def apply(self, battle: BattleEffects, actor: Combatant, action: Action) -> None:
+        battle.react(actor, action.arg)
 
 
 class Haste(ActionKind):
@@ -489,8 +492,8 @@ class Haste(ActionKind):
     def why_not(self, ctx: KindContext, action: Action) -> str | None:
         return None
 
-    def apply(self, battle: Battle, actor: Combatant, action: Action) -> None:
-        battle._declare_haste(actor, action.arg == "yes")
+    def apply(self, battle: BattleEffects, actor: Combatant, action: Action) -> None:
+        battle.declare_haste(actor, action.arg == "yes")
 
 
 #: Every action kind by name, in action-catalogue order.
@@ -498,6 +501,28 @@ KINDS: dict[str, ActionKind] = {
     k.name: k for k in (EndTurn(), Move(), Stance(), Draw(), Reload(), Aim(), Attack(),
                         Leadership(), Direct(), Hamper(), React(), Haste())
 }
+
+
+@lru_cache(maxsize=4096)
+def parse_action(label: str) -> Action:
+    """Parse an action label; raise ``ValueError`` naming the label when it is malformed."""
+    if not isinstance(label, str):
+        raise ValueError(f"action label must be a string, got {label!r}")
+    parts = label.split(":")
+    kind = KINDS.get(parts[0])
+    action = kind.parse(parts) if kind is not None else None
+    if action is None:
+        patterns = [k.pattern for k in KINDS.values()]
+        raise ValueError(f"unknown action label {label!r}; expected "
+                         f"{', '.join(patterns[:-1])} or {patterns[-1]}")
+    return action
+
+
+def kind_names(**attrs: Any) -> frozenset[str]:
+    """The names of the kinds whose attributes have the given values, e.g.
+    ``kind_names(cost="minor")`` or ``kind_names(args="combatant")``."""
+    return frozenset(k.name for k in KINDS.values()
+                     if all(getattr(k, a) == v for a, v in attrs.items()))
 
 
 _DISPATCH: dict[tuple, tuple[dict[str, tuple], tuple[tuple[str, Any], ...]]] = {}
@@ -560,7 +585,5 @@ def unregister_kind(name: str) -> None:
 
 
 def _clear_caches() -> None:
-    from .actions import parse_action
-
     _DISPATCH.clear()
     parse_action.cache_clear()

@@ -2,7 +2,8 @@
 tied groups, whose turn it is, and the end of the battle.
 
 ``TurnSequencing`` is a part of ``Battle`` (a mixin over the battle's state): it decides
-who decides next and never looks at what an action does.
+who decides next and never looks at what an action does. Its ``end_turn`` and
+``declare_haste`` belong to the effects the action kinds may have (``effects.BattleEffects``).
 """
 
 from __future__ import annotations
@@ -57,8 +58,8 @@ class TurnSequencing:
                 roll = self.dice.roll(2)
                 base = sum(roll)
             c.initiative = base + dex
-            self._emit({"type": "initiative", "actor": c.id, "roll": roll, "dms": {"DEX": dex},
-                        "initiative": c.initiative, "ambush": ambush and c.prepared})
+            self.emit({"type": "initiative", "actor": c.id, "roll": roll, "dms": {"DEX": dex},
+                       "initiative": c.initiative, "ambush": ambush and c.prepared})
         for side, name in enumerate(self.side_names):
             unit = [c for c in self.combatants if c.side == side]
             best = tactics_leader(unit)
@@ -68,15 +69,15 @@ class TurnSequencing:
             roll, total, effect = roll_check(self.dice, dms)
             for c in unit:
                 c.initiative += effect
-            self._emit({"type": "tactics", "actor": best.id, "unit": name, "roll": roll,
-                        "dms": dms, "total": total, "effect": effect, "added": effect})
+            self.emit({"type": "tactics", "actor": best.id, "unit": name, "roll": roll,
+                       "dms": dms, "total": total, "effect": effect, "added": effect})
 
     def _start_round(self) -> None:
         if self.round >= self.options.max_rounds:
             self._finish(None, "max_rounds", truncated=True)
             return
         self.round += 1
-        self._emit({"type": "round", "round": self.round})
+        self.emit({"type": "round", "round": self.round})
         for c in self.combatants:
             c.init_mod_now, c.init_mod_next = c.init_mod_next, 0
             c.hasty = False
@@ -89,13 +90,13 @@ class TurnSequencing:
         else:
             self._next_turn()
 
-    def _declare_haste(self, c: Combatant, yes: bool) -> None:
+    def declare_haste(self, c: Combatant, yes: bool) -> None:
         """R3.5: one declaration; the next declarer in Initiative order, or the first turn."""
         c.hasty = yes
         if yes:
             c.init_mod_now += HASTE_INITIATIVE
-        self._emit({"type": "haste", "actor": c.id, "haste": yes,
-                    "initiative": c.current_initiative})
+        self.emit({"type": "haste", "actor": c.id, "haste": yes,
+                   "initiative": c.current_initiative})
         self._haste_queue.pop(0)
         if self._haste_queue:
             self._decider = self._haste_queue[0]
@@ -110,10 +111,10 @@ class TurnSequencing:
         else:
             c.init_mod_now += delta
             applies = "current_round"
-        self._emit({"type": "initiative_change", "actor": c.id, "change": delta,
-                    "reason": reason, "applies_to": applies,
-                    "initiative": c.current_initiative,
-                    "next_round_change": c.init_mod_next})
+        self.emit({"type": "initiative_change", "actor": c.id, "change": delta,
+                   "reason": reason, "applies_to": applies,
+                   "initiative": c.current_initiative,
+                   "next_round_change": c.init_mod_next})
 
     def _next_turn(self) -> None:
         if self._group_queue:
@@ -131,8 +132,8 @@ class TurnSequencing:
         self._group = group
         self._group_queue = group[1:]
         if len(group) > 1:
-            self._emit({"type": "simultaneous", "group": list(group),
-                        "initiative": best[0], "DEX": best[1]})
+            self.emit({"type": "simultaneous", "group": list(group),
+                       "initiative": best[0], "DEX": best[1]})
         self._begin_turn(self.by_id[group[0]])
 
     def _finish_group(self) -> None:
@@ -143,7 +144,7 @@ class TurnSequencing:
             c = self.by_id[cid]
             if c.down and not c.out:
                 c.out = True
-                self._emit({"type": "out", "actor": cid})
+                self.emit({"type": "out", "actor": cid})
                 self._summary.dropouts += 1
                 for p in self.pools.of_leader(cid):
                     self._lapse(p, "leader out of play")
@@ -156,11 +157,13 @@ class TurnSequencing:
         if self.pools.entries:
             for p in self.pools.of_leader(c.id):
                 self._lapse(p, "leader's next turn")  # R7.5
-        self._emit({"type": "turn", "actor": c.id, "initiative": c.current_initiative,
-                    "round": self.round})
+        self.emit({"type": "turn", "actor": c.id, "initiative": c.current_initiative,
+                   "round": self.round})
 
-    def _end_turn(self, reason: str) -> None:
-        self._emit({"type": "end_turn", "actor": self._decider, "reason": reason})
+    def end_turn(self, reason: str) -> None:
+        """R2.3: the deciding combatant's turn ends (``reason`` is logged); the next
+        decision follows."""
+        self.emit({"type": "end_turn", "actor": self._decider, "reason": reason})
         self.turn_actor = None
         self._next_turn()
 
@@ -176,4 +179,4 @@ class TurnSequencing:
     def _finish(self, winner: str | None, reason: str, truncated: bool) -> None:
         self.done, self.truncated, self.winner = True, truncated, winner
         self.phase, self._decider = "over", None
-        self._emit({"type": "end", "round": self.round, "winner": winner, "reason": reason})
+        self.emit({"type": "end", "round": self.round, "winner": winner, "reason": reason})
