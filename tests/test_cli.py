@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import types
+from pathlib import Path
 
 import pytest
 
@@ -149,11 +150,99 @@ def test_tournament_writes_under_runs_by_default(tmp_path, monkeypatch, capsys):
 
 
 def test_train_scripts_write_under_runs_by_default():
-    from traveller_rl.recipes import aiming_sb3 as train_aiming
-    from traveller_rl.recipes import leadership_sb3 as train_leadership
+    from traveller_rl.recipes import aiming, leadership
 
-    for module in (train_aiming, train_leadership):
-        assert module.build_parser().parse_args([]).runs_dir == "runs"
+    for module in (aiming, leadership):
+        assert module.build_parser(trainer="sb3").parse_args([]).runs_dir == "runs"
+
+
+# ------------------------------------------------- one recipe per task, --trainer chooses
+@pytest.mark.parametrize(("words", "trainer"), [
+    ("train aiming", "sb3"), ("train aiming-ppo", "ppo"),
+    ("train leadership", "sb3"), ("train leadership-ppo", "ppo"),
+])
+def test_each_training_command_has_its_trainer_by_default(words, trainer, capsys):
+    parser, _ = traveller_cli.build_parser(words.split())
+    assert parser.parse_args(words.split()).trainer == trainer
+    other = {"ppo": "sb3", "sb3": "ppo"}[trainer]
+    assert parser.parse_args([*words.split(), "--trainer", other]).trainer == other
+    out = " ".join(help_of([*words.split(), "--help"], capsys).split())
+    assert "--trainer {ppo,sb3} how to train" in out and f"(default: {trainer})" in out
+
+
+@pytest.mark.parametrize("name", ["aiming", "leadership"])
+def test_each_trainer_gets_its_own_defaults(name):
+    """A flag left out gets the chosen trainer's default: sb3 exactly its ``Args``, ppo the
+    batched trainer's settings; a flag given keeps its value."""
+    import importlib
+
+    from traveller_rl.recipes.trainer_options import resolve
+
+    recipe = importlib.import_module(f"traveller_rl.recipes.{name}")
+    for default in ("ppo", "sb3"):
+        parser = recipe.build_parser(trainer=default)
+        sb3 = resolve(parser.parse_args(["--trainer", "sb3"]), recipe.OPTIONS)
+        assert recipe.Args(**vars(sb3)) == recipe.Args()
+        ppo = resolve(parser.parse_args(["--trainer", "ppo"]), recipe.OPTIONS)
+        assert not hasattr(ppo, "runs_dir") and not hasattr(ppo, "n_steps")
+        given = resolve(parser.parse_args(["--trainer", "ppo", "--total-timesteps", "7",
+                                           "--no-anneal-lr"]), recipe.OPTIONS)
+        assert (given.total_timesteps, given.anneal_lr) == (7, False)
+    expected = {"aiming": {"total_timesteps": 6_000_000, "eval_battles": 500, "lr": 1e-3,
+                           "epochs": 10, "minibatches": 8, "num_envs": 192, "seed": 1,
+                           "anneal_lr": True, "out": Path("runs/aiming_ppo"), "json": None},
+                "leadership": {"total_timesteps": 12_000_000, "eval_battles": 500,
+                               "ent_coef": 0.001, "gamma": 0.99, "gae_lambda": 0.8,
+                               "num_envs": 256, "hidden": "128,128", "mates": "marksman",
+                               "checkpoint": None, "out": Path("runs/leadership_ppo")}}[name]
+    assert {key: getattr(ppo, key) for key in expected} == expected
+
+
+@pytest.mark.parametrize(("argv", "refused", "trainer"), [
+    (["train", "aiming", "--lr", "0.01"], "--lr", "ppo"),
+    (["train", "aiming-ppo", "--n-steps", "64"], "--n-steps", "sb3"),
+    (["train", "aiming-ppo", "--trainer", "sb3", "--no-anneal-lr"], "--anneal-lr", "ppo"),
+    (["train", "leadership", "--trainer", "sb3", "--checkpoint", "x.pt"], "--checkpoint",
+     "ppo"),
+    (["train", "leadership-ppo", "--assist", ""], "--assist", "sb3"),
+])
+def test_a_flag_of_the_other_trainer_is_refused(argv, refused, trainer, capsys):
+    """Refused before anything trains: a usage error (status 2) naming the flag."""
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert f"traveller {' '.join(argv[:2])}: error: {refused} is an option of --trainer " \
+           f"{trainer} only" in err
+    assert "Traceback" not in err
+
+
+def test_the_sb3_command_evaluates_a_ppo_checkpoint_with_trainer_ppo(tmp_path, capsys):
+    """``traveller train leadership --trainer ppo`` is ``train leadership-ppo``."""
+    import torch
+
+    from agents.ppo_policy import ActorCritic, checkpoint_bytes
+    from traveller_env import vector
+
+    venv = vector.make("leadership_l3", num_envs=1, seed=0, backend="python",
+                       relative_actions=True)
+    torch.manual_seed(0)
+    net = ActorCritic(venv.obs_dim, venv.n_actions, [16])
+    ckpt = tmp_path / "ppo.pt"
+    ckpt.write_bytes(checkpoint_bytes(net, "leadership_l3", venv.action_labels))
+    outputs = {}
+    for words in (["train", "leadership", "--trainer", "ppo"], ["train", "leadership-ppo"]):
+        report = tmp_path / f"{words[1]}.json"
+        assert main([*words, "--checkpoint", str(ckpt), "--eval-battles", "1",
+                     "--json", str(report)]) == 0
+        outputs[words[1]] = capsys.readouterr().out.replace(str(report), "REPORT")
+        data = json.loads(report.read_text())
+        assert data["command"].startswith("python -m traveller_rl.recipes.leadership "
+                                          f"--checkpoint {ckpt}")
+        assert [r["sergeant"] for r in data["rows"]] == [
+            "learned", "never_lead", "always_lead", "leader"] * 2
+    assert outputs["leadership"] == outputs["leadership-ppo"]
+    assert "| leadership_l0 | leader |" in outputs["leadership"]
 
 
 @pytest.mark.parametrize("module", ["bench_env", "bench_train", "soak", "aiming_optimum",

@@ -127,9 +127,9 @@ def runs(tmp_path):
 
 def test_train_aiming_smoke(runs, capsys):
     """A tiny run writes every artifact, and the saved model evaluates via `traveller eval`."""
-    from traveller_rl.recipes import aiming_sb3 as train_aiming
+    from traveller_rl.recipes import aiming
 
-    run = train_aiming.train(train_aiming.Args(
+    run = aiming.train_sb3(aiming.Args(
         total_timesteps=256, n_steps=64, batch_size=64, n_epochs=1, eval_battles=2,
         runs_dir=str(runs), bands="short,extreme"))
     for name in ("model.zip", "model.meta.json", "config.json", "evaluation.json",
@@ -155,10 +155,10 @@ def test_train_aiming_smoke(runs, capsys):
 
 def test_train_aiming_self_play_modes_smoke(runs):
     """Self-play: shared policy in every seat, and a pool of its own checkpoints."""
-    from traveller_rl.recipes import aiming_sb3 as train_aiming
+    from traveller_rl.recipes import aiming
 
     for mode in ("shared", "pool"):
-        run = train_aiming.train(train_aiming.Args(
+        run = aiming.train_sb3(aiming.Args(
             total_timesteps=256, n_steps=64, batch_size=64, n_epochs=1, eval_battles=1,
             runs_dir=str(runs), bands="short", duel_opponents="", self_play=mode,
             pool_every=64, exp_name=f"sp_{mode}"))
@@ -171,9 +171,9 @@ def test_train_leadership_smoke(runs):
     """A tiny assisted run: the model decides leadership only and loads back as an
     AssistedPolicy through its metadata."""
     from agents.trained import AssistedPolicy, load_policy
-    from traveller_rl.recipes import leadership_sb3 as train_leadership
+    from traveller_rl.recipes import leadership
 
-    run = train_leadership.train(train_leadership.Args(
+    run = leadership.train_sb3(leadership.Args(
         total_timesteps=128, n_envs=1, n_steps=64, batch_size=64, n_epochs=1, eval_battles=1,
         eval_scenarios="squad_commander0", runs_dir=str(runs)))
     evaluation = json.loads((run / "evaluation.json").read_text())

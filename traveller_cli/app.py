@@ -52,23 +52,23 @@ COMMANDS: dict[str, Command] = {
 }
 
 def _recipe_aiming_sb3() -> ModuleType:
-    from traveller_rl.recipes import aiming_sb3
-    return aiming_sb3
+    from traveller_rl.recipes import aiming
+    return aiming.command("sb3")
 
 
 def _recipe_leadership_sb3() -> ModuleType:
-    from traveller_rl.recipes import leadership_sb3
-    return leadership_sb3
+    from traveller_rl.recipes import leadership
+    return leadership.command("sb3")
 
 
 def _recipe_aiming() -> ModuleType:
     from traveller_rl.recipes import aiming
-    return aiming
+    return aiming.command("ppo")
 
 
 def _recipe_leadership() -> ModuleType:
     from traveller_rl.recipes import leadership
-    return leadership
+    return leadership.command("ppo")
 
 
 def _recipe_squad() -> ModuleType:
@@ -116,15 +116,16 @@ EXPERIMENTS: dict[str, Experiment] = {
     "demo": Experiment("the fast trainer learns a duel and squad tactics in about three "
                        "minutes, with verdicts, curves and a replay (traveller_rl.demo)", _demo),
     "train aiming": Experiment("learn when and how long to aim, with MaskablePPO "
-                               "(traveller_rl.recipes.aiming_sb3)", _recipe_aiming_sb3),
+                               "(traveller_rl.recipes.aiming --trainer sb3)",
+                               _recipe_aiming_sb3),
     "train leadership": Experiment("learn when to lead and whom to direct, with MaskablePPO "
-                                   "(traveller_rl.recipes.leadership_sb3)",
+                                   "(traveller_rl.recipes.leadership --trainer sb3)",
                                    _recipe_leadership_sb3),
     "train aiming-ppo": Experiment("learn to aim in each range band with the batched PPO, "
-                                   "against the exact optimum (traveller_rl.recipes.aiming)",
-                                   _recipe_aiming),
+                                   "against the exact optimum (traveller_rl.recipes.aiming "
+                                   "--trainer ppo)", _recipe_aiming),
     "train leadership-ppo": Experiment("learn when a sergeant should lead, with the batched "
-                                       "PPO (traveller_rl.recipes.leadership)",
+                                       "PPO (traveller_rl.recipes.leadership --trainer ppo)",
                                        _recipe_leadership),
     "train squad-ppo": Experiment("squad tactics by self-play with the batched PPO, evaluated "
                                   "against the scripted NPCs (traveller_rl.recipes.squad)",

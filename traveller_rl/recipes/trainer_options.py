@@ -1,0 +1,199 @@
+"""The command line of a recipe that trains with either trainer: ``--trainer {ppo,sb3}`` and
+one ``--flag`` for every option of either trainer.
+
+``ppo`` is the batched trainer (``traveller_rl.ppo.trainer``), ``sb3`` MaskablePPO through the
+SB3 bridge (``traveller_env.sb3``). A recipe lists its options as ``Option``s, each with the
+default of every trainer that takes it (``ppo_option`` for one of the batched trainer's,
+``dataclass_options`` for the fields of an SB3 ``Args`` dataclass, ``merge_options`` to join
+them). ``add_options`` puts them on a parser; ``resolve`` turns the parsed flags into the
+chosen trainer's values: a flag left out gets that trainer's default (a flag both trainers take
+with different defaults therefore parses as None), and a flag that only the other trainer
+takes is refused as a usage error (exit status 2, its name in the message).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import dataclasses
+import functools
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any, NoReturn
+
+from traveller_rl.common import _field_docs
+
+__all__ = ["TRAINERS", "Option", "add_options", "dataclass_options", "merge_options",
+           "ppo_option", "resolve", "trainer_command"]
+
+#: The trainers a recipe can train with.
+TRAINERS = ("ppo", "sb3")
+
+_GIVEN = "_trainer_flags_given"   # namespace attribute: the options named on the command line
+_PARSER = "_trainer_parser"       # namespace attribute: the parser, for its usage errors
+
+
+@dataclass(frozen=True)
+class Option:
+    """One ``--flag`` of a recipe: ``dest`` (its name with ``-`` for ``_``), its help line
+    without the default, and ``defaults``: the default of each trainer that takes it (the
+    trainers missing there refuse it)."""
+
+    dest: str
+    help: str
+    defaults: Mapping[str, Any]
+    type: Callable[[str], Any] | None = None
+    boolean: bool = False
+    """``--flag`` / ``--no-flag``"""
+    nargs: str | None = None
+
+    @property
+    def flag(self) -> str:
+        """The option string, ``--total-timesteps`` for ``total_timesteps``."""
+        return "--" + self.dest.replace("_", "-")
+
+    def parser_default(self, trainer: str) -> Any:
+        """What the parser of a recipe whose ``--trainer`` defaults to ``trainer`` shows: the
+        option's default when every trainer that takes it agrees and ``trainer`` is one of
+        them, else None (``resolve`` fills in the chosen trainer's)."""
+        values = list(self.defaults.values())
+        if trainer in self.defaults and all(v == values[0] for v in values):
+            return values[0]
+        return None
+
+    def help_text(self) -> str:
+        """The help line with its default, or each trainer's when they differ (``add_options``
+        lists an option that one trainer takes under that trainer's heading)."""
+        shown = {t: str(v) if isinstance(v, Path) else repr(v) for t, v in self.defaults.items()}
+        if len(set(shown.values())) == 1:
+            return f"{self.help} (default: {next(iter(shown.values()))})"
+        per_trainer = ", ".join(f"{t} {v}" for t, v in shown.items())
+        return f"{self.help} (default: {per_trainer})"
+
+
+def ppo_option(dest: str, default: Any, help: str, type: Callable[[str], Any] | None = None,
+               boolean: bool = False) -> Option:
+    """An option of the batched trainer only."""
+    return Option(dest, help, {"ppo": default}, type=type, boolean=boolean)
+
+
+def dataclass_options(cls: type, trainer: str = "sb3") -> list[Option]:
+    """One option per field of the ``Args`` dataclass ``cls`` (its docstring as help, as
+    ``traveller_rl.common.add_dataclass_args`` makes them), taken by ``trainer``."""
+    docs = _field_docs(cls)
+    options = []
+    for f in dataclasses.fields(cls):
+        default = (f.default if f.default is not dataclasses.MISSING
+                   else f.default_factory())  # type: ignore[misc]
+        kind: dict[str, Any] = (
+            {"boolean": True} if isinstance(default, bool)
+            else {"nargs": "*"} if isinstance(default, list) else {"type": type(default)})
+        options.append(Option(f.name, docs.get(f.name, ""), {trainer: default}, **kind))
+    return options
+
+
+def merge_options(*groups: Iterable[Option]) -> list[Option]:
+    """The options of several trainers as one list: an option in more than one group keeps
+    the first one's help and gets the defaults of all."""
+    merged: dict[str, Option] = {}
+    for option in (o for group in groups for o in group):
+        first = merged.get(option.dest)
+        if first is None:
+            merged[option.dest] = option
+            continue
+        if (first.type, first.boolean, first.nargs) != (option.type, option.boolean,
+                                                          option.nargs):
+            raise ValueError(f"{option.flag}: the trainers parse it differently")
+        merged[option.dest] = dataclasses.replace(
+            first, defaults={**first.defaults, **option.defaults})
+    return list(merged.values())
+
+
+def _note(namespace: argparse.Namespace, dest: str) -> None:
+    """Note on ``namespace`` that the option ``dest`` was given (``resolve`` reads it)."""
+    setattr(namespace, _GIVEN, (*getattr(namespace, _GIVEN, ()), dest))
+
+
+class _NotedStore(argparse.Action):
+    """Stores the value and notes that the option was given."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, values)
+        _note(namespace, self.dest)
+
+
+class _NotedSwitch(argparse.BooleanOptionalAction):
+    """``--flag`` / ``--no-flag``, noting that it was given."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        super().__call__(parser, namespace, values, option_string)
+        _note(namespace, self.dest)
+
+
+def add_options(parser: argparse.ArgumentParser, options: Iterable[Option],
+                trainer: str) -> argparse.ArgumentParser:
+    """Add ``--trainer`` (default ``trainer``) and ``options`` to ``parser``."""
+    if trainer not in TRAINERS:
+        raise ValueError(f"trainer {trainer!r}; allowed: {', '.join(TRAINERS)}")
+    parser.add_argument("--trainer", choices=TRAINERS, default=trainer,
+                        help="how to train: ppo, the batched trainer (traveller_rl.ppo.trainer), "
+                             "or sb3, MaskablePPO through the SB3 bridge; the options under "
+                             "'options of --trainer X only' are refused with the other "
+                             f"(default: {trainer})")
+    groups: dict[tuple[str, ...], Any] = {}  # the trainers taking an option -> its group
+    for o in options:
+        owners = tuple(t for t in TRAINERS if t in o.defaults)
+        if owners not in groups:
+            title = ("options of both trainers" if len(owners) == len(TRAINERS)
+                     else f"options of --trainer {owners[0]} only")
+            groups[owners] = parser.add_argument_group(title)
+        common = {"dest": o.dest, "default": o.parser_default(trainer), "help": o.help_text()}
+        if o.boolean:
+            groups[owners].add_argument(o.flag, action=_NotedSwitch, **common)
+        else:
+            groups[owners].add_argument(o.flag, action=_NotedStore, type=o.type, nargs=o.nargs,
+                                        **common)
+    parser.set_defaults(**{_PARSER: parser})
+    return parser
+
+
+def _usage_error(args: argparse.Namespace, message: str) -> NoReturn:
+    """The parser's usage error (status 2), or the message alone without a parser."""
+    parser = getattr(args, _PARSER, None)
+    if parser is not None:
+        parser.error(message)
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def resolve(args: argparse.Namespace, options: Iterable[Option]) -> argparse.Namespace:
+    """The values of ``args.trainer``'s options: each given flag's value, that trainer's
+    default for the others. A given flag that only another trainer takes is a usage error."""
+    trainer = args.trainer
+    options = list(options)
+    given = set(getattr(args, _GIVEN, ()))
+    foreign = [o for o in options if o.dest in given and trainer not in o.defaults]
+    if foreign:
+        owners = " or ".join(sorted({t for o in foreign for t in o.defaults}))
+        flags = ", ".join(o.flag for o in foreign)
+        verb = "is an option" if len(foreign) == 1 else "are options"
+        _usage_error(args, f"{flags} {verb} of --trainer {owners} only; this run trains with "
+                           f"--trainer {trainer}")
+    return argparse.Namespace(**{
+        o.dest: getattr(args, o.dest) if o.dest in given else copy.copy(o.defaults[trainer])
+        for o in options if trainer in o.defaults})
+
+
+def trainer_command(module: ModuleType, trainer: str) -> ModuleType:
+    """The recipe ``module`` as a ``traveller`` command whose ``--trainer`` defaults to
+    ``trainer``: the same docstring and ``run``, and ``build_parser(parser=None)`` with that
+    default (the protocol of ``traveller_cli.app.Experiment``)."""
+    command = ModuleType(f"{module.__name__}[{trainer}]", module.__doc__)
+    command.build_parser = functools.partial(module.build_parser, trainer=trainer)
+    command.run = module.run
+    return command
