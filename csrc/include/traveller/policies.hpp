@@ -10,7 +10,9 @@
 // (attack_outcome's sums in the same order, aim_plan's tolerances, the tie-breaks of min/sort by
 // path cost, distance and combatant id, the tactician's plan search in the same child order with
 // the same 1e-9 tolerance), on the core's own rule functions (attack_dms, in_attack_reach,
-// reaction_dm, Grid::walk, ...).
+// reaction_dm, Grid::walk, ...). The sources mirror the Python file by file: src/policies/<npc>.cpp
+// for agents/<npc>.py (rush, marksman, cover, leader, tactician), common.cpp for
+// agents/common.py, scripted.cpp for the dispatcher (CorePolicy, the policy names).
 //
 //   random     legal[rng.below(len(legal))] from the policy's PCG32 (Pcg32::boundedrand).
 //   passive    the first legal of end_turn, haste:no, react:none (else the first legal action).
