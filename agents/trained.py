@@ -11,6 +11,7 @@ import numpy as np
 
 from traveller_env.env import ScenarioSource, TravellerEnv
 
+from .pool import OpponentPool
 from .scripted import make_scripted
 
 __all__ = ["AssistedPolicy", "CheckpointPool", "TrainedPolicy", "load_policy", "read_meta"]
@@ -222,8 +223,9 @@ class CheckpointPool:
     """Self-play opponents: a pool of past checkpoints of the learning policy.
 
     At each ``reset`` it picks one ``*.zip`` in ``folder`` uniformly (with its own seeded
-    generator) and plays it, sampling from its action distribution; while the folder is still
-    empty it plays the scripted ``fallback`` policy. Loaded checkpoints are cached.
+    generator, through ``agents.pool.OpponentPool``, whose members are the checkpoints seen so
+    far) and plays it, sampling from its action distribution; while the folder is still empty
+    it plays the scripted ``fallback`` policy. Loaded checkpoints are cached.
     """
 
     name = "pool"
@@ -234,18 +236,25 @@ class CheckpointPool:
         self.scenario = scenario
         self.fallback = make_scripted(fallback, seed=seed)
         self.rng = np.random.default_rng(seed)
+        self.pool = OpponentPool("uniform")
         self._loaded: dict[Path, TrainedPolicy] = {}
         self.current: Any = self.fallback
 
+    def _member(self, path: Path) -> int:
+        """The pool's index of the checkpoint at ``path`` (added when first seen)."""
+        index = self.pool.index(str(path))
+        return self.pool.add(str(path), "checkpoint") if index is None else index
+
     def reset(self, seed: int | None = None) -> None:
-        """Pick this battle's opponent from the pool."""
+        """Pick this battle's opponent among the checkpoints in the folder now."""
         if seed is not None:
             self.rng = np.random.default_rng(seed)
         checkpoints = sorted(self.folder.glob("*.zip"))
         if not checkpoints:
             self.current = self.fallback
         else:
-            path = checkpoints[int(self.rng.integers(len(checkpoints)))]
+            chosen = self.pool.draw_one(self.rng, [self._member(p) for p in checkpoints])
+            path = Path(self.pool.members[chosen].name)
             if path not in self._loaded:
                 self._loaded[path] = load_policy(path, self.scenario, deterministic=False)
             self.current = self._loaded[path]

@@ -1,0 +1,150 @@
+"""What a PPO run measures and logs: its clock (``Timers``), the training battles ended since
+the last update (``BattleStats``), the periodic greedy evaluation (``evaluate_greedy``) and the
+per-update line of ``training.jsonl`` with its TensorBoard scalars (``log_update``)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from traveller_rl.ppo.update import UpdateStats
+
+__all__ = ["EVAL_SEED", "BattleStats", "Timers", "evaluate_greedy", "log_update"]
+
+#: Seed of the held-out evaluation battles (vector seed ``derive_seed(EVAL_SEED, side)``).
+EVAL_SEED = 20_000
+
+
+@dataclass
+class Timers:
+    """Seconds spent in each part of a run since ``start``: stepping the battles (``env``),
+    choosing actions (``inference``), updating (``update``) and evaluating, checkpointing and
+    plotting (``eval``: not training)."""
+
+    start: float = field(default_factory=time.perf_counter)
+    env: float = 0.0
+    inference: float = 0.0
+    update: float = 0.0
+    eval: float = 0.0
+
+    def training(self) -> float:
+        """Seconds of training so far (evaluations, checkpoints and curves not counted)."""
+        return time.perf_counter() - self.start - self.eval
+
+    def wall(self) -> float:
+        """Seconds since the start."""
+        return time.perf_counter() - self.start
+
+
+class BattleStats:
+    """The training battles: each row's battle so far (its learner decisions, the learner
+    side's return, the seats' rewards weighted to one per side), and the battles ended since
+    the last ``clear``: how many, per group those with a learner side and their wins, their
+    lengths and returns."""
+
+    def __init__(self, n_rows: int, n_groups: int, agent_sides: np.ndarray,
+                 n_sides: int) -> None:
+        self.n_groups = n_groups
+        self.length = np.zeros(n_rows, dtype=np.int64)
+        self.side_weight = np.zeros((n_sides, len(agent_sides)), dtype=np.float32)
+        for side in range(n_sides):
+            on = agent_sides == side
+            self.side_weight[side, on] = 1.0 / on.sum()
+        self.ret = np.zeros(n_rows, dtype=np.float64)
+        self.clear()
+
+    def clear(self) -> None:
+        """Forget the ended battles (the battles in progress go on)."""
+        self.battles = 0
+        self.decided = np.zeros(self.n_groups, dtype=np.int64)
+        self.wins = np.zeros(self.n_groups, dtype=np.int64)
+        self.lengths: list[int] = []
+        self.returns: list[float] = []
+
+    def decided_in(self, rows: np.ndarray) -> None:
+        """One more learner decision in each of ``rows``' battles."""
+        self.length[rows] += 1
+
+    def rewarded(self, rewards: np.ndarray, row_side: np.ndarray) -> None:
+        """Add a step's rewards (``[rows, seats]``) to the learner side's return of each row
+        with a learner side."""
+        has_side = row_side >= 0
+        self.ret[has_side] += (rewards[has_side]
+                               * self.side_weight[row_side[has_side]]).sum(axis=1)
+
+    def ended(self, done: np.ndarray, winner: np.ndarray, row_side: np.ndarray,
+              row_group: np.ndarray) -> None:
+        """Battles ended in rows ``done``: count them, and start those rows afresh."""
+        sided = done[row_side[done] >= 0]
+        self.battles += len(done)
+        np.add.at(self.decided, row_group[sided], 1)
+        np.add.at(self.wins, row_group[sided], winner[sided] == row_side[sided])
+        self.lengths.extend(self.length[done].tolist())
+        self.returns.extend(self.ret[sided].tolist())
+        self.length[done] = 0
+        self.ret[done] = 0.0
+
+    def win_rate(self) -> float | None:
+        """The learner's win rate in the ended battles with a learner side (None: none)."""
+        decided = int(self.decided.sum())
+        return int(self.wins.sum()) / decided if decided else None
+
+
+def evaluate_greedy(net: Any, eval_vectors: dict[str, list[tuple[Any, int]]],
+                    battles: int) -> dict[str, dict]:
+    """The greedy ``net`` against each evaluation opponent (``make_eval_vectors``): per
+    opponent, ``battles`` held-out battles shared out over the sides, with wins, draws,
+    losses, the win rate and its Wilson 95% interval."""
+    from agents.evaluation import wilson_interval
+    from traveller_env.rules.rng import derive_seed
+    from traveller_rl.ppo.rollout import vector_winrate
+
+    out: dict[str, dict] = {}
+    for name, vecs in eval_vectors.items():
+        w = d = lo_ = 0
+        for i, (venv, side) in enumerate(vecs):
+            share = battles // len(vecs) + (i < battles % len(vecs))
+            a, b, c = vector_winrate(net, venv, side, share, derive_seed(EVAL_SEED, side))
+            w, d, lo_ = w + a, d + b, lo_ + c
+        total = w + d + lo_
+        lo, hi = wilson_interval(w, total)
+        out[name] = {"battles": total, "wins": w, "draws": d, "losses": lo_,
+                     "win_rate": w / total, "win_ci95": [lo, hi]}
+    return out
+
+
+def log_update(writer: Any, update: int, decisions: int, elapsed: float, lr: float,
+               timers: Timers, carried: int, stats: BattleStats, losses: UpdateStats,
+               group_labels: list[str]) -> dict[str, Any]:
+    """Write an update's TensorBoard scalars; return its ``training.jsonl`` point (the
+    training battles' win rate, per group when there are several)."""
+    train_win = stats.win_rate()
+    writer.add_scalar("charts/learning_rate", lr, decisions)
+    writer.add_scalar("charts/decisions_per_second", decisions / elapsed, decisions)
+    writer.add_scalar("charts/env_share", timers.env / elapsed, decisions)
+    writer.add_scalar("charts/batch", losses.batch, decisions)
+    writer.add_scalar("charts/carried", carried, decisions)
+    if stats.lengths:
+        writer.add_scalar("charts/battle_decisions", float(np.mean(stats.lengths)), decisions)
+    if stats.returns:
+        writer.add_scalar("charts/side_return", float(np.mean(stats.returns)), decisions)
+    if train_win is not None:
+        writer.add_scalar("charts/train_win_rate", train_win, decisions)
+    point = {"update": update, "decisions": decisions, "seconds": round(elapsed, 2),
+             "train_win_rate": train_win, "groups": {}}
+    if len(group_labels) > 1:
+        for label, won, of in zip(group_labels, stats.wins, stats.decided, strict=True):
+            if of:
+                writer.add_scalar(f"train_win_rate/{label.replace(' ', '_')}", won / of,
+                                  decisions)
+                point["groups"][label] = won / of
+    writer.add_scalar("charts/battles", stats.battles, decisions)
+    writer.add_scalar("losses/policy", losses.policy_loss, decisions)
+    writer.add_scalar("losses/value", losses.value_loss, decisions)
+    writer.add_scalar("losses/entropy", losses.entropy, decisions)
+    writer.add_scalar("losses/approx_kl", losses.approx_kl, decisions)
+    writer.add_scalar("losses/clipfrac", losses.clipfrac, decisions)
+    return point
