@@ -1,9 +1,11 @@
-"""Imports run one way: rules -> encoding/observations -> env -> bridges -> agents ->
-experiments -> the ``traveller`` command line (``traveller_cli``).
+"""Imports run one way: rules -> encoding/observations -> env -> bridges -> agents -> the
+training layer (``traveller_rl``) -> the ``traveller`` command line (``traveller_cli``);
+``experiments/`` (benchmarks, not installed) sits above them all and nothing installed
+imports it.
 
 Checked twice: statically (every ``import`` statement of each package's files, including the
 late ones inside functions) and at run time (a fresh interpreter that uses the environment
-must not have loaded ``agents``, ``experiments`` or ``traveller_cli``)."""
+must not have loaded ``agents``, ``traveller_rl``, ``experiments`` or ``traveller_cli``)."""
 
 from __future__ import annotations
 
@@ -20,9 +22,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: For each package, the packages above it in the layering, which it must not import.
 ABOVE = {
-    "traveller_env": ("agents", "experiments", "traveller_cli"),
-    "agents": ("experiments", "traveller_cli"),
-    "experiments": ("traveller_cli",),
+    "traveller_env": ("agents", "traveller_rl", "experiments", "traveller_cli"),
+    "agents": ("traveller_rl", "experiments", "traveller_cli"),
+    "traveller_rl": ("experiments", "traveller_cli"),
+    "traveller_cli": ("experiments",),
 }
 
 def imported_modules(path: Path, *, type_checking: bool = True,
@@ -219,7 +222,7 @@ def test_the_kinds_use_only_the_public_battle_effects_interface():
 
 
 @pytest.mark.parametrize("folder", ["experiments", "tests", "traveller_env", "traveller_cli",
-                                    "agents"])
+                                    "traveller_rl", "agents"])
 def test_no_sys_path_edits(folder):
     """Experiments run as modules (``python -m experiments.X``) and tests import them as
     ``experiments.X``: nothing edits ``sys.path``."""
@@ -269,7 +272,8 @@ def test_using_the_environment_loads_no_agents_nor_experiments(code):
     check = textwrap.dedent(code) + textwrap.dedent("""
         import sys
         above = sorted(m for m in sys.modules
-                       if m.split(".")[0] in ("agents", "experiments", "traveller_cli"))
+                       if m.split(".")[0] in ("agents", "traveller_rl", "experiments",
+                                              "traveller_cli"))
         print("LOADED:" + " ".join(above))
     """)
     out = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True,
