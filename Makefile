@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo battle test lint bench golden clean build sanitize browser
+.PHONY: demo battle test lint bench golden clean build sanitize browser mutate
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -98,6 +98,11 @@ browser:
 		$(SUDO) apt-get update -q && \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver; \
 	fi
+
+# Mutation testing of the learning code (not part of `make test`): each single-line bug listed
+# in tests/mutate.py must make the tests that cover it fail (docs/testing.md).
+mutate: $(STAMP) build
+	$(BIN)/python tests/mutate.py
 
 # Benchmarks (experiments/, never timed assertions in tests).
 bench: $(STAMP)
