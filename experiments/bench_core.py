@@ -5,7 +5,7 @@ Both engines play identical battles (``tests/test_core_engine.py`` proves it), s
 like for like. Time counted: inside the engine's step and mask calls only (the action sampler,
 the same NumPy choice over the mask for both, is reported beside it). The core runs without its
 event log (``record_events=False``), the Python engine keeps its log (it cannot switch it off).
-Not the batched API of issue 12 (that is ``traveller_env.vector``): per-call Python overhead
+Not the batched API (that is ``traveller_env.vector``): per-call Python overhead
 is included here.
 
     python -m experiments.bench_core --battles 200

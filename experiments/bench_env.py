@@ -145,7 +145,7 @@ def instance_memory_kib(factory: Any) -> float:
 
 
 def _core_ratios(results: dict[str, dict], with_python: bool) -> dict[str, float]:
-    """env() on the core against tictactoe_v3 env() (issue 12's AEC targets), by wall-clock
+    """env() on the core against tictactoe_v3 env() (the AEC speed targets), by wall-clock
     and by CPU time (medians of the interleaved repeats), and against env() on the Python
     engine when it ran."""
     ratios: dict[str, float] = {}
@@ -174,7 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="repeats of each vector case (median is reported)")
     parser.add_argument("--only", choices=("all", "aec"), default="all",
                         help="aec: only tictactoe_v3 env() and env() on the core (duel, squad, "
-                             "16v16), for a quick check of issue 12's AEC targets (no engine, "
+                             "16v16), for a quick check of the AEC speed targets (no engine, "
                              "memory or vector cases)")
     return parser
 

@@ -23,7 +23,7 @@ The issue's target: at least 5,000 decisions/s per core for a squad policy with 
 
     python -m experiments.bench_onnx [--decisions 2000] [--repeats 5] [--json PATH]
 
-Prints a Markdown table; writes JSON only with ``--json`` (the README's figures:
+Prints a Markdown table; writes JSON only with ``--json`` (the figures of docs/performance.md:
 ``--json results/bench_onnx.json``).
 """
 
@@ -183,7 +183,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             for feed in feeds:
                 session.run([ACTION], feed)
 
-        figures["ONNX graph alone (session.run)"] = {"mode": "graph, one at a time",
+        figures["ONNX graph alone (InferenceSession.run)"] = {"mode": "graph, one at a time",
                                                      **_rate(n, graph_once, args.repeats)}
         net = network_from_checkpoint(read_checkpoint(paths["pt"]))
         tobs, tmask = torch.as_tensor(obs), torch.as_tensor(masks > 0)

@@ -2,7 +2,7 @@
 pass (``--pool-stack``, the default) beside one pass per copy (``--no-pool-stack``), in the same
 run on the same machine.
 
-Both runs are issue 13's squad recipe in shape (the entity actor, 256x256, token width 64, the
+Both runs are the squad recipe in shape (the entity actor, 256x256, token width 64, the
 move and attack views, 256 battles x 64 steps, 30% of the rows against ``rush``, ``marksman``
 and ``cover`` in the core) with ``--pool-every 1 --pool-size 30``, so that the pool holds its
 30 copies from update 30 on. Each trains ``--updates`` updates from the same seed; the figure

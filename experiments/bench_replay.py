@@ -1,4 +1,4 @@
-"""Frame times and file size of the replay page (issue 16) in headless Chromium.
+"""Frame times and file size of the replay page in headless Chromium.
 
     python -m experiments.bench_replay [--seeds 1-20] [--speeds 8,256] \
         [--json runs/bench_replay.json]
@@ -14,7 +14,7 @@ empty requestAnimationFrame loop on the same page for as long (what the machine 
 browser give with no work at all). It also times jumps to random events (slider scrubbing).
 Prints a table and writes the figures as JSON.
 
-``--screenshot docs/replay.png`` also writes the README's picture: the squad_commander battle
+``--screenshot docs/replay.png`` also writes the docs' picture: the squad_commander battle
 of the scripted ``leader`` (blue) against the ``tactician`` (red), seed 0, at the first attack
 that uses a leadership bonus.
 """
@@ -136,7 +136,7 @@ def measure(page: Path, speeds: list[float], jumps: int) -> dict[str, Any]:
 
 
 def screenshot(path: Path, width: int = 1100) -> Path:
-    """The README's picture (see the module docstring), scaled to ``width`` pixels."""
+    """The docs' picture (see the module docstring), scaled to ``width`` pixels."""
     import io
 
     from PIL import Image
@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default="runs/bench_replay", help="folder of the page")
     p.add_argument("--json", default="runs/bench_replay.json", help="write the figures here")
     p.add_argument("--screenshot", default=None, metavar="PNG",
-                   help="also write the README's screenshot here (e.g. docs/replay.png)")
+                   help="also write the docs' screenshot here (e.g. docs/replay.png)")
     args = p.parse_args(argv)
     if args.screenshot:
         print(f"wrote {screenshot(Path(args.screenshot))}")

@@ -248,7 +248,7 @@ def test_the_sb3_command_evaluates_a_ppo_checkpoint_with_trainer_ppo(tmp_path, c
 @pytest.mark.parametrize("module", ["bench_env", "bench_train", "soak", "aiming_optimum",
                                     "profile_env"])
 def test_benchmarks_write_no_file_unless_asked(module):
-    """Their ``--json`` is off by default: the README's figures are written only when asked."""
+    """Their ``--json`` is off by default: the docs' figures are written only when asked."""
     import importlib
 
     args = importlib.import_module(f"experiments.{module}").build_parser().parse_args([])

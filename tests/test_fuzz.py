@@ -86,7 +86,7 @@ def local_weapons(draw) -> dict[str, dict]:
 
 @st.composite
 def valid_scenarios(draw, max_side: int = 8, max_map: int = 30, max_char: int = 15) -> dict:
-    """A random scenario that follows the schema (README "Scenario schema", R8.1, R8.3);
+    """A random scenario that follows the schema (docs/scenarios.md, R8.1, R8.3);
     ``max_char`` caps STR, DEX and END (lower: quicker knockouts)."""
     width, height = draw(st.integers(4, max_map)), draw(st.integers(4, max_map))
     sizes = [draw(st.integers(1, max_side)), draw(st.integers(1, max_side))]

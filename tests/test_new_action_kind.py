@@ -1,4 +1,4 @@
-"""Adding an action kind: the worked example of the README ("Adding an action kind").
+"""Adding an action kind: the worked example of docs/environment.md ("Adding an action kind").
 
 A test-only kind, ``taunt:<agent>`` (a Minor action aimed at an enemy in line of sight; it
 changes nothing but the log), is registered from this module. Everything else derives from

@@ -1,4 +1,4 @@
-"""``traveller export`` and ``agents.onnx_policy.OnnxPolicy`` (issue 14, parts 3 and 4).
+"""``traveller export`` and ``agents.onnx_policy.OnnxPolicy`` (export and playing without torch).
 
 Checkpoints with random weights stand in for trained ones (the export copies weights; what
 they learned does not matter): a ``train_ppo`` ``.pt`` (64x64, as ``train_ppo``'s default)
@@ -185,7 +185,7 @@ def test_assisted_zip_exports_its_focus_and_assistant(tmp_path):
 @pytest.mark.parametrize(("model", "scenario"), [("aiming", "duel"),
                                                   ("leadership", "squad_commander")])
 def test_the_committed_trained_models_export_exactly(tmp_path, model, scenario):
-    """The README's trained MaskablePPO models (``results/``): slot-relative 64x64, and the
+    """The docs' trained MaskablePPO models (``results/``): slot-relative 64x64, and the
     128x128 leadership model with ``assist``/``focus`` (trained on several scenarios)."""
     pytest.importorskip("sb3_contrib")
     from agents.trained import load_policy

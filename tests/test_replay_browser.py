@@ -1,4 +1,4 @@
-"""Issue 16: the replay page in a real browser (Debian's headless Chromium through selenium).
+"""The replay page in a real browser (Debian's headless Chromium through selenium).
 
 These tests need ``/usr/bin/chromium`` and ``/usr/bin/chromedriver``: ``make test`` installs
 them (``make browser``). Without them the tests fail with a message naming that target; they

@@ -1,4 +1,4 @@
-"""Issue 16, the Python side of the replay viewer: headers, replay files, event checks, the
+"""The Python side of the replay viewer: headers, replay files, event checks, the
 page's embedded data and escaping, and the commands that write pages (the page itself is
 tested in a real browser in ``test_replay_browser.py``)."""
 

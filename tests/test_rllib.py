@@ -1,4 +1,4 @@
-"""Issue 15: the RLlib bridge. The turn-based ``MultiAgentEnv`` (contract, rewards carried
+"""The RLlib bridge. The turn-based ``MultiAgentEnv`` (contract, rewards carried
 forward with none lost, seeding, misuse, RLlib's own env checker), the masking and scripted
 RLModules, and one tiny end-to-end run: train on a local Ray with 2 env runners, checkpoint,
 load the checkpoint as an NPC, play battles with it (``traveller eval``, the tournament)."""

@@ -1,7 +1,8 @@
 """The SB3 bridge (``traveller_env.sb3``): a single-learner ``gymnasium.Env`` over the AEC
 environment. Checked with Gymnasium's and SB3's env checkers, against the AEC mask, for the
-learner's own reward (PettingZoo issue 1147), for the knocked-out learner's outcome reward, under
-SB3's vectorised environments, and with a short MaskablePPO run.
+learner's own reward (a known bug of PettingZoo's SB3 tutorial wrapper), for the knocked-out
+learner's outcome reward, under SB3's vectorised environments, and with a short MaskablePPO
+run.
 
 The checkers sample actions without the mask, so they run with ``illegal_action="penalize"``.
 """
@@ -126,7 +127,7 @@ def _damage_duel(**options) -> dict:
 
 @pytest.mark.parametrize("reactions", [False, True])
 def test_step_returns_the_learners_own_reward_not_the_next_agents(reactions):
-    """PettingZoo issue 1147 (R2.3, R6.1): blue_0 aims then attacks, which spends its budget,
+    """The SB3 tutorial wrapper's known bug (R2.3, R6.1): blue_0 aims then attacks, which spends its budget,
     so the next agent is the enemy (whose own reward is 0: shared false, damage_taken 0); the
     bridge still returns blue_0's +damage. With reactions on, the hit resolves in red's
     reaction step and is still credited to the learner."""

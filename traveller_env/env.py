@@ -258,7 +258,7 @@ class TravellerEnv(AECEnv):
     An incapacitated combatant terminates (R6.3) once out of play (R2.5) and must take its dead
     step (``step(None)``). When at most one side is left every agent terminates (R8.2); after
     ``max_rounds`` every agent is truncated. ``infos[agent]["events"]`` holds the battle events
-    since that agent's previous step (JSON-serialisable dicts, see README "Event log").
+    since that agent's previous step (JSON-serialisable dicts, see docs/environment.md).
 
     ## Arguments
     ``scenario``: built-in name, path or dict; ``render_mode``: ``None``, ``"ansi"`` or
@@ -741,8 +741,7 @@ class CoreTravellerEnv(TravellerEnv):
 #: The engines an environment can run on: the Python reference and the compiled core.
 ENV_BACKENDS = ("python", "core")
 #: The engine ``raw_env``, ``env``, the SB3 bridge and ``vector.make`` use when none is named:
-#: the compiled core (it plays the Python engine's battles exactly; see README "The batched
-#: core"). Without a built core they raise ``CoreUnavailableError``; pass
+#: the compiled core (it plays the Python engine's battles exactly; see docs/core.md). Without a built core they raise ``CoreUnavailableError``; pass
 #: ``backend="python"`` to run the Python engine.
 DEFAULT_BACKEND = "core"
 

@@ -9,7 +9,8 @@
 Between two learner decisions the bridge plays the other seats with their policies and takes
 the dead steps PettingZoo requires. The reward returned by ``step`` is the *learner's own*
 reward accumulated over everything that happened since its action (not the next agent's:
-see PettingZoo issue 1147). ``action_masks()`` serves sb3-contrib's ``MaskablePPO``.
+a known bug of PettingZoo's SB3 tutorial wrapper). ``action_masks()`` serves sb3-contrib's
+``MaskablePPO``.
 """
 
 from __future__ import annotations

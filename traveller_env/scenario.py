@@ -272,7 +272,7 @@ class SideSpec(_Strict):
 
 
 class Scenario(_Strict):
-    """A validated scenario (the public schema; see README "Scenario schema")."""
+    """A validated scenario (the public schema; see docs/scenarios.md)."""
 
     name: str
     description: str = ""

@@ -1,6 +1,6 @@
 """Behaviour cloning: a scripted policy's choices as a ``train_ppo`` checkpoint to start from.
 
-An imitation start for league learners (issue 14 allows it; issue 13's self-play result does
+An imitation start for league learners (the league allows it; the squad self-play result does
 not). The scripted ``--teacher`` (run inside the compiled core) plays every seat of
 ``--battles`` battles; every decision is recorded as the seat's observation, its
 slot-relative mask and the teacher's slot-relative action, with the seat's return from that

@@ -20,7 +20,7 @@ one example battle per scenario and pairing (battle 0, the first policy on side 
 again and written as a self-contained replay page (``traveller_env.replay_html``).
 
 ``build_parser(parser)`` and ``run(args)`` are the ``traveller tournament`` command; the default
-``--out`` is ``runs/tournament`` (the README's published tables are written only when asked).
+``--out`` is ``runs/tournament`` (the docs' published tables are written only when asked).
 """
 
 from __future__ import annotations
@@ -428,7 +428,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                         help="worker processes (default: all cores)")
     parser.add_argument("--out", default=DEFAULT_OUT,
-                        help=f"output folder (default: {DEFAULT_OUT}; the README's published "
+                        help=f"output folder (default: {DEFAULT_OUT}; the docs' published "
                              "tables are written only when asked, with --out results/tournament)")
     parser.add_argument("--bootstrap", type=int, default=200,
                         help="bootstrap resamples for the Elo intervals (default: %(default)s)")

@@ -58,7 +58,7 @@ class IllegalActionError(ValueError):
 
 @dataclass(frozen=True)
 class RulesOptions:
-    """Rules switches a scenario may set (see README, "Rulings")."""
+    """Rules switches a scenario may set (see docs/rules.md)."""
 
     hastening: bool = True
     reactions: bool = True

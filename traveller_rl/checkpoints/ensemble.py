@@ -11,7 +11,7 @@ as an NPC anywhere a policy name is accepted, ``select_checkpoint`` ranks it and
 further (``train_ppo --init`` refuses it), widened or exported to ONNX.
 
 Ensembling runs trained side by side is a cheap way to smooth over each run's idiosyncratic
-mistakes; the README's issue-13 section measures what it gives there.
+mistakes; docs/findings.md measures what it gives there.
 
     python -m traveller_rl.checkpoints.ensemble runs/s21/atk64/pool/ppo_u000560.pt \\
         runs/s21/atk65/pool/ppo_u000320.pt --out runs/s21/atk_pair.pt

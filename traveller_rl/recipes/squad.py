@@ -1,5 +1,5 @@
 """Squad tactics from scratch by self-play: a ``train_ppo`` pool run on ``squad`` and its
-held-out evaluation against the scripted NPCs (issue 13).
+held-out evaluation against the scripted NPCs.
 
 The headline run trains one policy for every seat of a side against a pool of its own past
 checkpoints (the learner's side drawn per battle), observing the move view (what the ground
