@@ -741,8 +741,9 @@ class CoreTravellerEnv(TravellerEnv):
 #: The engines an environment can run on: the Python reference and the compiled core.
 ENV_BACKENDS = ("python", "core")
 #: The engine ``raw_env``, ``env``, the SB3 bridge and ``vector.make`` use when none is named:
-#: the compiled core (it plays the Python engine's battles exactly; see docs/core.md). Without a built core they raise ``CoreUnavailableError``; pass
-#: ``backend="python"`` to run the Python engine.
+#: the compiled core (it plays the Python engine's battles exactly; see docs/core.md).
+#: Without a built core they raise ``CoreUnavailableError``; pass ``backend="python"`` to run
+#: the Python engine.
 DEFAULT_BACKEND = "core"
 
 

@@ -2,7 +2,8 @@
 it touches.
 
 The engine appends one JSON-serialisable dict per roll and per change to ``Battle.events``
-(the log is the replay, the debugging aid and the evidence in rules tests; docs/environment.md). This module is the one statement of that vocabulary:
+(the log is the replay, the debugging aid and the evidence in rules tests;
+docs/environment.md). This module is the one statement of that vocabulary:
 
 * ``EVENT_KINDS`` maps each ``type`` to an ``EventKind``: its fields after ``type``, in the
   order the engine writes them, and which fields name the combatants whose state the event

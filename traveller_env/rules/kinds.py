@@ -19,8 +19,8 @@ do: log an event, move, attack, end the turn, ...), which ``battle.Battle`` impl
 ``KINDS`` (in action-catalogue order) is the table that the engine's legality and dispatch,
 the action catalogue and mask (``traveller_env.encoding``), label parsing (``parse_action``,
 here), the SB3 bridge's focus sets and the invariant checker all derive from. A new kind is
-one subclass registered with ``register_kind`` (docs/environment.md, "Adding an action kind"); the budget
-(R2.1), aim breaking (R4.3) and draw/reload progress (R4.5) are applied generically from
+one subclass registered with ``register_kind`` (docs/environment.md, "Adding an action
+kind"); the budget (R2.1), aim breaking (R4.3) and draw/reload progress (R4.5) are applied generically from
 ``cost``, ``keeps_aim`` and ``keeps_ready``.
 """
 
