@@ -20,8 +20,8 @@ do: log an event, move, attack, end the turn, ...), which ``battle.Battle`` impl
 the action catalogue and mask (``traveller_env.encoding``), label parsing (``parse_action``,
 here), the SB3 bridge's focus sets and the invariant checker all derive from. A new kind is
 one subclass registered with ``register_kind`` (docs/environment.md, "Adding an action
-kind"); the budget (R2.1), aim breaking (R4.3) and draw/reload progress (R4.5) are applied generically from
-``cost``, ``keeps_aim`` and ``keeps_ready``.
+kind"); the budget (R2.1), aim breaking (R4.3) and draw/reload progress (R4.5) are applied
+generically from ``cost``, ``keeps_aim`` and ``keeps_ready``.
 """
 
 from __future__ import annotations

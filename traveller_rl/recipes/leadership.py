@@ -22,8 +22,9 @@ evaluation (python backend, a fresh ``--mates`` per seat and battle) also report
 the sergeant led in the turns in which it could have shot instead, and the penalties imposed on
 blue, as a Markdown table; ``--checkpoint`` evaluates a checkpoint without training. Its
 defaults are the published run (docs/training.md): 12 M decisions, 256 battles per call,
-10 epochs of 8 minibatches, learning rate 1e-3 annealed, gamma 0.99 and GAE lambda 0.8 (a sergeant's choice
-pays off within a round or two; with gamma 1 and lambda 0.95 the battle's +-1 drowned it).
+10 epochs of 8 minibatches, learning rate 1e-3 annealed, gamma 0.99 and GAE lambda 0.8 (a
+sergeant's choice pays off within a round or two; with gamma 1 and lambda 0.95 the battle's
++-1 drowned it).
 
     python -m traveller_rl.recipes.leadership --json results/leadership_ppo.json
     python -m traveller_rl.recipes.leadership --checkpoint runs/leadership_ppo/ppo.pt
