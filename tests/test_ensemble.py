@@ -16,9 +16,9 @@ from agents.ppo_policy import (
     read_checkpoint,
 )
 from agents.registry import make_policy
+from traveller_env import vector
 from traveller_rl.checkpoints import ensemble as ens
 from traveller_rl.common import checkpoint_provenance
-from traveller_env import vector
 
 
 @pytest.fixture

@@ -17,9 +17,9 @@ from agents.ppo_policy import (
     network_from_checkpoint,
     read_checkpoint,
 )
-from traveller_rl.common import checkpoint_provenance
 from traveller_cli import main as cli_main
 from traveller_env import vector
+from traveller_rl.common import checkpoint_provenance
 
 
 def _squad_batch(n: int = 6, steps: int = 5, **views: bool) -> np.ndarray:

@@ -7,9 +7,9 @@ import json
 import pytest
 import yaml
 
+from traveller_cli import main as cli_main
 from traveller_rl.ladder import level_names, pick_levels
 from traveller_rl.league import load_config, load_league
-from traveller_cli import main as cli_main
 
 TINY = {"scenario": "duel", "generations": 2, "decisions_per_generation": 256,
         "train": {"num_envs": 8, "num_steps": 16, "epochs": 1, "minibatches": 1,

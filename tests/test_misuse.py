@@ -23,9 +23,9 @@ import pytest
 from conftest import fighter, scenario
 
 import traveller_env
-from traveller_rl import common as train_common
 from traveller_env.sb3 import TravellerSB3Env
 from traveller_env.scenario import ScenarioError
+from traveller_rl import common as train_common
 
 
 def finished(e):

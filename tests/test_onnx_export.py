@@ -54,8 +54,8 @@ def write_zip(path: Path, scenario: str, relative: bool = True, assist: str = ""
     pytest.importorskip("sb3_contrib")
     from sb3_contrib import MaskablePPO
 
-    from traveller_rl.common import atomic_save_model
     from traveller_env.sb3 import TravellerSB3Env
+    from traveller_rl.common import atomic_save_model
 
     kwargs = {}
     if focus:

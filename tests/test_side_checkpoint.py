@@ -20,11 +20,11 @@ from agents.ppo_policy import (
     read_checkpoint,
 )
 from agents.registry import make_policy
-from traveller_rl.checkpoints import ensemble as ens
-from traveller_rl.checkpoints import by_side as sides
-from traveller_rl.common import checkpoint_provenance
 from traveller_env import vector
 from traveller_env.env import TravellerEnv
+from traveller_rl.checkpoints import by_side as sides
+from traveller_rl.checkpoints import ensemble as ens
+from traveller_rl.common import checkpoint_provenance
 
 
 @pytest.fixture
@@ -186,8 +186,8 @@ def test_an_ensemble_of_by_side_checkpoints_is_refused(members):
 
 def test_training_export_and_widening_refuse_it_by_name(members, capsys):
     from agents.onnx_export import read_ppo_checkpoint
-    from traveller_rl.ppo import trainer as train_ppo
     from traveller_rl.checkpoints.widen import widen_checkpoint
+    from traveller_rl.ppo import trainer as train_ppo
 
     tmp, _, _ = members
     sides.main(join(tmp))

@@ -12,9 +12,9 @@ import torch
 from agents.evaluation import evaluate_matchup
 from agents.ppo_policy import PPOPolicy, load_ppo_policy, network_from_checkpoint, read_checkpoint
 from agents.registry import make_policy
-from traveller_rl.ppo.rollout import SeatRollout, greedy_actions, opponent_actions, sample_masked
 from traveller_cli import main as cli_main
 from traveller_env import vector
+from traveller_rl.ppo.rollout import SeatRollout, greedy_actions, opponent_actions, sample_masked
 
 # A tiny run: 16 battles x 32 steps = 512 learner decisions per update, 4 updates.
 TINY = ["--scenario", "duel", "--opponents", "red=rush", "--total-timesteps", "2048",
@@ -559,8 +559,8 @@ def test_move_view_runs_train_the_same_on_both_backends_and_say_so(tmp_path):
     """``--move-view``: both backends observe the move view alike (same checkpoint bytes); the
     checkpoint records it and its observation size includes it."""
     from agents.ppo_policy import read_checkpoint
-    from traveller_rl.ppo.trainer import build_parser, run
     from traveller_env.env import TravellerEnv
+    from traveller_rl.ppo.trainer import build_parser, run
 
     common = ["--scenario", "duel", "--opponents", "red=rush", "--total-timesteps", "1024",
               "--seed", "4", "--num-envs", "16", "--num-steps", "16", "--eval-every", "0",

@@ -84,8 +84,8 @@ def score(checkpoint: Path, scenario: str, vs: str, battles: int, seed: int, env
     from agents.evaluation import wilson_interval
     from agents.ppo_policy import network_from_checkpoint, read_checkpoint
     from agents.views import views_of
-    from traveller_rl.ppo.rollout import vector_winrate
     from traveller_env import load_scenario, vector
+    from traveller_rl.ppo.rollout import vector_winrate
 
     data = read_checkpoint(checkpoint)
     banned = forbidden_actions(list(data["action_labels"]), forbid)
