@@ -128,9 +128,9 @@ def _damage_duel(**options) -> dict:
 @pytest.mark.parametrize("reactions", [False, True])
 def test_step_returns_the_learners_own_reward_not_the_next_agents(reactions):
     """The SB3 tutorial wrapper's known bug (R2.3, R6.1): blue_0 aims then attacks, which
-    spends its budget, so the next agent is the enemy (whose own reward is 0: shared false, damage_taken 0); the
-    bridge still returns blue_0's +damage. With reactions on, the hit resolves in red's
-    reaction step and is still credited to the learner."""
+    spends its budget, so the next agent is the enemy (whose own reward is 0: shared false,
+    damage_taken 0); the bridge still returns blue_0's +damage. With reactions on, the hit
+    resolves in red's reaction step and is still credited to the learner."""
     sc = _damage_duel(reactions=reactions)
     bridge = TravellerSB3Env(sc, learner="blue_0", policies=Scripted("end_turn", "react:none"))
     bridge.reset(seed=0)
