@@ -237,7 +237,12 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
     if args.progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=args.total_timesteps, unit="dec", smoothing=0.1, dynamic_ncols=True)
+        # a run bounded by training time shows the time; otherwise the decisions
+        by_time = bool(args.max_train_seconds)
+        bar = tqdm(total=args.max_train_seconds if by_time else args.total_timesteps,
+                   unit="s" if by_time else "dec", smoothing=0.1, dynamic_ncols=True,
+                   bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} s [{elapsed}{postfix}]"
+                   if by_time else None)
     log = bar.write if bar is not None else print
     if history[-1]["eval"]:
         log("before training: " + ", ".join(f"vs {k} {v['win_rate']:.3f}"
@@ -320,9 +325,12 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
             fh.write(json.dumps(point) + "\n")
         train_win = point["train_win_rate"]
         if bar is not None:
-            bar.total = max(bar.total, decisions)  # the last rollout may overshoot
-            bar.update(decisions - rollout_start)
-            bar.set_postfix_str(f"upd {update} {decisions / elapsed:,.0f} dec/s"
+            if by_time:
+                bar.update(min(elapsed, bar.total) - bar.n)
+            else:
+                bar.total = max(bar.total, decisions)  # the last rollout may overshoot
+                bar.update(decisions - rollout_start)
+            bar.set_postfix_str(f"upd {update} {decisions:,} dec {decisions / elapsed:,.0f} dec/s"
                                 + (f" train win {train_win:.2f}" if train_win is not None
                                    else ""))
         stats.clear()
