@@ -181,6 +181,18 @@ def test_gae_bootstraps_from_a_pending_successor_and_carries_it():
     assert r.carry() == 1
 
 
+def test_a_seat_gains_every_reward_until_its_next_decision():
+    """Rewards of several steps between a seat's decisions (the opponents' turns, a
+    battle's end) add up on its pending transition: 0.5 then 0.25 give 0.75."""
+    r = SeatRollout(1, 1, obs_dim=1, n_actions=1, steps=1)
+    r.add(np.array([0]), np.array([0]), np.zeros((1, 1)), np.ones((1, 1), bool),
+          np.array([0]), np.array([0.0]), np.array([0.0], np.float32))
+    r.credit(np.array([[0.5]], np.float32), np.array([False]))
+    r.credit(np.array([[0.25]], np.float32), np.array([True]))
+    idx, adv, _ = r.advantages(gamma=1.0, lam=1.0)
+    np.testing.assert_allclose(adv, [0.75])
+
+
 # ---------------------------------------------------------------------------- end to end
 @pytest.fixture(scope="module")
 def duel_run(tmp_path_factory):
