@@ -189,7 +189,7 @@ def test_a_seat_gains_every_reward_until_its_next_decision():
           np.array([0]), np.array([0.0]), np.array([0.0], np.float32))
     r.credit(np.array([[0.5]], np.float32), np.array([False]))
     r.credit(np.array([[0.25]], np.float32), np.array([True]))
-    idx, adv, _ = r.advantages(gamma=1.0, lam=1.0)
+    _, adv, _ = r.advantages(gamma=1.0, lam=1.0)
     np.testing.assert_allclose(adv, [0.75])
 
 
