@@ -12,7 +12,32 @@ import numpy as np
 
 from traveller_rl.ppo.update import UpdateStats
 
-__all__ = ["EVAL_SEED", "BattleStats", "Timers", "evaluate_greedy", "log_update"]
+__all__ = ["EVAL_SEED", "BattleStats", "NullWriter", "Timers", "evaluate_greedy", "log_update",
+           "metrics_writer"]
+
+
+class NullWriter:
+    """Stands in for TensorBoard's ``SummaryWriter`` where tensorboard is not installed (the
+    lean ``demo`` install): the same metrics still go to ``training.jsonl``."""
+
+    def add_scalar(self, *args: Any, **kwargs: Any) -> None:
+        """Nothing to write."""
+
+    def add_text(self, *args: Any, **kwargs: Any) -> None:
+        """Nothing to write."""
+
+    def close(self) -> None:
+        """Nothing to close."""
+
+
+def metrics_writer(folder: Any) -> Any:
+    """TensorBoard's ``SummaryWriter`` on ``folder`` when tensorboard is installed (the
+    ``train`` extra), else a ``NullWriter``."""
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError:
+        return NullWriter()
+    return SummaryWriter(str(folder))
 
 #: Seed of the held-out evaluation battles (vector seed ``derive_seed(EVAL_SEED, side)``).
 EVAL_SEED = 20_000

@@ -93,7 +93,14 @@ from traveller_rl.common import (
 from traveller_rl.ppo.args import POOL_SAMPLING, Args, default_backend, names_list
 from traveller_rl.ppo.checkpoints import check_checkpoints, checkpoint_columns, load_fitting
 from traveller_rl.ppo.pool import FrozenPool
-from traveller_rl.ppo.progress import EVAL_SEED, BattleStats, Timers, evaluate_greedy, log_update
+from traveller_rl.ppo.progress import (
+    EVAL_SEED,
+    BattleStats,
+    Timers,
+    evaluate_greedy,
+    log_update,
+    metrics_writer,
+)
 from traveller_rl.ppo.rows import (
     Group,
     RowBatch,
@@ -160,7 +167,6 @@ def prepare(args: Args) -> tuple[list[Group], dict[str, list[tuple[Any, int]]]]:
 def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
     """Train, checkpoint, evaluate; return the run folder."""
     import torch
-    from torch.utils.tensorboard import SummaryWriter
 
     from traveller_env.rules.rng import derive_seed
     from traveller_rl.ppo.rollout import SeatRollout, plot_curve, sample_masked
@@ -182,7 +188,7 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
 
     net, inherited = make_network(args, first, obs_dim)
     optimizer = torch.optim.Adam(net.parameters(), lr=args.lr, eps=1e-5)
-    writer = SummaryWriter(str(out / "tb"))
+    writer = metrics_writer(out / "tb")
     writer.add_text("config", "```\n" + json.dumps(dataclasses.asdict(args), indent=1) + "\n```")
 
     def save(path: Path, update: int, decisions: int) -> None:
