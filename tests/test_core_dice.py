@@ -1,5 +1,5 @@
-"""`Dice` can draw from the shared generator; the engine's default stays Mersenne Twister until
-it is switched on purpose (one line: `DEFAULT_GENERATOR = "pcg"`)."""
+"""`Dice` can draw from the shared generator (PCG32, the engine's default since the switch,
+`DEFAULT_GENERATOR = "pcg"`); Mersenne Twister (`"mt"`) still replays the seeds from before it."""
 
 from __future__ import annotations
 
@@ -76,18 +76,41 @@ def test_a_battle_runs_on_the_shared_generator_deterministically():
     assert logs[0] != mt  # the generator really changed
 
 
-def test_switching_the_default_moves_seeded_battles_onto_it(monkeypatch):
-    monkeypatch.setattr(dice_module, "DEFAULT_GENERATOR", "pcg")
-    battle = build_battle("duel", seed=8)
-    assert battle.dice.generator == "pcg"
-    explicit = build_battle("duel", dice=Dice(8, generator="pcg"))
-    assert json.dumps(play(battle, 1).events) == json.dumps(play(explicit, 1).events)
+def _env_events(seed: int) -> tuple[str, str]:
+    """The generator and the event log of a duel env reset with ``seed`` and played to the end
+    with each seat's first legal action."""
     env = TravellerEnv("duel")
-    env.reset(seed=8)
-    assert env.battle.dice.generator == "pcg"
+    env.reset(seed=seed)
+    generator = env.battle.dice.generator
     while env.agents:
         agent = env.agent_selection
         if env.terminations[agent] or env.truncations[agent]:
             env.step(None)
             continue
         env.step(int(env.observe(agent)["action_mask"].nonzero()[0][0]))
+    return generator, json.dumps(env.battle.events)
+
+
+def test_switching_the_default_moves_seeded_battles_onto_it(monkeypatch):
+    """A real switch, to the other generator and back: seeded battles (built or reset by the
+    env) follow the default, their rolls change with it and come back with it."""
+    assert dice_module.DEFAULT_GENERATOR == "pcg"
+    before = json.dumps(play(build_battle("duel", seed=8), 1).events)
+    env_before = _env_events(8)
+    assert env_before[0] == "pcg"
+    assert before == json.dumps(play(build_battle("duel", dice=Dice(8, generator="pcg")), 1)
+                                .events)
+
+    monkeypatch.setattr(dice_module, "DEFAULT_GENERATOR", "mt")
+    battle = build_battle("duel", seed=8)
+    assert battle.dice.generator == "mt"
+    switched = json.dumps(play(battle, 1).events)
+    explicit = build_battle("duel", dice=Dice(8, generator="mt"))
+    assert switched == json.dumps(play(explicit, 1).events)
+    assert switched != before  # the rolls changed with the generator
+    env_switched = _env_events(8)
+    assert env_switched[0] == "mt" and env_switched[1] != env_before[1]
+
+    monkeypatch.setattr(dice_module, "DEFAULT_GENERATOR", "pcg")
+    assert json.dumps(play(build_battle("duel", seed=8), 1).events) == before
+    assert _env_events(8) == env_before  # ... and came back
