@@ -333,9 +333,10 @@ def test_replay_command(tmp_path, capsys):
     assert main(["replay", str(headed), "--html", str(page)]) == 0
     assert "warning: 1 of" in capsys.readouterr().err
     assert len(payload_of(page.read_text())["problems"]) == 1
-    # Missing file: exit 1 with the OS error.
-    assert main(["replay", str(tmp_path / "nope.jsonl"), "--html", str(page)]) == 1
-    assert "nope.jsonl" in capsys.readouterr().err
+    # Missing file: a usage error (exit 2) naming it.
+    assert main(["replay", str(tmp_path / "nope.jsonl"), "--html", str(page)]) == 2
+    err = capsys.readouterr().err
+    assert "traveller replay: error: " in err and "nope.jsonl: no such file" in err
 
 
 def test_eval_replays_are_the_evaluated_battles(tmp_path):

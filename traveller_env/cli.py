@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import random
 import sys
@@ -33,12 +34,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 from .scenario import ScenarioError, build_battle, builtin_scenarios, load_scenario
 
 if TYPE_CHECKING:  # pragma: no cover
-    import numpy as np
-
     from .rules.battle import Battle
 
-__all__ = ["COMMANDS", "Command", "UsageError", "add_commands", "build_parser", "dispatch", "main",
-           "new_parser", "play_random", "result_line"]
+__all__ = ["COMMANDS", "SEED_MAX", "Command", "UsageError", "add_commands", "build_parser",
+           "check_at_least", "check_input_file", "check_output_folder", "check_seed", "dispatch",
+           "examples_epilog", "float_above", "int_at_least", "main", "new_parser", "play_random",
+           "result_line", "run_standalone", "seed_type"]
 
 PROG = "traveller"
 
@@ -49,6 +50,89 @@ class UsageError(ValueError):
     ``traveller <command>: error: <message>`` and returns 2, with no traceback."""
 
 
+#: The largest seed a battle accepts (seeds are ints in [0, 2**64 - 1]).
+SEED_MAX = 2**64 - 1
+
+
+def _int_text(text: str, allowed: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be {allowed}, got {text!r}") from None
+
+
+def seed_type(text: str) -> int:
+    """argparse ``type`` of a seed flag: an int in [0, 2**64 - 1] (``SEED_MAX``)."""
+    allowed = "an integer in [0, 2**64 - 1]"
+    value = _int_text(text, allowed)
+    if not 0 <= value <= SEED_MAX:
+        raise argparse.ArgumentTypeError(f"must be {allowed}, got {text!r}")
+    return value
+
+
+def int_at_least(low: int) -> Callable[[str], int]:
+    """argparse ``type`` of a count flag: an int >= ``low`` (e.g. battles >= 1)."""
+
+    def parse(text: str) -> int:
+        allowed = f"an integer >= {low}"
+        value = _int_text(text, allowed)
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be {allowed}, got {text!r}")
+        return value
+
+    parse.__name__ = f"int_at_least_{low}"
+    return parse
+
+
+def float_above(low: float, *, inclusive: bool = False) -> Callable[[str], float]:
+    """argparse ``type`` of a finite number above ``low`` (at least ``low`` when
+    ``inclusive``), e.g. seconds or a learning rate."""
+    allowed = f"a number {'>=' if inclusive else '>'} {low:g}"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {allowed}, got {text!r}") from None
+        if not (math.isfinite(value) and (value >= low if inclusive else value > low)):
+            raise argparse.ArgumentTypeError(f"must be {allowed}, got {text!r}")
+        return value
+
+    parse.__name__ = "number"
+    return parse
+
+
+def check_seed(flag: str, value: int) -> None:
+    """``UsageError`` naming ``flag`` unless ``value`` is a seed (an int in [0, 2**64 - 1])."""
+    if not (isinstance(value, int) and 0 <= value <= SEED_MAX):
+        raise UsageError(f"{flag} must be an integer in [0, 2**64 - 1], got {value!r}")
+
+
+def check_at_least(flag: str, value: float, low: float) -> None:
+    """``UsageError`` naming ``flag`` unless ``value >= low``."""
+    if not value >= low:
+        raise UsageError(f"{flag} must be at least {low}, got {value}")
+
+
+def check_output_folder(flag: str, folder: str | os.PathLike[str], overwrite: bool) -> None:
+    """The one rule for a command's output folder: a missing or empty folder is used, a file
+    is refused, and an existing folder with files in it is refused unless ``overwrite``
+    (``--overwrite``). ``UsageError`` naming ``flag`` otherwise."""
+    path = Path(folder)
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{flag} {path}: is a file, not a folder; choose a folder path")
+    if path.is_dir() and not overwrite and any(path.iterdir()):
+        raise UsageError(f"{flag} {path}: exists and is not empty; choose another folder, or "
+                         "pass --overwrite to write over its files")
+
+
+def check_input_file(flag: str, path: str | os.PathLike[str]) -> None:
+    """``UsageError`` naming ``flag`` and ``path`` when ``path`` is not an existing file."""
+    if not Path(path).is_file():
+        what = "is a folder, not a file" if Path(path).is_dir() else "no such file"
+        raise UsageError(f"{flag} {path}: {what}")
+
+
 class Command(NamedTuple):
     """One subcommand: its help line, a function adding its arguments, and its handler
     (which returns the exit status)."""
@@ -56,6 +140,8 @@ class Command(NamedTuple):
     help: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], int]
+    examples: str = ""
+    """example command lines, one a line, shown at the end of the command's ``--help``"""
 
 
 # ---------------------------------------------------------------------------- playing
@@ -116,42 +202,61 @@ def _caption(battle: Battle, events: Sequence[dict[str, Any]],
 
 # ---------------------------------------------------------------------------- simulate
 def _add_simulate_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--scenario", default="squad",
-                   help="built-in scenario name or path to a scenario YAML (default: squad)")
-    p.add_argument("--seed", type=int, default=1,
-                   help="seed of the battle's dice and of the random action choices (default: 1)")
-    p.add_argument("--json", metavar="PATH", type=Path,
-                   help="write the event log as JSON lines to PATH")
-    p.add_argument("--gif", metavar="PATH", type=Path,
-                   help="write an animated replay to PATH (one frame per turn)")
-    p.add_argument("--fps", type=float, default=4.0, help="frames per second of --gif (4)")
-    p.add_argument("--cell", type=int, default=None,
-                   help="pixels per square in --gif (default: chosen from the map size)")
-    p.add_argument("--quiet", action="store_true",
-                   help="print only the summary, not the narrated log")
-    p.add_argument("--html", metavar="PATH", type=Path,
-                   help="write a self-contained replay page to PATH (traveller replay)")
+    battle = p.add_argument_group("battle")
+    battle.add_argument("--scenario", default="squad",
+                        help="built-in scenario name or path to a scenario YAML (default: squad)")
+    battle.add_argument("--seed", type=seed_type, default=1,
+                        help="seed of the battle's dice and of the random action choices, in "
+                             "[0, 2**64-1] (default: 1)")
+    output = p.add_argument_group("output")
+    output.add_argument("--quiet", action="store_true",
+                        help="print only the summary, not the narrated log")
+    output.add_argument("--json", metavar="PATH", type=Path,
+                        help="write the event log as JSON lines to PATH")
+    output.add_argument("--html", metavar="PATH", type=Path,
+                        help="write a self-contained replay page to PATH (traveller replay)")
+    output.add_argument("--gif", metavar="PATH", type=Path,
+                        help="write an animated replay to PATH (one frame per turn, written as "
+                             "it is played; a frame has at most 4 million pixels)")
+    output.add_argument("--fps", type=float_above(0), default=4.0,
+                        help="frames per second of --gif (default: 4)")
+    output.add_argument("--cell", type=int_at_least(1), default=None,
+                        help="pixels per square in --gif (default: chosen from the map size; "
+                             "scaled down on big maps to keep a frame within 4 million pixels)")
+
+
+def _check_output_files(args: argparse.Namespace) -> None:
+    for flag in ("json", "gif", "html"):
+        path = getattr(args, flag)
+        if path is not None and path.is_dir():
+            raise UsageError(f"--{flag} {path}: is a folder; give a file path")
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
+    _check_output_files(args)
     battle = build_battle(args.scenario, seed=args.seed)
     rng = random.Random(args.seed)
-    frames: list[np.ndarray] = []
+    gif = None
     on_turn_end = None
-    if args.gif is not None:
-        from .render import render_rgb
+    with contextlib.ExitStack() as stack:
+        if args.gif is not None:
+            from .render import GifWriter, gif_cell, render_rgb
 
-        frames.append(render_rgb(battle, cell=args.cell,
-                                 caption=_caption(battle, battle.events, [])))
-        seen = [len(battle.events)]
+            try:
+                cell = gif_cell(battle.grid.width, battle.grid.height, args.cell)
+            except ValueError as exc:
+                raise UsageError(f"--gif: {exc}") from None
+            gif = stack.enter_context(GifWriter(args.gif, fps=args.fps))
+            gif.add(render_rgb(battle, cell=cell, caption=_caption(battle, battle.events, [])))
+            seen = [len(battle.events)]
 
-        def on_turn_end(b: Battle, attacks: list[dict[str, Any]]) -> None:
-            events = b.events[seen[0]:]
-            seen[0] = len(b.events)
-            frames.append(render_rgb(b, attacks=attacks, cell=args.cell,
-                                     caption=_caption(b, events, attacks)))
+            def on_turn_end(b: Battle, attacks: list[dict[str, Any]]) -> None:
+                events = b.events[seen[0]:]
+                seen[0] = len(b.events)
+                gif.add(render_rgb(b, attacks=attacks, cell=cell,
+                                   caption=_caption(b, events, attacks)))
 
-    steps = play_random(battle, rng, on_turn_end)
+        steps = play_random(battle, rng, on_turn_end)
 
     out: TextIO = sys.stdout
     if not args.quiet:
@@ -168,11 +273,8 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
             for e in battle.events:
                 fh.write(json.dumps(e) + "\n")
         print(f"Event log: {args.json} ({len(battle.events)} events)", file=out)
-    if args.gif is not None:
-        from .render import write_gif
-
-        write_gif(frames, args.gif, fps=args.fps)
-        print(f"Replay: {args.gif} ({len(frames)} frames)", file=out)
+    if gif is not None:
+        print(f"Replay: {args.gif} ({gif.frames} frames)", file=out)
     if args.html is not None:
         from .replay_html import write_battle_html
 
@@ -195,11 +297,16 @@ def _print_summary(battle: Battle, steps: int, args: argparse.Namespace, out: Te
 
 # ---------------------------------------------------------------------------- scenarios
 def _add_scenarios_args(p: argparse.ArgumentParser) -> None:
-    del p  # no options
+    from .generate_cli import add_scenarios_args  # ``generate``: draw from a distribution
+
+    add_scenarios_args(p)
 
 
 def _cmd_scenarios(args: argparse.Namespace) -> int:
-    del args
+    if getattr(args, "action", "list") == "generate":
+        from .generate_cli import run_generate
+
+        return run_generate(args)
     names = builtin_scenarios()
     width = max((len(n) for n in names), default=0)
     for name in names:
@@ -218,18 +325,34 @@ def _add_replay_args(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
-    from .replay_html import cmd_replay
+    from .replay_html import ReplayError, cmd_replay, read_replay_jsonl
 
+    check_input_file("BATTLE.jsonl", args.log)
+    try:  # an unusable log is a usage error naming it, before anything is written
+        header, _, _ = read_replay_jsonl(args.log)
+    except ReplayError as exc:
+        raise UsageError(str(exc)) from None
+    if header is None and args.scenario is None:
+        raise UsageError(f"{args.log}: no header line, so the scenario is unknown: pass "
+                         "--scenario NAME_OR_PATH, the scenario the battle was played on")
+    if args.html.is_dir():
+        raise UsageError(f"--html {args.html}: is a folder; give a file path")
     return cmd_replay(args)
 
 
 #: The environment's subcommands by name (``traveller_cli.COMMANDS`` adds the others).
 COMMANDS: dict[str, Command] = {
     "simulate": Command("play one battle with uniformly random legal actions",
-                        _add_simulate_args, _cmd_simulate),
-    "scenarios": Command("list the built-in scenarios", _add_scenarios_args, _cmd_scenarios),
+                        _add_simulate_args, _cmd_simulate, """
+                        traveller simulate --scenario duel --seed 7
+                        traveller simulate --scenario squad --quiet --gif runs/squad.gif
+                        traveller simulate --scenario my_map.yaml --json runs/battle.jsonl"""),
+    "scenarios": Command("list the built-in scenarios", _add_scenarios_args, _cmd_scenarios,
+                         "traveller scenarios"),
     "replay": Command("write a self-contained HTML replay page of a battle's event log",
-                      _add_replay_args, _cmd_replay),
+                      _add_replay_args, _cmd_replay, """
+                      traveller simulate --scenario duel --json runs/duel.jsonl
+                      traveller replay runs/duel.jsonl --html runs/duel.html"""),
 }
 
 
@@ -246,11 +369,19 @@ def add_commands(sub: Any, commands: dict[str, Command]) -> dict[str, argparse.A
     (``dispatch`` removes both before the handler sees ``args``)."""
     parsers: dict[str, argparse.ArgumentParser] = {}
     for name, cmd in commands.items():
-        p = sub.add_parser(name, help=cmd.help, description=cmd.help)
+        p = sub.add_parser(name, help=cmd.help, description=cmd.help,
+                           formatter_class=argparse.RawDescriptionHelpFormatter,
+                           epilog=examples_epilog(cmd.examples))
         cmd.add_arguments(p)
         p.set_defaults(_run=cmd.run, _parser=p)
         parsers[name] = p
     return parsers
+
+
+def examples_epilog(examples: str) -> str | None:
+    """The ``--help`` epilog listing ``examples`` (one command line a line), or None."""
+    lines = [line.strip() for line in examples.strip().splitlines() if line.strip()]
+    return "examples:\n" + "\n".join(f"  {line}" for line in lines) if lines else None
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
@@ -284,8 +415,21 @@ def dispatch(parser: argparse.ArgumentParser, argv: Sequence[str]) -> int:
             os.dup2(devnull, sys.stdout.fileno())
         return 1
     except OSError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        print(f"{chosen.prog}: error: {exc}", file=sys.stderr)
         return 1
+
+
+def run_standalone(parser: argparse.ArgumentParser, run: Callable[[argparse.Namespace], int],
+                   argv: Sequence[str] | None = None) -> int:
+    """A module's own ``main`` (``python -m traveller_rl.clone ...``): parse ``argv`` with
+    ``parser`` and run ``run``, a usage error or a bad scenario printed as
+    ``<prog>: error: <message>`` with status 2, as ``dispatch`` does."""
+    args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
+    try:
+        return run(args)
+    except (ScenarioError, UsageError) as exc:
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return 2
 
 
 def main(argv: Sequence[str] | None = None) -> int:

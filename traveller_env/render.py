@@ -29,12 +29,15 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "DOWN_COLOUR",
+    "GIF_PIXEL_BUDGET",
     "HIT_COLOUR",
     "MISS_COLOUR",
     "SIDE_COLOURS",
     "TERRAIN_COLOURS",
+    "GifWriter",
     "auto_cell",
     "combatant_line",
+    "gif_cell",
     "glyph",
     "render_ansi",
     "render_rgb",
@@ -181,6 +184,100 @@ def auto_cell(width: int, height: int) -> int:
     """Pixels per square for a ``width`` x ``height`` map: at most 32, small enough that the
     image stays within about 1600 x 1000 pixels (a 240 x 5 map gets 6), and at least 2."""
     return max(2, min(32, 1600 // max(1, width), 1000 // max(1, height)))
+
+
+#: Most pixels in one frame of a streamed GIF (``gif_cell``): 4 million, a 2000 x 2000 frame
+#: (12 MB as RGB while it is drawn; a 1000 x 1000 map at 2 pixels per square).
+GIF_PIXEL_BUDGET = 4_000_000
+
+
+def gif_cell(width: int, height: int, cell: int | None = None,
+             budget: int = GIF_PIXEL_BUDGET) -> int:
+    """Pixels per square of a GIF frame of a ``width`` x ``height`` map: ``cell`` (or
+    ``auto_cell``), scaled down so that the frame stays within ``budget`` pixels (at least 2,
+    ``render_rgb``'s smallest). ``ValueError`` when even 2 pixels per square is over it."""
+    want = auto_cell(width, height) if cell is None else max(2, int(cell))
+    fits = int((budget / max(1, width * height)) ** 0.5)
+    if fits < 2:
+        raise ValueError(f"a {width}x{height} map needs {4 * width * height:,} pixels per frame "
+                         f"at 2 pixels per square, over the {budget:,} a GIF frame may have; "
+                         "write an HTML replay instead (--html PATH), which has no such limit")
+    return min(want, fits)
+
+
+class GifWriter:
+    """An animated GIF written frame by frame, so that memory holds one frame at a time
+    (``write_gif`` needs every frame at once). The palette comes from the first frame and
+    the known colours; each later frame is written as the rectangle that changed.
+
+    ``with GifWriter(path, fps=4) as gif: gif.add(render_rgb(battle))``."""
+
+    def __init__(self, path: str | PathLike[str], fps: float = 4) -> None:
+        if fps <= 0:
+            raise ValueError(f"fps must be positive, got {fps}")
+        self.path, self.frames = Path(path), 0
+        self._duration = max(20, round(1000 / fps))
+        self._palette: Any = None
+        self._previous: np.ndarray | None = None
+        self._fh: Any = None
+
+    def __enter__(self) -> GifWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def add(self, frame: np.ndarray) -> None:
+        """Quantize ``frame`` (an RGB ``uint8`` array of the first frame's shape) and write it."""
+        from PIL import GifImagePlugin, Image
+
+        rgb = Image.fromarray(np.asarray(frame, dtype=np.uint8), "RGB")
+        if self._palette is None:
+            self._palette = _palette_of([rgb])
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = self.path.open("wb")
+        elif frame.shape[:2] != self._previous.shape:  # type: ignore[union-attr]
+            raise ValueError(f"all frames must have the shape of the first, "
+                             f"{self._previous.shape}")  # type: ignore[union-attr]
+        im = rgb.quantize(palette=self._palette, dither=Image.Dither.NONE)
+        index = np.asarray(im)
+        offset = (0, 0)
+        if self._previous is None:
+            head, _ = GifImagePlugin.getheader(im, info={"loop": 0})
+            self._fh.write(b"".join(head))
+        else:
+            rows, cols = np.nonzero(index != self._previous)
+            if len(rows):  # only the changed rectangle (the rest stays on screen)
+                y0, y1, x0, x1 = rows.min(), rows.max() + 1, cols.min(), cols.max() + 1
+            else:
+                y0, y1, x0, x1 = 0, 1, 0, 1
+            im, offset = im.crop((int(x0), int(y0), int(x1), int(y1))), (int(x0), int(y0))
+        self._fh.write(b"".join(GifImagePlugin.getdata(im, offset, duration=self._duration,
+                                                       disposal=1)))
+        self._previous = index
+        self.frames += 1
+
+    def close(self) -> None:
+        """End the file (a GIF with no frame is not written)."""
+        if self._fh is not None and not self._fh.closed:
+            self._fh.write(b";")
+            self._fh.close()
+
+
+def _palette_of(images: Sequence[Any]) -> Any:
+    """One 256-colour palette for ``images`` (PIL RGB images of one size) and the known
+    colours, so colours do not flicker between frames."""
+    from PIL import Image
+
+    swatch = np.array([[*SIDE_COLOURS, *TERRAIN_COLOURS.values(), DOWN_COLOUR, HIT_COLOUR,
+                        MISS_COLOUR, _OUTLINE, _CAPTION_BG, _CAPTION_FG, (255, 255, 255)]],
+                      dtype=np.uint8).repeat(8, axis=0).repeat(8, axis=1)
+    w, h = images[0].size
+    sample = Image.new("RGB", (max(w, swatch.shape[1]), h * len(images) + swatch.shape[0]))
+    for k, image in enumerate(images):
+        sample.paste(image, (0, k * h))
+    sample.paste(Image.fromarray(swatch), (0, h * len(images)))
+    return sample.quantize(256, method=Image.Quantize.MEDIANCUT)
 
 
 @lru_cache(maxsize=32)
@@ -362,15 +459,7 @@ def write_gif(frames: Sequence[np.ndarray], path: str | PathLike[str], fps: floa
     # One palette for every frame, from a sample of frames plus the known colours: much faster
     # than quantizing each frame by itself, and colours do not flicker between frames.
     picks = sorted({round(i * (len(images) - 1) / 7) for i in range(8)})
-    swatch = np.array([[*SIDE_COLOURS, *TERRAIN_COLOURS.values(), DOWN_COLOUR, HIT_COLOUR,
-                        MISS_COLOUR, _OUTLINE, _CAPTION_BG, _CAPTION_FG, (255, 255, 255)]],
-                      dtype=np.uint8).repeat(8, axis=0).repeat(8, axis=1)
-    w, h = images[0].size
-    sample = Image.new("RGB", (max(w, swatch.shape[1]), h * len(picks) + swatch.shape[0]))
-    for k, i in enumerate(picks):
-        sample.paste(images[i], (0, k * h))
-    sample.paste(Image.fromarray(swatch), (0, h * len(picks)))
-    palette = sample.quantize(256, method=Image.Quantize.MEDIANCUT)
+    palette = _palette_of([images[i] for i in picks])
     paletted = [im.quantize(palette=palette, dither=Image.Dither.NONE) for im in images]
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     paletted[0].save(path, format="GIF", save_all=True, append_images=paletted[1:],

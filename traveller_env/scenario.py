@@ -39,6 +39,7 @@ __all__ = [
     "build_battle",
     "builtin_scenarios",
     "config_dir",
+    "generated_scenario",
     "load_equipment",
     "load_scenario",
 ]
@@ -55,6 +56,8 @@ class ScenarioError(ValueError):
 
     def __init__(self, source: str, path: str, problem: str) -> None:
         self.source, self.path, self.problem = source, path, problem
+        #: every ``(field path, problem)`` found (a schema check reports them all)
+        self.problems: list[tuple[str, str]] = [(path, problem)]
         where = f"{source}: {path}: " if path else f"{source}: "
         super().__init__(where + problem)
 
@@ -344,12 +347,14 @@ def _short_repr(value: Any) -> str:
     return _REPR.repr(value)
 
 
-def _from_validation_error(source: str, model: type[BaseModel],
-                           err: ValidationError) -> ScenarioError:
-    first = err.errors()[0]
-    loc = tuple(p for p in first["loc"] if not (isinstance(p, str) and "[" in p))
-    path = _format_loc(loc)
-    kind, value = first["type"], first.get("input")
+#: How many of a file's schema problems one error message lists (the rest are counted).
+MAX_LISTED_PROBLEMS = 20
+
+
+def _located_problem(model: type[BaseModel], error: Any) -> tuple[str, str]:
+    """The field path and the problem of one pydantic error."""
+    loc = tuple(p for p in error["loc"] if not (isinstance(p, str) and "[" in p))
+    kind, value = error["type"], error.get("input")
     if kind == "extra_forbidden":
         allowed = _fields_at(model, loc[:-1])
         extra = f"; allowed keys: {', '.join(allowed)}" if allowed else ""
@@ -357,12 +362,28 @@ def _from_validation_error(source: str, model: type[BaseModel],
     elif kind == "missing":
         problem = "required field is missing"
     else:
-        msg = first["msg"].removeprefix("Value error, ")
+        msg = error["msg"].removeprefix("Value error, ")
         problem = f"{msg} (got {_short_repr(value)})"
-    more = len(err.errors()) - 1
-    if more:
-        problem += f" (and {more} more problem{'s' if more > 1 else ''})"
-    return ScenarioError(source, path, problem)
+    return _format_loc(loc), problem
+
+
+def _from_validation_error(source: str, model: type[BaseModel],
+                           err: ValidationError) -> ScenarioError:
+    """One ``ScenarioError`` for every problem pydantic found: the first is its ``path`` and
+    ``problem``; the message lists each of the others on a line of its own with its field
+    path, up to ``MAX_LISTED_PROBLEMS`` in all, then how many more there are."""
+    located = [_located_problem(model, e) for e in err.errors()]
+    path, problem = located[0]
+    error = ScenarioError(source, path, problem)
+    error.problems = located
+    if len(located) > 1:
+        listed = located[:MAX_LISTED_PROBLEMS]
+        lines = [f"{error.args[0]} ({len(located)} problems in all, the others below)"]
+        lines += [f"  {where or '(top level)'}: {what}" for where, what in listed[1:]]
+        if len(located) > len(listed):
+            lines.append(f"  and {len(located) - len(listed)} more")
+        error.args = ("\n".join(lines),)
+    return error
 
 
 # ---------------------------------------------------------------------------- loading
@@ -406,6 +427,8 @@ def load_scenario(source: str | Path | Mapping[str, Any] | Scenario) -> Scenario
     if not isinstance(source, str | Path):
         raise ScenarioError("<scenario>", "", f"expected a built-in name, a path or a dict, "
                             f"got {type(source).__name__}")
+    if isinstance(source, str) and source.startswith("gen:"):
+        return generated_scenario(source)
     path = Path(source)
     is_name = isinstance(source, str) and "/" not in source and not source.endswith(
         (".yaml", ".yml"))
@@ -416,6 +439,34 @@ def load_scenario(source: str | Path | Mapping[str, Any] | Scenario) -> Scenario
                                 + ", ".join(builtin_scenarios()))
     data = _read_yaml(path)
     return validate_scenario(data, str(path))
+
+
+def generated_scenario(name: str) -> Scenario:
+    """The scenario ``gen:<distribution>@<seed>`` names (``traveller_env.generate``: drawn
+    from ``configs/generators/<distribution>.yaml``), validated; cached per name.
+    ``ScenarioError`` for an unknown distribution, a missing or bad seed."""
+    return _generated_scenario(name, str(config_dir()))
+
+
+@lru_cache(maxsize=256)
+def _generated_scenario(name: str, configs: str) -> Scenario:
+    from .generate import (
+        GeneratorError,
+        draw_scenario,
+        load_distribution,
+        parse_generated_name,
+    )
+
+    try:
+        dist_name, seed = parse_generated_name(name)
+        if seed is None:
+            raise GeneratorError(name, f"name a seed: {name}@<seed> (a distribution draws one "
+                                 "scenario per seed)")
+        dist = load_distribution(dist_name, Path(configs))
+        data = draw_scenario(dist, seed, load_equipment().model_dump())
+    except GeneratorError as exc:
+        raise ScenarioError(exc.source, "", exc.problem) from None
+    return validate_scenario(data, name)
 
 
 def validate_scenario(data: Any, source: str = "<dict>") -> Scenario:
