@@ -111,6 +111,11 @@ def _ladder() -> ModuleType:
     return ladder
 
 
+def _benchmark() -> ModuleType:
+    from traveller_rl import benchmark
+    return benchmark
+
+
 #: Training-layer commands by their words (``"train aiming"`` is ``traveller train aiming``).
 EXPERIMENTS: dict[str, Experiment] = {
     "demo": Experiment("the fast trainer learns a duel and squad tactics in about three "
@@ -142,6 +147,9 @@ EXPERIMENTS: dict[str, Experiment] = {
                          "(traveller_rl.league)", _league),
     "ladder": Experiment("pick a difficulty ladder from a rated league "
                          "(traveller_rl.ladder)", _ladder),
+    "benchmark": Experiment("score a policy on a versioned benchmark suite: win rates per "
+                            "scenario set and opponent, an aggregate with a bootstrap CI, a "
+                            "JSON match record (traveller_rl.benchmark)", _benchmark),
 }
 
 #: Help lines of command groups (the first word of several experiment commands).

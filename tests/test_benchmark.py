@@ -1,0 +1,113 @@
+"""``traveller benchmark`` (``traveller_rl.benchmark``): versioned suites, per-cell Wilson
+intervals, a bootstrap aggregate, not-playable cells and the JSON match record."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from traveller_rl.benchmark import (
+    aggregate,
+    build_parser,
+    cell_summaries,
+    load_suite,
+    plan_battles,
+    run,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+UNDERSTUDY = str(ROOT / "results" / "league" / "understudy.onnx")
+
+TINY = """\
+version: 7
+description: a test suite
+battles_per_cell: 2
+seed: 5
+scenario_sets:
+  duel:
+    scenarios: [duel]
+  gen-duel:
+    distribution: gen:duel
+    seeds: [1000, 1001]
+opponents: [passive]
+"""
+
+
+def test_version_1_still_loads():
+    suite = load_suite("v1")
+    assert suite.version == 1 and suite.name == "v1"
+    assert suite.path.name == "v1.yaml"
+    assert suite.scenario_sets["squad"] == ("squad",)
+    assert suite.scenario_sets["gen-squad-heldout"] == tuple(
+        f"gen:squad@{s}" for s in range(1000, 1004))
+    assert "tactician" in suite.opponents
+    assert all(min(int(n.split("@")[1]) for n in names) >= 1000  # held-out seeds
+               for set_name, names in suite.scenario_sets.items() if set_name.startswith("gen"))
+
+
+def test_the_plan_covers_both_sides_and_every_scenario():
+    suite = load_suite("v1")
+    plan = plan_battles(suite, "rush")
+    assert len(plan) == len(suite.cells()) * suite.battles_per_cell
+    cell = [b for b in plan if b["set"] == "gen-squad-heldout" and b["opponent"] == "tactician"]
+    assert [b["side"] for b in cell] == [0, 1] * 4
+    assert {b["scenario"] for b in cell} == set(suite.scenario_sets["gen-squad-heldout"])
+    assert plan == plan_battles(suite, "rush")
+
+
+def test_a_bad_suite_is_named(tmp_path):
+    with pytest.raises(ValueError, match="no such benchmark suite; versions: v1"):
+        load_suite("v99")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(TINY.replace("battles_per_cell: 2", "battles_per_cell: 3"))
+    with pytest.raises(ValueError, match="even number"):
+        load_suite(bad)
+
+
+def test_a_benchmark_run_writes_its_match_record(tmp_path, capsys):
+    suite_file = tmp_path / "tiny.yaml"
+    suite_file.write_text(TINY)
+    out = tmp_path / "record.json"
+    args = build_parser().parse_args(["rush," + UNDERSTUDY, "--suite", str(suite_file),
+                                      "--out", str(out), "--no-progress"])
+    assert run(args) == 0
+    text = capsys.readouterr().out
+    assert "rush on benchmark v7" in text and "aggregate" in text
+    record = json.loads(out.read_text())
+    assert record["suite"]["version"] == 7 and len(record["suite"]["sha256"]) == 64
+    rush = record["policies"]["rush"]
+    assert [b["seed"] for b in rush["battles"]] == [5, 6, 5, 6]
+    assert {b["result"] for b in rush["battles"]} <= {"win", "draw", "loss"}
+    assert rush["cells"][0]["battles"] == 2 and rush["cells"][0]["win_ci95"] is not None
+    agg = rush["aggregate"]
+    assert agg["cells_used"] == 2 and agg["ci95"][0] <= agg["score"] <= agg["ci95"][1]
+    # The league's squad policy cannot play a duel: recorded, with the reason, not played.
+    learned = record["policies"][UNDERSTUDY]
+    assert all(b["result"] == "not_playable" for b in learned["battles"])
+    assert "observation [batch, 333]" in learned["cells"][0]["reason"]
+    assert learned["aggregate"]["score"] is None and "n/p" in text
+
+
+def test_the_aggregate_is_the_mean_of_cells_with_a_bootstrap_interval():
+    suite = load_suite("v1")
+    battles = []
+    for k, (set_name, opponent) in enumerate(suite.cells()):
+        for i in range(suite.battles_per_cell):
+            result = "win" if i < k else "loss"
+            battles.append({"set": set_name, "opponent": opponent, "result": result})
+    cells = cell_summaries(suite, battles)
+    rates = [c["win_rate"] for c in cells]
+    assert rates == [min(k, 8) / 8 for k in range(len(cells))]
+    agg = aggregate(suite, battles)
+    assert agg["score"] == pytest.approx(sum(rates) / len(rates))
+    assert agg["ci95"][0] < agg["score"] < agg["ci95"][1]
+    assert agg == aggregate(suite, battles)  # seeded bootstrap
+
+
+def test_the_command_is_registered():
+    from traveller_cli.app import EXPERIMENTS
+
+    assert "benchmark" in EXPERIMENTS
+    assert EXPERIMENTS["benchmark"].load().__name__ == "traveller_rl.benchmark"
