@@ -372,9 +372,12 @@ def test_eval_command_html_dir(tmp_path, capsys, monkeypatch):
         "melee_vs_rush_1.html"]
     data = payload_of((out / "melee_vs_rush_1.html").read_text())
     assert data["header"]["title"] == "melee, seed 20001: evaluated policy (red) vs rush"
-    assert traveller(["eval", str(tmp_path / "m.zip"), "--scenario", "melee", "--html-dir",
-                 str(out), "--html-battles", "0"]) == 2
-    assert "--html-battles must be at least 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:  # refused by the parser, before any battle
+        traveller(["eval", str(tmp_path / "m.zip"), "--scenario", "melee", "--html-dir",
+                   str(out), "--html-battles", "0"])
+    assert exc.value.code == 2
+    assert ("traveller eval: error: argument --html-battles: must be an integer >= 1, got '0'"
+            in capsys.readouterr().err)
 
 
 def test_tournament_writes_one_replay_per_pairing(tmp_path, capsys):

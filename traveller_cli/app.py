@@ -43,12 +43,12 @@ class Experiment(NamedTuple):
 COMMANDS: dict[str, Command] = {
     **env_cli.COMMANDS,
     "eval": Command("evaluate a trained model against scripted policies",
-                    evaluate.add_arguments, evaluate.run),
+                    evaluate.add_arguments, evaluate.run, evaluate.EXAMPLES),
     "export": Command("write a trained policy (.pt or .zip) as an ONNX file that plays "
-                      "without PyTorch", export.add_arguments, export.run),
+                      "without PyTorch", export.add_arguments, export.run, export.EXAMPLES),
     "behaviour": Command("behaviour statistics per policy: stance, cover, focus fire, aiming, "
                          "leadership, distance kept (agents/behaviour.py)",
-                         behaviour.add_arguments, behaviour.run),
+                         behaviour.add_arguments, behaviour.run, behaviour.EXAMPLES),
 }
 
 def _recipe_aiming_sb3() -> ModuleType:

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from traveller_env.cli import PROG
+from traveller_env.cli import PROG, UsageError, int_at_least, seed_type
 
 __all__ = ["add_arguments", "run"]
 
@@ -27,9 +27,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--vs", default="marksman",
                    help="opponents, comma-separated (default: marksman); the descriptors are "
                         "summed over them")
-    p.add_argument("--battles", type=int, default=200,
+    p.add_argument("--battles", type=int_at_least(1), default=200,
                    help="battles per side and opponent (default: 200, so 400 per opponent)")
-    p.add_argument("--seed", type=int, default=1000,
+    p.add_argument("--seed", type=seed_type, default=1000,
                    help="first battle seed (default: 1000); battle i has seed SEED + i")
     p.add_argument("--backend", choices=("core", "python"), default=None,
                    help="engine (default: the environment's default, the compiled core)")
@@ -40,6 +40,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="one row per policy and side it played (the JSON always holds "
                         "by_side)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+EXAMPLES = """
+traveller behaviour --policies rush,marksman,tactician --scenario squad
+traveller behaviour --policies runs/squad/ppo.pt --vs tactician --battles 100 --markdown"""
 
 
 def _plain(value: Any) -> Any:
@@ -53,19 +58,31 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _policies(flag: str, text: str) -> list[str]:
+    """The policy names of ``flag`` (a usage error naming it for an unknown one)."""
+    from agents.registry import parse_policy_list
+
+    try:
+        return parse_policy_list(text)
+    except ValueError as exc:
+        raise UsageError(f"{flag}: {exc}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     """Describe each ``--policies`` entry against the ``--vs`` opponents; print the table
     (exit 0), or the error on stderr (exit 2) for bad input."""
     from agents.behaviour import DESCRIPTORS, behaviour_stats, format_behaviour
-    from agents.registry import parse_policy_list
 
     bar = None
     start = time.perf_counter()
+    from traveller_env.scenario import load_scenario
+
+    load_scenario(args.scenario)
+    policies, opponents = (_policies(flag, text) for flag, text in
+                           (("--policies", args.policies), ("--vs", args.vs)))
+    if args.json is not None and args.json.is_dir():
+        raise UsageError(f"--json {args.json}: is a folder; give a file path")
     try:
-        if args.battles < 1:
-            raise ValueError(f"--battles must be at least 1, got {args.battles}")
-        policies = parse_policy_list(args.policies)
-        opponents = parse_policy_list(args.vs)
         if not args.no_progress:
             from tqdm import tqdm
 
@@ -79,8 +96,7 @@ def run(args: argparse.Namespace) -> int:
                                         args.seed, backend=args.backend,
                                         on_battle=None if bar is None else bar.update))
     except ValueError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 2
+        raise UsageError(str(exc)) from None
     finally:
         if bar is not None:
             bar.close()

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from traveller_env.cli import PROG
+from traveller_env.cli import UsageError, int_at_least, seed_type
 
 __all__ = ["add_arguments", "run", "write_eval_replays"]
 
@@ -19,19 +18,47 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of ``traveller eval``."""
     p.add_argument("model", type=Path,
                    help="a trained policy: a MaskablePPO .zip, a train_ppo .pt, an exported "
-                        ".onnx or an RLlib checkpoint folder")
-    p.add_argument("--scenario", default="duel", help="scenario to play (default: duel)")
-    p.add_argument("--vs", default="marksman",
-                   help="opponent policies, comma-separated (default: marksman)")
-    p.add_argument("--battles", type=int, default=200,
-                   help="battles per opponent (default: 200)")
-    p.add_argument("--seed", type=int, default=20_000, help="first battle seed (default: 20000)")
-    p.add_argument("--json", type=Path, default=None,
-                   help="write the results here (default: print only)")
-    p.add_argument("--html-dir", type=Path, default=None, metavar="DIR",
-                   help="write replay pages of the first --html-battles battles per opponent")
-    p.add_argument("--html-battles", type=int, default=2, metavar="N",
-                   help="battles per opponent written by --html-dir (default: 2, one per side)")
+                        ".onnx or an RLlib checkpoint folder (scripted policies such as rush "
+                        "are ranked by traveller tournament)")
+    battles = p.add_argument_group("battles")
+    battles.add_argument("--scenario", default="duel", help="scenario to play (default: duel)")
+    battles.add_argument("--vs", default="marksman",
+                         help="opponent policies, comma-separated (default: marksman)")
+    battles.add_argument("--battles", type=int_at_least(1), default=200,
+                         help="battles per opponent (default: 200)")
+    battles.add_argument("--seed", type=seed_type, default=20_000,
+                         help="first battle seed (default: 20000)")
+    output = p.add_argument_group("output")
+    output.add_argument("--json", type=Path, default=None,
+                        help="write the results here (default: print only)")
+    output.add_argument("--html-dir", type=Path, default=None, metavar="DIR",
+                        help="write replay pages of the first --html-battles battles per "
+                             "opponent")
+    output.add_argument("--html-battles", type=int_at_least(1), default=2, metavar="N",
+                        help="battles per opponent written by --html-dir (default: 2, one per "
+                             "side)")
+
+
+EXAMPLES = """
+traveller eval runs/duel/ppo.pt --scenario duel --vs rush,marksman
+traveller eval runs/squad/ppo.pt --scenario squad --battles 400 --json runs/eval.json
+traveller eval model.onnx --vs tactician --html-dir runs/replays"""
+
+
+def _check_model(model: Path) -> None:
+    """A usage error unless ``model`` is a trained-policy file or RLlib folder."""
+    from agents.registry import is_known
+
+    if model.exists():
+        return
+    try:
+        scripted = is_known(str(model))
+    except (ValueError, ImportError):
+        scripted = False
+    hint = (f"; {str(model)!r} is a scripted policy: rank scripted policies with traveller "
+            f"tournament --policies {model},...") if scripted else ""
+    raise UsageError(f"MODEL {model}: no such trained-policy file (a .zip, .pt or .onnx, or "
+                     f"an RLlib checkpoint folder){hint}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -39,20 +66,28 @@ def run(args: argparse.Namespace) -> int:
     error on stderr (exit 2) for a model that does not fit the scenario or an unknown
     policy."""
     from agents.evaluation import evaluate_matchup, format_matchups
-    from agents.registry import make_policy
+    from agents.registry import make_policy, parse_policy_list
     from agents.trained import load_policy
+    from traveller_env.scenario import load_scenario
 
+    _check_model(args.model)
+    load_scenario(args.scenario)
     try:
-        if args.html_dir is not None and args.html_battles < 1:
-            raise ValueError(f"--html-battles must be at least 1, got {args.html_battles}")
-        learned = load_policy(args.model, args.scenario)
-        opponents = [make_policy(name) for name in args.vs.split(",") if name]
-        rows = [evaluate_matchup(learned, opponent, args.scenario,
-                                 battles=args.battles, seed=args.seed)
-                for opponent in opponents]
+        names = parse_policy_list(args.vs)
     except ValueError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 2
+        raise UsageError(f"--vs: {exc}") from None
+    if not names:
+        raise UsageError("--vs: name at least one opponent policy")
+    if args.json is not None and args.json.is_dir():
+        raise UsageError(f"--json {args.json}: is a folder; give a file path")
+    try:
+        learned = load_policy(args.model, args.scenario)
+        opponents = [make_policy(name) for name in names]
+    except (ValueError, FileNotFoundError) as exc:
+        raise UsageError(str(exc)) from None
+    rows = [evaluate_matchup(learned, opponent, args.scenario,
+                             battles=args.battles, seed=args.seed)
+            for opponent in opponents]
     print(format_matchups(rows))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

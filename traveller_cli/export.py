@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
-from traveller_env.cli import PROG
+from traveller_env.cli import UsageError
 
 __all__ = ["add_arguments", "run"]
 
@@ -25,23 +24,32 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "records); its labels are written into the file")
 
 
+EXAMPLES = """
+traveller export runs/duel/ppo.pt --onnx runs/duel/policy.onnx
+traveller export model.zip --onnx model.onnx --scenario squad"""
+
+
 def run(args: argparse.Namespace) -> int:
     """Export ``args.policy``; print what was written (exit 0), or the error on stderr (exit 2
     for a policy that cannot be exported, 1 when the file cannot be written)."""
+    if not args.policy.exists():
+        raise UsageError(f"POLICY {args.policy}: no such trained-policy file (a train_ppo .pt "
+                         "or a MaskablePPO .zip)")
+    if args.onnx.is_dir():
+        raise UsageError(f"--onnx {args.onnx}: is a folder; give a file path")
+    if args.scenario is not None:
+        from traveller_env.scenario import load_scenario
+
+        load_scenario(args.scenario)
     try:
         from agents.onnx_export import export_onnx
-    except ImportError as exc:  # pragma: no cover - depends on the install
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 2
-    try:
+
         meta = export_onnx(args.policy, args.onnx, scenario=args.scenario)
     except ImportError as exc:
-        print(f"{PROG}: error: exporting needs {exc.name or 'onnx'}: install the project's "
-              "onnx extra (pip install -e '.[onnx]')", file=sys.stderr)
-        return 2
+        raise UsageError(f"exporting needs {exc.name or 'onnx'}: install the project's onnx "
+                         "extra (pip install -e '.[onnx]')") from None
     except (ValueError, FileNotFoundError) as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 2
+        raise UsageError(str(exc)) from None
     hidden = "x".join(str(h) for h in json.loads(meta["hidden"])) or "no hidden layer"
     kind = "slot-relative" if meta["action_targets"] == "relative" else "absolute"
     focus = json.loads(meta["focus"])

@@ -43,6 +43,15 @@ import numpy as np
 
 from agents.evaluation import play_turns
 from agents.registry import is_trained, make_policy, parse_policy_list
+from traveller_env.cli import (
+    SEED_MAX,
+    UsageError,
+    check_at_least,
+    check_output_folder,
+    check_seed,
+    int_at_least,
+    seed_type,
+)
 from traveller_rl.stats import bootstrap_elo, openskill_ratings, wilson_interval
 
 __all__ = ["DEFAULT_OUT", "Game", "build_games", "build_parser", "command_line", "main",
@@ -414,55 +423,83 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         parser = argparse.ArgumentParser(
             prog="python -m traveller_rl.tournament",
             description="Round-robin tournament of policies.")
-    parser.add_argument("--policies", default="rush,marksman,cover,leader,tactician,random",
-                        help="comma-separated registry names, trained policy files (MaskablePPO "
-                             ".zip, train_ppo .pt, exported .onnx) or RLlib checkpoint folders "
-                             "(default: %(default)s)")
-    parser.add_argument("--scenarios", default="duel,squad,ambush",
-                        help="comma-separated scenario names or paths (default: %(default)s)")
-    parser.add_argument("--battles", type=int, default=200,
-                        help="battles per pairing, scenario and side assignment "
-                             "(default: %(default)s)")
-    parser.add_argument("--seed", type=int, default=0,
-                        help="battle i uses seed SEED + i (default: %(default)s)")
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
-                        help="worker processes (default: all cores)")
-    parser.add_argument("--out", default=DEFAULT_OUT,
-                        help=f"output folder (default: {DEFAULT_OUT}; the docs' published "
-                             "tables are written only when asked, with --out results/tournament)")
-    parser.add_argument("--bootstrap", type=int, default=200,
-                        help="bootstrap resamples for the Elo intervals (default: %(default)s)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    parser.add_argument("--replays", default=None, metavar="DIR",
-                        help="also write one example replay page (HTML) per scenario and "
-                             "pairing to DIR")
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = ("examples:\n"
+                     "  traveller tournament --policies rush,marksman --scenarios duel "
+                     "--battles 50\n"
+                     "  traveller tournament --policies runs/squad/ppo.pt,tactician,cover "
+                     "--scenarios squad --out runs/t1\n"
+                     "  traveller tournament --out runs/tournament --overwrite")
+    play = parser.add_argument_group("who plays where")
+    play.add_argument("--policies", default="rush,marksman,cover,leader,tactician,random",
+                      help="comma-separated registry names, trained policy files (MaskablePPO "
+                           ".zip, train_ppo .pt, exported .onnx) or RLlib checkpoint folders "
+                           "(default: %(default)s)")
+    play.add_argument("--scenarios", default="duel,squad,ambush",
+                      help="comma-separated scenario names or paths (default: %(default)s)")
+    play.add_argument("--battles", type=int_at_least(1), default=200,
+                      help="battles per pairing, scenario and side assignment "
+                           "(default: %(default)s)")
+    play.add_argument("--seed", type=seed_type, default=0,
+                      help="battle i uses seed SEED + i (default: %(default)s)")
+    play.add_argument("--workers", type=int_at_least(1), default=os.cpu_count() or 1,
+                      help="worker processes (default: all cores)")
+    out = parser.add_argument_group("output")
+    out.add_argument("--out", default=DEFAULT_OUT,
+                     help=f"output folder, refused when it holds files unless --overwrite "
+                          f"(default: {DEFAULT_OUT}; the docs' published tables are written "
+                          "only when asked, with --out results/tournament)")
+    out.add_argument("--overwrite", action="store_true",
+                     help="write over the files of an existing --out folder")
+    out.add_argument("--bootstrap", type=int_at_least(0), default=200,
+                     help="bootstrap resamples for the Elo intervals (default: %(default)s)")
+    out.add_argument("--no-progress", action="store_true", help="no progress bar")
+    out.add_argument("--replays", default=None, metavar="DIR",
+                     help="also write one example replay page (HTML) per scenario and "
+                          "pairing to DIR")
     return parser
 
 
-def run_from_args(args: argparse.Namespace, argv: Sequence[str] | None = None) -> int:
-    """Run the tournament described by parsed ``args``; return the exit status."""
+def check_args(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """The policies and scenarios of ``args``, every flag checked before any battle (a
+    ``UsageError`` naming the flag): names, files, the seed range, the output folder."""
+    from traveller_env.scenario import ScenarioError, load_scenario
+
     try:
         policies = parse_policy_list(args.policies)
     except ValueError as exc:
-        print(f"tournament: error: {exc}", file=sys.stderr)
-        return 2
+        raise UsageError(f"--policies: {exc}") from None
+    if len(policies) < 2:
+        raise UsageError(f"--policies: a tournament needs at least two policies, got "
+                         f"{len(policies)} ({args.policies!r})")
     scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
-    if len(policies) < 2 or not scenarios or args.battles < 1 or args.workers < 1:
-        print("tournament: error: need at least two policies, one scenario, --battles >= 1 "
-              "and --workers >= 1", file=sys.stderr)
-        return 2
+    if not scenarios:
+        raise UsageError("--scenarios: name at least one scenario")
+    check_at_least("--battles", args.battles, 1)
+    check_at_least("--workers", args.workers, 1)
+    check_seed("--seed", args.seed)
+    if args.seed + args.battles - 1 > SEED_MAX:
+        raise UsageError(f"--seed {args.seed} with --battles {args.battles}: the last battle's "
+                         "seed SEED + BATTLES - 1 must be at most 2**64 - 1")
     try:
-        from traveller_env.scenario import load_scenario
-
         for sc in scenarios:
             load_scenario(sc)
+    except ScenarioError as exc:
+        raise UsageError(f"--scenarios: {exc}") from None
+    try:
         for p in policies:
             if is_trained(p):
                 for sc in scenarios:
                     make_policy(p, scenario=sc)
     except (ValueError, FileNotFoundError) as exc:
-        print(f"tournament: error: {exc}", file=sys.stderr)
-        return 2
+        raise UsageError(f"--policies: {exc}") from None
+    check_output_folder("--out", args.out, getattr(args, "overwrite", False))
+    return policies, scenarios
+
+
+def run_from_args(args: argparse.Namespace, argv: Sequence[str] | None = None) -> int:
+    """Run the tournament described by parsed ``args``; return the exit status."""
+    policies, scenarios = check_args(args)
     start = time.perf_counter()
     results = run_tournament(policies, scenarios, args.battles, args.seed, args.workers,
                              progress=not args.no_progress)
@@ -509,8 +546,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv = list(argv)
         if argv[:1] == ["--"]:
             argv = argv[1:]
-    args = build_parser().parse_args(argv)
-    return run_from_args(args, sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return run_from_args(args, sys.argv[1:] if argv is None else argv)
+    except UsageError as exc:
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
