@@ -1,0 +1,62 @@
+"""Smoke tests of the benchmarks in ``experiments/`` at tiny budgets: each runs as its docs say
+(``python -m experiments.X``), finishes, and writes the JSON its figures come from. (The
+benchmarks with tests of their own: bench_env, bench_train, bench_onnx, bench_pool,
+bench_replay, profile_env and soak, in the test files of what they measure.)"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(module: str, *args: str) -> subprocess.CompletedProcess:
+    done = subprocess.run([sys.executable, "-m", f"experiments.{module}", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return done
+
+
+def test_bench_core(tmp_path):
+    out = tmp_path / "core.json"
+    _run("bench_core", "--battles", "2", "--scenarios", "duel", "--observe-calls", "200",
+         "--json", str(out))
+    assert json.loads(out.read_text())
+
+
+def test_bench_core_policies(tmp_path):
+    out = tmp_path / "policies.json"
+    _run("bench_core_policies", "--battles", "2", "--python-battles", "1", "--repeats", "1",
+         "--scenarios", "duel", "--json", str(out))
+    assert json.loads(out.read_text())
+
+
+def test_bench_rng(tmp_path):
+    out = tmp_path / "rng.json"
+    _run("bench_rng", "--calls", "200", "--repeats", "1", "--battles", "1", "--json", str(out))
+    figures = json.loads(out.read_text())
+    assert figures
+
+
+def test_bench_vector(tmp_path):
+    out = tmp_path / "vector.json"
+    _run("bench_vector", "--decisions", "500", "--repeats", "1", "--json", str(out))
+    assert json.loads(out.read_text())
+
+
+def test_bench_trees_compares_a_checkout_with_itself(tmp_path):
+    out = tmp_path / "trees.json"
+    _run("bench_trees", "--before", str(ROOT), "--after", str(ROOT), "--scenarios", "duel",
+         "--rounds", "1", "--steps", "200", "--json", str(out))
+    assert "duel" in json.loads(out.read_text())
+
+
+def test_bench_rllib_help_names_its_measures():
+    """Ray's start-up is too slow for a run here: the smoke test stops at the parser."""
+    pytest.importorskip("ray")
+    assert "--runners" in _run("bench_rllib", "--help").stdout
