@@ -31,9 +31,15 @@ from .rules.dice import Dice
 from .scenario import Scenario, build_battle, load_scenario, with_options
 from .view import BattleView
 
-__all__ = ["CoreTravellerEnv", "Engine", "PythonEngine", "TravellerEnv", "env", "raw_env"]
+__all__ = ["INFO_MODES", "CoreTravellerEnv", "Engine", "PythonEngine", "TravellerEnv", "env",
+           "raw_env"]
 
 ScenarioSource = str | Path | Mapping[str, Any] | Scenario
+#: What ``infos[agent]`` holds (the ``infos`` constructor keyword): ``"events"`` (the default:
+#: the events since the agent's previous step, the phase and the round) or ``"none"`` (an
+#: empty dict, for clients that turn every info value into a tensor, e.g. TorchRL; the events
+#: stay available through ``new_events(agent)`` and ``battle.events``).
+INFO_MODES = ("events", "none")
 
 
 # ============================================================================ engine adapters
@@ -258,7 +264,9 @@ class TravellerEnv(AECEnv):
     An incapacitated combatant terminates (R6.3) once out of play (R2.5) and must take its dead
     step (``step(None)``). When at most one side is left every agent terminates (R8.2); after
     ``max_rounds`` every agent is truncated. ``infos[agent]["events"]`` holds the battle events
-    since that agent's previous step (JSON-serialisable dicts, see docs/environment.md).
+    since that agent's previous step (JSON-serialisable dicts, see docs/environment.md), with
+    ``"phase"`` and ``"round"``; ``new_events(agent)`` returns the same events whatever
+    ``infos`` holds.
 
     ## Arguments
     ``scenario``: built-in name, path or dict; ``render_mode``: ``None``, ``"ansi"`` or
@@ -272,7 +280,10 @@ class TravellerEnv(AECEnv):
     ``InvariantError`` (an ``AssertionError``) naming the invariant and the combatant; off, it
     costs nothing. ``move_view`` (default ``False``; a constructor keyword) appends the move
     view to every observation vector, and ``aim_view`` (default ``False``; likewise) the aim
-    view, and ``attack_view`` (likewise) the attack view (see Observation Space).
+    view, and ``attack_view`` (likewise) the attack view (see Observation Space). ``infos``
+    (default ``"events"``; a constructor keyword): ``"none"`` keeps every ``infos[agent]`` an
+    empty dict, for clients that turn info values into tensors (TorchRL, BenchMARL); the event
+    log stays in ``battle.events`` and ``new_events(agent)``.
 
     ## Misuse
     ``step``/``observe``/``last``/``state``/``action_mask`` before ``reset`` raise
@@ -301,6 +312,13 @@ class TravellerEnv(AECEnv):
         if not isinstance(check, bool):
             raise TypeError(f"check_invariants must be True or False, got {check!r}")
         self._check_invariants = check
+        infos_mode = options.pop("infos", "events")
+        if infos_mode not in INFO_MODES:
+            raise ValueError(f"infos must be one of {', '.join(map(repr, INFO_MODES))}, got "
+                             f"{infos_mode!r}")
+        #: What ``infos[agent]`` holds: ``"events"`` or ``"none"`` (see ``INFO_MODES``).
+        self.infos_mode: str = infos_mode
+        self._info_events = infos_mode == "events"
         views: dict[str, bool] = {}
         for view in VIEWS:  # move_view, aim_view, attack_view
             on = options.pop(view, False)
@@ -448,7 +466,7 @@ class TravellerEnv(AECEnv):
         self.terminations = dict.fromkeys(self.agents, False)
         self.truncations = dict.fromkeys(self.agents, False)
         self._cursor = dict.fromkeys(self.agents, 0)
-        self.infos = {a: {"events": []} for a in self.agents}
+        self.infos = {a: {"events": []} if self._info_events else {} for a in self.agents}
         self._skip_agent_selection = None
         self.agent_selection = self.battle.current_agent
         self._refresh_info(self.agent_selection)
@@ -585,7 +603,7 @@ class TravellerEnv(AECEnv):
                     self._refresh_info(a)
         sel = self.agent_selection
         infos = self.infos
-        if sel in infos:  # _refresh_info(sel), inlined (hot)
+        if sel in infos and self._info_events:  # _refresh_info(sel), inlined (hot)
             infos[sel] = {"events": engine.events[self._cursor[sel]:],
                           "phase": counters.phase, "round": counters.round}
         if self._check_invariants:
@@ -657,11 +675,21 @@ class TravellerEnv(AECEnv):
     # ------------------------------------------------------------------ helpers
     def _refresh_info(self, agent: str) -> None:
         infos = self.infos
-        if agent in infos:
+        if agent in infos and self._info_events:
             engine = self._engine
             counters = engine.counters
             infos[agent] = {"events": engine.events[self._cursor[agent]:],
                             "phase": counters.phase, "round": counters.round}
+
+    def new_events(self, agent: str) -> list[dict]:
+        """The battle events since ``agent``'s previous step (since the start of the battle
+        before its first): what ``infos[agent]["events"]`` holds when it is refreshed, but
+        available whatever ``infos`` holds (``infos="none"``). A new list of the log's dicts."""
+        engine = self._engine
+        if engine is None:
+            self._require_reset("new_events()")
+        self._check_agent(agent)
+        return engine.events[self._cursor.get(agent, 0):]
 
     def outcome_reward(self, side: int | str) -> float:
         """The terminal reward a side receives for the finished battle's outcome (0 while the
