@@ -96,22 +96,73 @@ def _field_docs(cls: type) -> dict[str, str]:
     return docs
 
 
-def add_dataclass_args(parser: argparse.ArgumentParser, cls: type) -> None:
-    """Add one ``--flag`` per field of the ``Args`` dataclass, with its docstring as help."""
+def short_help(doc: str, limit: int = 120) -> str:
+    """The first clause of a field's docstring, for ``--help``: up to its first sentence end
+    (". " before a capital), semicolon or (past the first 30 characters) colon outside
+    parentheses, at most ``limit`` characters."""
+    text = " ".join(doc.split())
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        rest = text[i + 1:i + 3]
+        if depth == 0 and (ch == ";" or (ch == "." and rest[:1] == " " and rest[1:].isupper())
+                           or (ch == ":" and i >= 30 and rest[:1] == " ")):
+            text = text[:i]
+            break
+    return text if len(text) <= limit else text[:limit - 4].rsplit(" ", 1)[0] + " ..."
+
+
+def _default_text(default: Any) -> str:
+    if isinstance(default, bool):
+        return "on" if default else "off"
+    if isinstance(default, list):
+        return " ".join(map(str, default)) or "none"
+    return repr(default) if isinstance(default, str) else str(default)
+
+
+def add_dataclass_args(parser: argparse.ArgumentParser, cls: type,
+                       groups: dict[str, tuple[str, ...]] | None = None,
+                       short: bool = False) -> None:
+    """Add one ``--flag`` per field of the ``Args`` dataclass, with its docstring as help and
+    its default shown once (a docstring that already names its default keeps its own words).
+
+    ``groups`` (title -> field names) puts the flags in argparse argument groups, in that
+    order; fields in no group go under "other options". ``short`` keeps only the first clause
+    of each docstring (``short_help``). A field named ``seed`` takes a seed in [0, 2**64 - 1]
+    (``traveller_env.cli.seed_type``)."""
+    from traveller_env.cli import seed_type
+
     docs = _field_docs(cls)
-    for f in dataclasses.fields(cls):
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    where: dict[str, Any] = {}
+    for title, names in (groups or {}).items():
+        group = parser.add_argument_group(title)
+        for name in names:
+            if name in fields:
+                where.setdefault(name, group)
+    rest = [name for name in fields if name not in where]
+    if groups and rest:
+        other = parser.add_argument_group("other options")
+        where.update(dict.fromkeys(rest, other))
+    for name, f in fields.items():
+        target = where.get(name, parser)
         flag = "--" + f.name.replace("_", "-")
         default = (f.default if f.default is not dataclasses.MISSING
                    else f.default_factory())  # type: ignore[misc]
-        help_text = f"{docs.get(f.name, '')} (default: {default!r})"
+        doc = docs.get(f.name, "")
+        doc = short_help(doc) if short else doc
+        help_text = (doc if "default" in doc.lower()
+                     else f"{doc} (default: {_default_text(default)})").replace("%", "%%")
         if isinstance(default, bool):
-            parser.add_argument(flag, dest=f.name, default=default,
+            target.add_argument(flag, dest=f.name, default=default,
                                 action=argparse.BooleanOptionalAction, help=help_text)
         elif isinstance(default, list):
-            parser.add_argument(flag, dest=f.name, default=default, nargs="*", help=help_text)
+            target.add_argument(flag, dest=f.name, default=default, nargs="*", help=help_text)
         else:
-            parser.add_argument(flag, dest=f.name, default=default, type=type(default),
-                                help=help_text)
+            kind = seed_type if f.name == "seed" and isinstance(default, int) else type(default)
+            metavar = {int: "N", float: "X"}.get(type(default))
+            target.add_argument(flag, dest=f.name, default=default, type=kind, help=help_text,
+                                metavar=metavar)
 
 
 def make_run_dir(runs_dir: str | Path, exp_name: str, seed: int) -> Path:

@@ -18,7 +18,7 @@ from traveller_rl.ppo.shaping import (
     parse_style,
 )
 
-__all__ = ["POOL_SAMPLING", "Args", "default_backend", "names_list"]
+__all__ = ["EXAMPLES", "HELP_GROUPS", "POOL_SAMPLING", "Args", "default_backend", "names_list"]
 
 #: ``--pool-sampling`` choices (``agents.pool.OpponentPool``'s).
 POOL_SAMPLING = SAMPLING
@@ -299,8 +299,39 @@ class Args:
             raise ValueError("--potential reads the attack view ("
                              f"{', '.join(t for t in terms if t not in MOVE_VIEW_TERMS)}): "
                              "it needs --attack-view")
-        if self.out and (Path(self.out) / "config.json").exists() and not self.overwrite:
-            raise ValueError(f"--out {self.out}: holds a run already (config.json); choose "
-                             "another folder, or pass --overwrite to replace it")
+        if self.out and not self.overwrite and not getattr(self, "resume", None):
+            # the one rule of every command's output folder (traveller_env.cli)
+            out = Path(self.out)
+            if (out / "config.json").exists():
+                raise ValueError(f"--out {self.out}: holds a run already (config.json); choose "
+                                 "another folder, or pass --overwrite to replace it")
+            if out.exists() and (not out.is_dir() or any(out.iterdir())):
+                raise ValueError(f"--out {self.out}: exists and is not an empty folder; choose "
+                                 "another folder, or pass --overwrite to write over its files")
         hidden_sizes(self.hidden)
 
+
+#: ``traveller train ppo --help``'s groups of flags (title -> ``Args`` fields, in order); a
+#: field in none of them is listed under "other options".
+HELP_GROUPS: dict[str, tuple[str, ...]] = {
+    "scenario and opponents": ("scenario", "opponents", "side_shares"),
+    "pool of past selves (--pool)": (
+        "pool", "pool_every", "pool_size", "pool_scripted", "pool_scripted_share",
+        "pool_opponents", "pool_watch", "pool_watch_share", "pool_greedy_share", "pool_stack",
+        "pool_sampling"),
+    "reward shaping": ("style", "knockouts", "potential"),
+    "observation views": ("move_view", "aim_view", "attack_view"),
+    "budget": ("total_timesteps", "stop_after_updates", "max_train_seconds", "seed",
+               "backend", "num_envs", "num_steps", "threads", "env_threads", "device"),
+    "PPO hyperparameters": ("lr", "anneal_lr", "epochs", "minibatches", "gamma", "gae_lambda",
+                            "clip_coef", "ent_coef", "vf_coef", "max_grad_norm"),
+    "network": ("init", "hidden", "arch", "embed", "critic", "attention"),
+    "evaluation": ("eval_every", "eval_vs", "eval_battles", "eval_envs", "final_eval_battles"),
+    "output": ("out", "overwrite", "resume", "checkpoint_every", "progress"),
+}
+
+#: Example command lines shown at the end of ``traveller train ppo --help``.
+EXAMPLES = """
+traveller train ppo --scenario duel --opponents red=rush --total-timesteps 300000 --out runs/duel
+traveller train ppo --scenario squad --pool --pool-scripted rush,marksman --max-train-seconds 600
+traveller train ppo --scenario squad --init runs/duel/ppo.pt --move-view --out runs/squad"""

@@ -76,13 +76,13 @@ import argparse
 import dataclasses
 import json
 import shutil
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from traveller_env.cli import UsageError, examples_epilog, run_standalone
 from traveller_rl.common import (
     add_dataclass_args,
     atomic_write_bytes,
@@ -90,7 +90,14 @@ from traveller_rl.common import (
     versions,
     write_json,
 )
-from traveller_rl.ppo.args import POOL_SAMPLING, Args, default_backend, names_list
+from traveller_rl.ppo.args import (
+    EXAMPLES,
+    HELP_GROUPS,
+    POOL_SAMPLING,
+    Args,
+    default_backend,
+    names_list,
+)
 from traveller_rl.ppo.checkpoints import check_checkpoints, checkpoint_columns, load_fitting
 from traveller_rl.ppo.pool import FrozenPool
 from traveller_rl.ppo.progress import (
@@ -468,26 +475,32 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     """The trainer's arguments, one ``--flag`` per field of ``Args`` (added to ``parser`` when
     given, e.g. the ``traveller train ppo`` subcommand's)."""
     if parser is None:
-        parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_dataclass_args(parser, Args)
+        parser = argparse.ArgumentParser(prog="traveller train ppo",
+                                         description=__doc__.splitlines()[0])
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.usage = "%(prog)s [--scenario NAME] [--opponents SEAT=POLICY | --pool] [options]"
+    parser.epilog = (examples_epilog(EXAMPLES) or "") + (
+        "\n\nEach flag's full description: python -m pydoc traveller_rl.ppo.args.Args")
+    add_dataclass_args(parser, Args, groups=HELP_GROUPS, short=True)
     return parser
 
 
 def run(parsed: argparse.Namespace) -> int:
-    """Train with the parsed arguments (exit status 2 on a bad argument)."""
+    """Train with the parsed arguments (a ``UsageError`` naming the flag on a bad argument,
+    before any battle)."""
     args = Args(**vars(parsed))
     try:
         prepared = prepare(args)
     except (ValueError, TypeError, FileNotFoundError, NotImplementedError) as exc:
-        print(f"train_ppo: error: {exc}", file=sys.stderr)
-        return 2
+        raise UsageError(str(exc)) from None
     train(args, prepared)
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Parse ``Args`` from the command line and train."""
-    return run(build_parser().parse_args(argv))
+    """Parse ``Args`` from the command line and train (status 2 on a bad argument, its
+    message on stderr)."""
+    return run_standalone(build_parser(), run, argv)
 
 
 if __name__ == "__main__":
