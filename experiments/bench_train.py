@@ -21,7 +21,10 @@ its environment share is the time inside the vector's ``reset``/``step``. A last
 scenario, ``free env``, trains on ``FreeVector`` (the scenario's shapes at almost no cost):
 the trainer's own ceiling on this machine, now. MaskablePPO runs on the same scenarios with
 the same ``--timesteps`` (reusing the figure above for ``--scenario``), so the ratio compares
-the two trainers on one machine at one moment.
+the two trainers on one machine at one moment. The core backend runs once per
+``--ppo-env-threads`` count (battle threads; 0: the trainer's default, one per core up to 8)
+and every row once per ``--ppo-device`` (``cpu``, ``cuda``): each row gives its decisions per
+second and the shares of battles (env), inference and updates.
 
     python -m experiments.bench_train --timesteps 20000 --json runs/bench_train.json
 """
@@ -140,6 +143,16 @@ def build_parser() -> argparse.ArgumentParser:
                         "environment (default: %(default)s)")
     parser.add_argument("--ppo-threads", type=int, default=1,
                         help="train_ppo --threads, torch threads (default: %(default)s)")
+    parser.add_argument("--ppo-env-threads", default="0",
+                        help="train_ppo --env-threads on the core backend, comma-separated "
+                        "(0: the trainer's default; default: %(default)s)")
+    parser.add_argument("--ppo-device", default="cpu",
+                        help="train_ppo --device, comma-separated (cpu, cuda, auto; default: "
+                        "%(default)s)")
+    parser.add_argument("--ppo-opponents", default="red=random",
+                        help="train_ppo --opponents (default: %(default)s)")
+    parser.add_argument("--skip-maskable", action="store_true",
+                        help="skip MaskablePPO (the train_ppo rows only, no ratio)")
     return parser
 
 
@@ -214,22 +227,25 @@ class FreeVector:
 
 
 def train_ppo_figures(scenario: str, backend: str, decisions: int, num_envs: int,
-                      num_steps: int, threads: int) -> dict[str, Any]:
-    """``traveller_rl/ppo/trainer.py`` for ``decisions`` learner decisions against ``random``
-    (no evaluation, run folder in a temporary directory): its own timers. Backend ``"free"``
-    trains on ``FreeVector`` instead (the learner-only ceiling)."""
+                      num_steps: int, threads: int, env_threads: int = 1,
+                      device: str = "cpu", opponents: str = "red=random") -> dict[str, Any]:
+    """``traveller_rl/ppo/trainer.py`` for ``decisions`` learner decisions against
+    ``opponents`` (no evaluation, run folder in a temporary directory): its own timers.
+    Backend ``"free"`` trains on ``FreeVector`` instead (the learner-only ceiling)."""
     import contextlib
     import io
     import tempfile
 
+    from traveller_rl.ppo.rows import env_threads as env_threads_of
     from traveller_rl.ppo.trainer import Args, Group, train
+    from traveller_rl.ppo.update import resolve_device
 
     with tempfile.TemporaryDirectory() as tmp:
-        args = Args(scenario=scenario, opponents="red=random", total_timesteps=decisions,
+        args = Args(scenario=scenario, opponents=opponents, total_timesteps=decisions,
                     seed=0, out=tmp, backend="python" if backend == "free" else backend,
-                    num_envs=num_envs, num_steps=num_steps,
-                    threads=threads, eval_every=0, eval_battles=0, final_eval_battles=0,
-                    progress=False)
+                    num_envs=num_envs, num_steps=num_steps, env_threads=env_threads,
+                    device=device, threads=threads, eval_every=0, eval_battles=0,
+                    final_eval_battles=0, progress=False)
         prepared = None
         if backend == "free":
             prepared = ([Group(FreeVector(scenario, num_envs), 0, num_envs, "learn", 0,
@@ -238,7 +254,9 @@ def train_ppo_figures(scenario: str, backend: str, decisions: int, num_envs: int
             train(args, prepared)
         result = json.loads((Path(tmp) / "evaluation.json").read_text())
     return {"scenario": scenario, "backend": backend, "num_envs": num_envs,
-            "num_steps": num_steps, "threads": threads, "decisions": result["decisions"],
+            "num_steps": num_steps, "threads": threads,
+            "env_threads": env_threads_of(args) if backend == "core" else 1,
+            "device": str(resolve_device(device)), "decisions": result["decisions"],
             "seconds": result["train_seconds"],
             "decisions_per_second": result["decisions_per_second"],
             "env_share": result["time_shares"]["env"],
@@ -269,46 +287,60 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    sb3 = maskable_ppo(args.scenario, args.timesteps, args.n_envs)
+    env_threads = [int(k) for k in args.ppo_env_threads.split(",") if k.strip()]
+    devices = [d.strip() for d in args.ppo_device.split(",") if d.strip()]
+    sb3: dict[str, float] = {"fps": float("nan"), "env_share": float("nan"),
+                             "env_us_per_step": float("nan")}
+    alone: dict[str, float] = {}
+    if not args.skip_maskable:
+        sb3 = maskable_ppo(args.scenario, args.timesteps, args.n_envs)
+        print(f"MaskablePPO on {args.scenario} ({args.n_envs} env, torch threads 1): "
+              f"{sb3['fps']:,.0f} steps/s over {args.timesteps} steps ({sb3['wall']:.1f} s)")
+        print(f"time inside the environment: {sb3['env_share']:.1%} of wall time "
+              f"({sb3['env_us_per_step']:.0f} us per step)")
+        alone = isolated_step_us(args.scenario)
+        print(f"the same steps outside training (random legal learner): bridge "
+              f"{alone['bridge_us']:.0f} us, through DummyVecEnv "
+              f"{alone['dummy_vec_env_us']:.0f} us per step")
     fps, share = sb3["fps"], sb3["env_share"]
-    print(f"MaskablePPO on {args.scenario} ({args.n_envs} env, torch threads 1): "
-          f"{fps:,.0f} steps/s over {args.timesteps} steps ({sb3['wall']:.1f} s)")
-    print(f"time inside the environment: {share:.1%} of wall time "
-          f"({sb3['env_us_per_step']:.0f} us per step)")
-    alone = isolated_step_us(args.scenario)
-    print(f"the same steps outside training (random legal learner): bridge "
-          f"{alone['bridge_us']:.0f} us, through DummyVecEnv {alone['dummy_vec_env_us']:.0f} us "
-          "per step")
 
     rows: list[dict[str, Any]] = []
     scenarios = [s.strip() for s in args.ppo_scenarios.split(",") if s.strip()]
     if scenarios:
         print(f"\ntrain_ppo end to end ({args.ppo_decisions:,} learner decisions on python, "
-              f"{args.ppo_fast_decisions:,} on the others; --opponents red=random, torch "
-              f"threads {args.ppo_threads}, N x T = --num-envs x --num-steps) beside "
+              f"{args.ppo_fast_decisions:,} on the others; --opponents {args.ppo_opponents}, "
+              f"torch threads {args.ppo_threads}, N x T = --num-envs x --num-steps) beside "
               f"MaskablePPO ({args.timesteps} steps, learner blue vs random), same run:")
-        print(f"{'scenario':<10}{'trainer':<22}{'N x T':>10}{'decisions/s':>13}"
+        print(f"{'scenario':<10}{'trainer':<34}{'N x T':>10}{'decisions/s':>13}"
               f"{'env share':>11}{'inference':>11}{'updates':>9}{'vs MaskablePPO':>16}")
     for scenario in scenarios:
-        ref = sb3 if scenario == args.scenario and args.n_envs == 1 else maskable_ppo(
-            scenario, args.timesteps, 1)
-        print(f"{scenario:<10}{'MaskablePPO (1 env)':<22}{'':>10}{ref['fps']:>13,.0f}"
-              f"{ref['env_share']:>11.1%}{'':>11}{'':>9}{'1.0x':>16}")
+        ref = sb3 if (args.skip_maskable or (scenario == args.scenario and args.n_envs == 1)) \
+            else maskable_ppo(scenario, args.timesteps, 1)
+        if not args.skip_maskable:
+            print(f"{scenario:<10}{'MaskablePPO (1 env)':<34}{'':>10}{ref['fps']:>13,.0f}"
+                  f"{ref['env_share']:>11.1%}{'':>11}{'':>9}{'1.0x':>16}")
         for backend in [*backends, "free"]:
             n, t, d = ((args.ppo_num_envs, args.ppo_num_steps, args.ppo_decisions)
                        if backend == "python" else
                        (args.ppo_fast_num_envs, args.ppo_fast_num_steps,
                         args.ppo_fast_decisions))
-            row = train_ppo_figures(scenario, backend, d, n, t, args.ppo_threads)
-            row["maskable_ppo_fps"] = ref["fps"]
-            row["maskable_ppo_env_share"] = ref["env_share"]
-            row["ratio_to_maskable_ppo"] = row["decisions_per_second"] / ref["fps"]
-            rows.append(row)
-            label = "train_ppo (free env)" if backend == "free" else f"train_ppo ({backend})"
-            print(f"{'':<10}{label:<22}{f'{n} x {t}':>10}"
-                  f"{row['decisions_per_second']:>13,.0f}{row['env_share']:>11.1%}"
-                  f"{row['inference_share']:>11.1%}{row['update_share']:>9.1%}"
-                  f"{row['ratio_to_maskable_ppo']:>15.1f}x")
+            for k in env_threads if backend == "core" else [1]:
+                for device in devices:
+                    row = train_ppo_figures(scenario, backend, d, n, t, args.ppo_threads,
+                                            env_threads=k, device=device,
+                                            opponents=args.ppo_opponents)
+                    row["maskable_ppo_fps"] = ref["fps"]
+                    row["maskable_ppo_env_share"] = ref["env_share"]
+                    row["ratio_to_maskable_ppo"] = row["decisions_per_second"] / ref["fps"]
+                    rows.append(row)
+                    label = ("train_ppo (free env" if backend == "free"
+                             else f"train_ppo ({backend}") + (
+                        f", {row['env_threads']} env thr" if backend == "core" else "") + (
+                        f", {row['device']})")
+                    print(f"{'':<10}{label:<34}{f'{n} x {t}':>10}"
+                          f"{row['decisions_per_second']:>13,.0f}{row['env_share']:>11.1%}"
+                          f"{row['inference_share']:>11.1%}{row['update_share']:>9.1%}"
+                          f"{row['ratio_to_maskable_ppo']:>15.1f}x", flush=True)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({

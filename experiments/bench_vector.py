@@ -59,11 +59,16 @@ def scenarios() -> dict[str, Any]:
 
 
 def run_vector(scenario: Any, num_envs: int, decisions: int, seed: int = 0,
-               backend: str = "python", threads: int = 1) -> dict[str, float]:
+               backend: str = "python", threads: int = 1,
+               opponents: dict[str, str] | None = None,
+               relative_actions: bool = False, wall: bool = False) -> dict[str, float]:
     """One timed run: decisions per second inside ``step``, the sampler's time per decision,
-    how many steps, decisions and finished battles it covered. With ``threads`` > 1 the time
-    is wall-clock (CPU time would add the threads up)."""
-    v = vector.make(scenario, num_envs=num_envs, seed=seed, backend=backend, threads=threads)
+    how many steps, decisions and finished battles it covered. With ``threads`` > 1 (or
+    ``wall``) the time is wall-clock (CPU time would add the threads up). ``opponents`` and
+    ``relative_actions`` as for ``vector.make`` (the trainer's vectors: in-core opponents,
+    relative actions)."""
+    v = vector.make(scenario, num_envs=num_envs, seed=seed, backend=backend, threads=threads,
+                    opponents=opponents, relative_actions=relative_actions)
     rng = np.random.default_rng(seed)
     _, mask, _ = v.reset()
     for _ in range(WARMUP_STEPS):
@@ -71,7 +76,7 @@ def run_vector(scenario: Any, num_envs: int, decisions: int, seed: int = 0,
     steps = max(MIN_STEPS, decisions // num_envs)
     in_step = in_sampler = 0.0
     ended = 0
-    clock = time.process_time if threads == 1 else time.perf_counter  # see the docstring
+    clock = time.process_time if threads == 1 and not wall else time.perf_counter
     t = clock()
     for _ in range(steps):
         actions = vector.random_legal_actions(mask, rng)
@@ -156,6 +161,27 @@ def run_raw_env(scenario: Any, num_envs: int, decisions: int, seed: int = 0) -> 
     return {"decisions_per_s": steps * num_envs / inside, "battles_ended": ended}
 
 
+def thread_scaling(scenario: Any, opponent: str, num_envs: int, decisions: int,
+                   threads: list[int], repeats: int = 3,
+                   relative_actions: bool = False) -> dict[str, Any]:
+    """The core vector with the opponent ``opponent`` inside (red), stepped with each thread
+    count in turn (alternating, ``repeats`` rounds; wall-clock time): the median decisions
+    per second per thread count, and its fraction of linear scaling from one thread."""
+    runs: dict[int, list[float]] = {k: [] for k in threads}
+    for r in range(repeats):
+        for k in threads:
+            runs[k].append(run_vector(scenario, num_envs, decisions, seed=r, backend="core",
+                                      threads=k, opponents={"red": opponent},
+                                      relative_actions=relative_actions,
+                                      wall=True)["decisions_per_s"])
+    rates = {k: statistics.median(v) for k, v in runs.items()}
+    base = rates[threads[0]] / threads[0]
+    return {"num_envs": num_envs, "opponent": opponent, "relative_actions": relative_actions,
+            "clock": "wall", "repeats": {str(k): v for k, v in runs.items()},
+            "decisions_per_s": {str(k): v for k, v in rates.items()},
+            "fraction_of_linear": {str(k): v / (base * k) for k, v in rates.items()}}
+
+
 def run_all(decisions: int, repeats: int, backends: tuple[str, ...] = ("python",),
             sizes: tuple[int, ...] = SIZES, reference: bool = False,
             threads: int = 1) -> dict[str, Any]:
@@ -230,6 +256,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="a backend to measure (repeatable; default: core and python)")
     parser.add_argument("--threads", type=int, default=2,
                         help="also the core with this many threads at the largest N (1: no)")
+    parser.add_argument("--scaling", default="",
+                        help="instead of the cases: the core vector's thread scaling with "
+                        "in-core opponents (duel vs rush, squad vs tactician) at these thread "
+                        "counts, comma-separated, e.g. 1,2 (wall-clock, alternating)")
+    parser.add_argument("--scaling-envs", type=int, default=4096,
+                        help="rows of the --scaling vectors (default: %(default)s)")
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
     return parser
 
@@ -240,8 +272,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.decisions < 1 or args.repeats < 1:
         raise SystemExit("--decisions and --repeats must be at least 1")
     backends = tuple(args.backend or ("core", "python"))
-    section = run_all(args.decisions, args.repeats, backends, reference=True,
-                      threads=args.threads)
+    if args.scaling:
+        counts = [int(k) for k in args.scaling.split(",")]
+        section = {}
+        for scenario, opponent in (("duel", "rush"), ("squad", "tactician")):
+            section[scenario] = s = thread_scaling(scenario, opponent, args.scaling_envs,
+                                                   args.decisions, counts, args.repeats)
+            print(f"vector core {scenario} vs {opponent} N={args.scaling_envs}: " + ", ".join(
+                f"{k} threads {s['decisions_per_s'][str(k)]:,.0f}/s "
+                f"({s['fraction_of_linear'][str(k)]:.0%} of linear)" for k in counts),
+                flush=True)
+    else:
+        section = run_all(args.decisions, args.repeats, backends, reference=True,
+                          threads=args.threads)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         payload = {"machine": {"python": platform.python_version(),

@@ -160,6 +160,9 @@ class _Buffers:
         self.episode = np.zeros(n, dtype=np.int64)
         self.battle_seed = np.zeros(n, dtype=np.uint64)
         self.winner = np.full(n, -1, dtype=np.int8)
+        #: ``relative_actions`` only, on a backend that publishes it (``publishes_relative``):
+        #: the deciding seat's mask over the relative actions, int8 ``[n, n_relative]``.
+        self.relative_mask: np.ndarray | None = None
 
 
 class VectorBackend(Protocol):
@@ -168,20 +171,23 @@ class VectorBackend(Protocol):
     A backend plays battles of one scenario in ``num_envs`` rows and writes, for every row, the
     deciding learner seat's observation and (absolute, int8) mask, the seat index, the episode
     counter and battle seed, and on ``step`` the rewards, end flags and winner (see
-    ``_Buffers``).
+    ``_Buffers``). A backend with ``publishes_relative`` also writes ``relative_mask`` (when
+    the vector allocated it); the others leave it to ``VectorEnv``.
     """
 
     name: str
     battles_skipped: int
+    publishes_relative: bool
 
     def reset(self, seed: int, restart: bool, out: _Buffers) -> None:
         """Start every row's next battle (battle 0 again when ``restart``), play opponent
         seats up to the first learner decision, fill ``out``."""
 
-    def step(self, actions: list[int], forfeits: Mapping[int, tuple[str, str]],
+    def step(self, actions: np.ndarray, forfeits: Mapping[int, tuple[str, str]],
              out: _Buffers) -> None:
-        """Apply each row's (legal, absolute) action, or forfeit the rows in ``forfeits``
-        (row -> (label, reason); ``illegal_action: penalize`` only); play opponents and dead
+        """Apply each row's (legal, absolute: int64 ``[N]``) action, or forfeit the rows in
+        ``forfeits`` (row -> (label, reason); ``illegal_action: penalize`` only); play
+        opponents and dead
         steps up to each row's next learner decision, auto-resetting ended battles."""
 
     def why_illegal(self, row: int, action: int) -> str | None:
@@ -252,6 +258,7 @@ class VectorEnv:
         self._mask_out = np.zeros((self.num_envs, self.n_actions), dtype=bool)
         if self._perm is not None:
             self._mask_pad = np.zeros((self.num_envs, n_abs + 1), dtype=np.int8)
+            self._buf.relative_mask = np.zeros((self.num_envs, self.n_actions), dtype=np.int8)
         self.info: dict[str, np.ndarray] = {
             "agent": self._buf.agent, "episode": self._buf.episode,
             "battle_seed": self._buf.battle_seed, "winner": self._buf.winner}
@@ -262,7 +269,8 @@ class VectorEnv:
             from .core.vector import CoreBackend
 
             self._backend: VectorBackend = CoreBackend(template, self.num_envs, seat_policies,
-                                                       self._buf, threads=int(threads))
+                                                       self._buf, threads=int(threads),
+                                                       relative_table=self._perm)
         else:
             self._backend = _PythonBackend(template, self.num_envs, seat_policies)
         self._ready = False
@@ -369,48 +377,51 @@ class VectorEnv:
         buf = self._buf
         if self._perm is None:
             np.copyto(self._mask_out, buf.mask.view(bool))
+        elif self._backend.publishes_relative:  # written row by row in the backend's threads
+            np.copyto(self._mask_out, buf.relative_mask.view(bool))
         else:
             self._mask_pad[:, :-1] = buf.mask
-            rel = np.take_along_axis(self._mask_pad, self._perm[buf.agent], axis=1)
-            np.copyto(self._mask_out, rel.view(bool))
+            buf.relative_mask[...] = np.take_along_axis(self._mask_pad, self._perm[buf.agent],
+                                                        axis=1)
+            np.copyto(self._mask_out, buf.relative_mask.view(bool))
 
-    def _check_actions(self, actions: Any) -> tuple[list[int], dict[int, tuple[str, str]]]:
-        """The absolute action of each row, after the shape, range and legality checks (on
-        Python lists: cheaper than NumPy's per-call overhead for small N, and negligible next
-        to the engine's work for large N)."""
+    def _check_actions(self, actions: Any) -> tuple[np.ndarray, dict[int, tuple[str, str]]]:
+        """The absolute action of each row (int64 ``[N]``), after the shape, range and
+        legality checks (whole-array NumPy; the per-row Python loop only builds the message
+        or the forfeits of an illegal action)."""
         n, size = self.num_envs, self.n_actions
         a = actions if isinstance(actions, np.ndarray) else np.asarray(actions)
         if a.dtype.kind not in "iu" or a.shape != (n,):
             got = f"dtype {a.dtype}" if a.dtype.kind not in "iu" else f"shape {a.shape}"
             raise ValueError(f"actions: expected an integer array of shape ({n},) with values "
                              f"in [0, {size}) (indices into action_labels), got {got}")
-        chosen: list[int] = a.tolist()
-        if min(chosen) < 0 or max(chosen) >= size:
-            r = next(i for i, x in enumerate(chosen) if not 0 <= x < size)
+        if int(a.min()) < 0 or int(a.max()) >= size:
+            r = int(np.flatnonzero((a < 0) | (a >= size))[0])
             raise ValueError(f"actions: expected an integer array of shape ({n},) with values "
                              f"in [0, {size}) (indices into action_labels); row {r} has "
-                             f"{chosen[r]}")
+                             f"{a[r].item()}")
         buf = self._buf
         if self._perm is None:
-            absolute = chosen
-            legal = buf.mask[self._rows, a].tolist()
+            absolute = a.astype(np.int64, copy=False)
+            legal = buf.mask[self._rows, a]
         else:
-            absolute = self._perm[buf.agent, a].tolist()
-            # The padded mask (an always-0 column for empty slots) is current: _publish_mask.
-            legal = self._mask_pad[self._rows, absolute].tolist()
-        if 0 not in legal:
+            absolute = self._perm[buf.agent, a]
+            # The private relative mask (0 for empty slots) is current: _publish_mask.
+            legal = buf.relative_mask[self._rows, a]
+        if legal.all():
             return absolute, {}
-        rows = [r for r, ok in enumerate(legal) if not ok]
+        chosen: list[int] = a.tolist()
+        rows = np.flatnonzero(legal == 0).tolist()
         forfeits: dict[int, tuple[str, str]] = {}
         if not self._penalize:
             r = rows[0]
             more = f" (and {len(rows) - 1} more rows)" if len(rows) > 1 else ""
-            label, reason = self._refusal(r, chosen[r], absolute[r])
+            label, reason = self._refusal(r, chosen[r], int(absolute[r]))
             raise ValueError(f"row {r}: illegal action {label} for seat "
                              f"{self.possible_agents[int(buf.agent[r])]}: {reason}{more}; "
                              "nothing was applied in any row")
         for r in rows:
-            _, reason = self._refusal(r, chosen[r], absolute[r])
+            _, reason = self._refusal(r, chosen[r], int(absolute[r]))
             forfeits[r] = (self.action_labels[chosen[r]], reason)
         return absolute, forfeits
 
@@ -524,6 +535,7 @@ class _PythonBackend:
     without PettingZoo's per-agent dicts."""
 
     name = "python"
+    publishes_relative = False
 
     def __init__(self, template: TravellerEnv, num_envs: int,
                  policy_names: list[str | None]) -> None:
@@ -551,6 +563,7 @@ class _PythonBackend:
              out: _Buffers) -> None:
         acts = self.actions
         rewards = out.rewards
+        actions = actions.tolist()  # Python ints index the action list fastest
         for r, row in enumerate(self.rows):
             b = row.battle
             if forfeits and r in forfeits:

@@ -3,7 +3,6 @@
 #include "traveller/vector.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <stdexcept>
 #include <thread>
 
@@ -88,51 +87,47 @@ StepRefusal VecBattles::step(const std::int64_t* actions, const std::uint8_t* fo
         }
     }
     const int workers = std::max(1, std::min(threads, n));
-    if (workers == 1) {
-        for (int r = 0; r < n; ++r) {
+    auto step_rows = [&](int lo, int hi, std::int64_t& skipped) -> int {
+        for (int r = lo; r < hi; ++r) {
             Row& row = rows_[static_cast<std::size_t>(r)];
             const bool f = forfeit && forfeit[r];
             if (!step_row(r, row, actions[r], f, f ? &(*labels)[static_cast<std::size_t>(r)] : nullptr,
-                          f ? &(*reasons)[static_cast<std::size_t>(r)] : nullptr, out, skipped_)) {
-                *stuck = r;
-                StepRefusal refusal;
-                refusal.row = r;
-                refusal.opponent = true;
-                return refusal;
+                          f ? &(*reasons)[static_cast<std::size_t>(r)] : nullptr, out, skipped)) {
+                return r;
             }
+        }
+        return -1;
+    };
+    auto refused = [](int r) {
+        StepRefusal refusal;
+        refusal.row = r;
+        refusal.opponent = true;
+        return refusal;
+    };
+    if (workers == 1) {
+        const int r = step_rows(0, n, skipped_);
+        if (r >= 0) {
+            *stuck = r;
+            return refused(r);
         }
         return StepRefusal{};
     }
-    // Rows are independent: contiguous chunks, one per thread, each with its own skip count.
-    std::vector<std::thread> pool;
+    // Rows are independent: contiguous chunks, one per worker (the same workers every call),
+    // each with its own skip count.
     std::vector<std::int64_t> skipped(static_cast<std::size_t>(workers), 0);
-    std::atomic<int> failed{-1};
-    for (int w = 0; w < workers; ++w) {
-        pool.emplace_back([&, w] {
-            const int lo = static_cast<int>(static_cast<std::int64_t>(n) * w / workers);
-            const int hi = static_cast<int>(static_cast<std::int64_t>(n) * (w + 1) / workers);
-            for (int r = lo; r < hi; ++r) {
-                Row& row = rows_[static_cast<std::size_t>(r)];
-                const bool f = forfeit && forfeit[r];
-                if (!step_row(r, row, actions[r], f,
-                              f ? &(*labels)[static_cast<std::size_t>(r)] : nullptr,
-                              f ? &(*reasons)[static_cast<std::size_t>(r)] : nullptr, out,
-                              skipped[static_cast<std::size_t>(w)])) {
-                    int expected = -1;
-                    failed.compare_exchange_strong(expected, r);
-                    return;
-                }
-            }
-        });
-    }
-    for (auto& t : pool) t.join();
+    std::vector<int> failed(static_cast<std::size_t>(workers), -1);
+    const std::function<void(int)> job = [&](int w) {
+        const int lo = static_cast<int>(static_cast<std::int64_t>(n) * w / workers);
+        const int hi = static_cast<int>(static_cast<std::int64_t>(n) * (w + 1) / workers);
+        failed[static_cast<std::size_t>(w)] = step_rows(lo, hi, skipped[static_cast<std::size_t>(w)]);
+    };
+    workers_.run(workers, job);
     for (auto s : skipped) skipped_ += s;
-    if (failed.load() >= 0) {
-        *stuck = failed.load();
-        StepRefusal refusal;
-        refusal.row = failed.load();
-        refusal.opponent = true;
-        return refusal;
+    for (int r : failed) {
+        if (r >= 0) {
+            *stuck = r;
+            return refused(r);
+        }
     }
     return StepRefusal{};
 }
@@ -180,8 +175,87 @@ void VecBattles::publish(int r, Row& row, const VecOut& out) const {
     const int seat = b.decider();
     observer_->observe(b, seat, out.obs + static_cast<std::size_t>(r) *
                                              static_cast<std::size_t>(observer_->size()));
-    b.legal_mask(out.mask + static_cast<std::size_t>(r) * static_cast<std::size_t>(n_actions_));
+    std::uint8_t* mask = out.mask + static_cast<std::size_t>(r) * static_cast<std::size_t>(n_actions_);
+    b.legal_mask(mask);
     out.agent[r] = seat;
+    if (out.relative_mask && n_relative_ > 0) {
+        const std::size_t k = static_cast<std::size_t>(n_relative_);
+        const std::int64_t* table = relative_.data() + static_cast<std::size_t>(seat) * k;
+        std::uint8_t* rel = out.relative_mask + static_cast<std::size_t>(r) * k;
+        for (std::size_t j = 0; j < k; ++j) {
+            rel[j] = table[j] < n_actions_ ? mask[table[j]] : std::uint8_t{0};
+        }
+    }
+}
+
+void VecBattles::set_relative(std::vector<std::int64_t> table, int n_relative) {
+    relative_ = std::move(table);
+    n_relative_ = n_relative;
+}
+
+// ------------------------------------------------------------------------ RowWorkers
+RowWorkers::~RowWorkers() {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        stop_ = true;
+    }
+    wake_.notify_all();
+    for (auto& t : threads_) t.join();
+}
+
+void RowWorkers::run(int workers, const std::function<void(int)>& job) {
+    if (workers <= 1) {
+        job(0);
+        return;
+    }
+    while (static_cast<int>(threads_.size()) < workers - 1) {
+        const int index = static_cast<int>(threads_.size()) + 1;
+        const std::uint64_t seen = round_;  // only this (the calling) thread changes round_
+        threads_.emplace_back([this, index, seen] { loop(index, seen); });
+    }
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        job_ = &job;
+        error_ = nullptr;
+        active_ = workers;
+        pending_ = workers - 1;
+        ++round_;
+    }
+    wake_.notify_all();
+    std::exception_ptr mine;
+    try {
+        job(0);
+    } catch (...) {
+        mine = std::current_exception();
+    }
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_.wait(lock, [this] { return pending_ == 0; });
+    job_ = nullptr;
+    if (mine) std::rethrow_exception(mine);
+    if (error_) std::rethrow_exception(error_);
+}
+
+void RowWorkers::loop(int index, std::uint64_t seen) {
+    for (;;) {
+        const std::function<void(int)>* job = nullptr;
+        {
+            std::unique_lock<std::mutex> lock(mutex_);
+            wake_.wait(lock, [&] { return stop_ || round_ != seen; });
+            if (stop_) return;
+            seen = round_;
+            if (index < active_) job = job_;
+        }
+        if (job == nullptr) continue;
+        std::exception_ptr failure;
+        try {
+            (*job)(index);
+        } catch (...) {
+            failure = std::current_exception();
+        }
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (failure && !error_) error_ = failure;
+        if (--pending_ == 0) done_.notify_one();
+    }
 }
 
 bool VecBattles::begin(int r, Row& row, const VecOut& out, std::int64_t& skipped) {

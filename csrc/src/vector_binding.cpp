@@ -38,6 +38,7 @@ struct PyVec {
     Buffer<std::int64_t> agent, episode;
     Buffer<std::uint64_t> battle_seed;
     Buffer<std::int8_t> winner;
+    Buffer<std::uint8_t> relative_mask;
     VecOut out;
 
     void require_attached(const char* fn) const {
@@ -106,8 +107,31 @@ void attach(PyVec& p, nb::handle obs, nb::handle mask, nb::handle rewards, nb::h
     p.battle_seed = checked_buffer<std::uint64_t>(battle_seed, fn, "battle_seed", Shape{{n}, {"N"}}, true);
     p.winner = checked_buffer<std::int8_t>(winner, fn, "winner", Shape{{n}, {"N"}}, true);
     p.out = VecOut{p.obs.data, p.mask.data, p.rewards.data, p.terminated.data, p.truncated.data,
-                   p.agent.data, p.episode.data, p.battle_seed.data, p.winner.data};
+                   p.agent.data, p.episode.data, p.battle_seed.data, p.winner.data,
+                   p.relative_mask.data};
     p.attached = true;
+}
+
+void set_relative(PyVec& p, nb::handle table_obj, nb::handle relative_mask) {
+    p.require_attached("set_relative");
+    VecBattles& v = *p.vec;
+    const char* fn = "VecBattles.set_relative";
+    const Buffer<std::int64_t> table = checked_buffer<std::int64_t>(
+        table_obj, fn, "table", Shape{{v.num_agents(), -1}, {"S", "R"}}, false);
+    const std::int64_t k = table.shape.size() == 2 ? table.shape[1] : 0;
+    if (k < 1) bad(std::string(fn) + ": table must have at least one column");
+    std::vector<std::int64_t> values(table.data, table.data + table.size());
+    for (std::int64_t x : values) {
+        if (x < 0 || x > v.num_actions()) {
+            bad(std::string(fn) + ": table values must lie in [0, " +
+                std::to_string(v.num_actions()) + "] (" + std::to_string(v.num_actions()) +
+                ": an empty slot), got " + std::to_string(x));
+        }
+    }
+    p.relative_mask = checked_buffer<std::uint8_t>(relative_mask, fn, "relative_mask",
+                                                   Shape{{v.num_envs(), k}, {"N", "R"}}, true);
+    v.set_relative(std::move(values), static_cast<int>(k));
+    p.out.relative_mask = p.relative_mask.data;
 }
 
 [[noreturn]] void stuck_error(const PyVec& p, int row) {
@@ -137,6 +161,9 @@ void bind_vector(nb::module_& m) {
              "terminated"_a.none(), "truncated"_a.none(), "agent"_a.none(), "episode"_a.none(),
              "battle_seed"_a.none(), "winner"_a.none(),
              "The buffers reset/step write (kept alive by this object).")
+        .def("set_relative", &set_relative, "table"_a.none(), "relative_mask"_a.none(),
+             "Also publish each row's mask over slot-relative actions into relative_mask "
+             "(uint8[N, R]); table[seat, j]: relative action j's absolute index (A: empty slot).")
         .def("reset", [](PyVec& p, nb::handle seed, bool restart) {
             p.require_attached("reset");
             const std::uint64_t s = to_u64(seed, "seed");

@@ -29,9 +29,12 @@ class CoreBackend:
     """``VectorBackend`` on the compiled core (see the module docstring)."""
 
     name = "core"
+    #: With ``relative_table``, the core writes ``out.relative_mask`` itself (in the rows'
+    #: threads).
+    publishes_relative = False
 
     def __init__(self, template: Any, num_envs: int, policy_names: list[str | None],
-                 out: Any, threads: int = 1) -> None:
+                 out: Any, threads: int = 1, relative_table: np.ndarray | None = None) -> None:
         check_kinds()
         for agent, name in zip(template.possible_agents, policy_names, strict=True):
             if name is not None and name not in CORE_POLICIES:
@@ -50,6 +53,10 @@ class CoreBackend:
         self.threads = threads
         self._vec.attach(out.obs, out.mask.view(np.uint8), out.rewards, out.terminated,
                          out.truncated, out.agent, out.episode, out.battle_seed, out.winner)
+        if relative_table is not None and out.relative_mask is not None:
+            self._vec.set_relative(np.ascontiguousarray(relative_table, dtype=np.int64),
+                                   out.relative_mask.view(np.uint8))
+            self.publishes_relative = True
 
     @property
     def battles_skipped(self) -> int:

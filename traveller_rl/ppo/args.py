@@ -189,6 +189,12 @@ class Args:
     none; an entity critic has none). --embed must be a multiple of their 4 heads"""
     threads: int = 1
     """torch CPU threads (1: reproducible to the byte, and fastest for small networks)"""
+    env_threads: int = 0
+    """threads stepping the battles (--backend core; the results are identical for any count):
+    0 picks one per available core, at most 8; 1 steps every row on the calling thread"""
+    device: str = "cpu"
+    """where the network runs (rollout buffers, inference, updates): 'cpu', 'cuda' or 'auto'
+    (cuda when torch sees a GPU). Checkpoints load on either; only cpu is byte-reproducible"""
     eval_every: int = 10
     """evaluate every this many updates (0: only before training and at the end)"""
     eval_vs: str = "rush,marksman"

@@ -100,7 +100,7 @@ class FrozenPool:
     def freeze(self, net: Any, update: int) -> str:
         """A frozen copy of the learner ``net`` joins the pool; returns the name of its
         checkpoint in the run folder (``pool/ppo_u<update>.pt``: the caller saves it)."""
-        copy = net.twin()
+        copy = net.twin().cpu()  # the pool plays on the CPU, whatever --device
         copy.eval()
         name = f"pool/ppo_u{update:06d}.pt"
         self.add(copy, slice(0, self.learner_dim), "own", name)

@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["SeatRollout", "greedy_actions", "opponent_actions", "plot_curve", "sample_masked",
-           "vector_winrate", "without_forbidden"]
+__all__ = ["SeatRollout", "device_of", "greedy_actions", "opponent_actions", "plot_curve",
+           "sample_masked", "vector_winrate", "without_forbidden"]
 
 
 # ============================================================================ masked sampling
@@ -36,7 +36,8 @@ def sample_masked(logits: torch.Tensor, mask: torch.Tensor,
     # softmax rather than logp_all.exp(): the exp of huge negative values is slow on CPU.
     probs = torch.softmax(masked, -1) * mask
     cdf = probs.cumsum(-1)
-    u = torch.rand((logits.shape[0], 1), generator=generator, dtype=cdf.dtype) * cdf[:, -1:]
+    u = torch.rand((logits.shape[0], 1), generator=generator, dtype=cdf.dtype,
+                   device=cdf.device) * cdf[:, -1:]
     actions = (cdf <= u).sum(-1)
     n = mask.shape[1]
     last_legal = n - 1 - torch.argmax(mask.flip(-1).to(torch.int8), dim=-1)
@@ -213,9 +214,11 @@ def vector_winrate(net: Any, venv: Any, learner_side: int, battles: int,
     first ``battles // N`` battles (one more for the first ``battles % N`` rows), so the same
     battles are played at every call. ``forbid`` (a boolean per action): those actions are
     taken from its choices wherever another is legal (``without_forbidden``), an ablation.
-    A by-side network (``agents.ppo_policy.SideNet``) plays its ``learner_side`` network."""
+    A by-side network (``agents.ppo_policy.SideNet``) plays its ``learner_side`` network. The
+    network runs where its parameters are (``--device``)."""
     from agents.ppo_policy import actor_logits
 
+    device = device_of(net)
     n = venv.num_envs
     quota = np.full(n, battles // n, dtype=np.int64)
     quota[: battles % n] += 1
@@ -227,10 +230,10 @@ def vector_winrate(net: Any, venv: Any, learner_side: int, battles: int,
             # the network's prefix of the observation (the vector may add the move view)
             if forbid is not None:
                 mask = without_forbidden(mask, forbid)
-            logits = actor_logits(net, torch.from_numpy(obs[:, :net.obs_dim]),
+            logits = actor_logits(net, torch.from_numpy(obs[:, :net.obs_dim]).to(device),
                                   venv.sides[learner_side])
-            a = greedy_actions(logits, torch.from_numpy(mask))
-            obs, mask, _, term, trunc, info = venv.step(a.numpy())
+            a = greedy_actions(logits, torch.from_numpy(mask).to(device))
+            obs, mask, _, term, trunc, info = venv.step(a.cpu().numpy())
             ended = (term | trunc) & (done < quota)
             if ended.any():
                 w = info["winner"][ended]
@@ -239,6 +242,13 @@ def vector_winrate(net: Any, venv: Any, learner_side: int, battles: int,
                 losses += int(((w >= 0) & (w != learner_side)).sum())
                 done += ended
     return wins, draws, losses
+
+
+def device_of(net: Any) -> torch.device:
+    """Where ``net``'s parameters are (the CPU for an object without parameters)."""
+    parameters = getattr(net, "parameters", None)
+    first = next(iter(parameters()), None) if callable(parameters) else None
+    return first.device if first is not None else torch.device("cpu")
 
 
 # ============================================================================ the curve

@@ -14,6 +14,7 @@ pool's frozen checkpoints (``traveller_rl.ppo.pool``).
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +26,7 @@ from traveller_rl.ppo.args import Args, names_list
 from traveller_rl.ppo.shaping import parse_terms
 
 __all__ = ["Group", "RowBatch", "apportion", "build_groups", "check_compatible", "draw_sides",
-           "learner_obs_dim", "learner_views", "make_eval_vectors", "make_vector",
+           "env_threads", "learner_obs_dim", "learner_views", "make_eval_vectors", "make_vector",
            "observation_columns", "parse_opponents", "parse_side_shares", "scenario_list",
            "split_rows", "trained_views", "vector_views"]
 
@@ -168,6 +169,29 @@ def learner_obs_dim(args: Args, venv: Any) -> int:
     return cols.stop if isinstance(cols, slice) else len(cols)
 
 
+#: The most battle threads ``--env-threads 0`` picks (beyond it the step's serial part and the
+#: memory bandwidth dominate for the trainer's row counts).
+MAX_AUTO_ENV_THREADS = 8
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the OS tells it)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def env_threads(args: Args) -> int:
+    """The threads stepping the battles: ``--env-threads``, or with 0 one per available core
+    up to ``MAX_AUTO_ENV_THREADS`` (``ValueError`` naming the flag if negative or > 256)."""
+    k = getattr(args, "env_threads", 1)
+    if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= 256:
+        raise ValueError(f"--env-threads must be an int in [0, 256] (0: one per core, at most "
+                         f"{MAX_AUTO_ENV_THREADS}), got {k!r}")
+    return k or min(available_cores(), MAX_AUTO_ENV_THREADS)
+
+
 def make_vector(args: Args, seed: int, num_envs: int, opponents: dict[str, str] | None,
                 flag: str, fallback: bool = False,
                 scenario: str | None = None) -> tuple[Any, str]:
@@ -177,9 +201,10 @@ def make_vector(args: Args, seed: int, num_envs: int, opponents: dict[str, str] 
     from traveller_env import vector
 
     scenario = scenario or scenario_list(args)[0]
+    threads = env_threads(args) if args.backend == "core" else 1
     try:
         return vector.make(scenario, num_envs=num_envs, seed=seed, backend=args.backend,
-                           opponents=opponents, relative_actions=True,
+                           opponents=opponents, relative_actions=True, threads=threads,
                            **vector_views(args)), args.backend
     except (ValueError, TypeError) as exc:
         if not (fallback and args.backend != "python"):

@@ -141,7 +141,7 @@ from traveller_rl.ppo.shaping import (
     parse_style,
     parse_terms,
 )
-from traveller_rl.ppo.update import UpdateSettings, ppo_update
+from traveller_rl.ppo.update import UpdateSettings, ppo_update, resolve_device
 
 # the trainer's own names, and the ones that lived here before it was split by
 # responsibility and are imported from here still
@@ -164,6 +164,7 @@ def prepare(args: Args) -> tuple[list[Group], dict[str, list[tuple[Any, int]]]]:
     """Check the arguments and build the training and evaluation vectors (``ValueError``
     naming the flag on bad input)."""
     args.check()
+    resolve_device(args.device)  # ValueError naming --device before any battle is built
     groups = build_groups(args)
     check_checkpoints(args, groups[0].venv)
     eval_vectors = make_eval_vectors(args, groups[0].venv.sides) if args.eval_battles else {}
@@ -190,10 +191,15 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
     # ---- seeding: one block (torch's initialisation, the sampler, NumPy's shuffles)
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
-    gen = torch.Generator().manual_seed(derive_seed(args.seed, 1) & (2**63 - 1))
+    device = resolve_device(args.device)  # the learner's: rollout batches, inference, update
+    gen = torch.Generator(device=device).manual_seed(derive_seed(args.seed, 1) & (2**63 - 1))
+    # the frozen pool plays on the CPU: it shares the sampler's generator there
+    pool_gen = gen if device.type == "cpu" else \
+        torch.Generator().manual_seed(derive_seed(args.seed, 3) & (2**63 - 1))
     rng = np.random.default_rng(derive_seed(args.seed, 2))
 
     net, inherited = make_network(args, first, obs_dim)
+    net.to(device)
     optimizer = torch.optim.Adam(net.parameters(), lr=args.lr, eps=1e-5)
     writer = metrics_writer(out / "tb")
     writer.add_text("config", "```\n" + json.dumps(dataclasses.asdict(args), indent=1) + "\n```")
@@ -208,7 +214,7 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
     pool = None
     if pool_rows is not None:
         pool = FrozenPool.from_args(args, first, range(pool_rows.start, pool_rows.stop),
-                                    obs_dim, rng, gen)
+                                    obs_dim, rng, pool_gen)
         save(out / pool.freeze(net, 0), 0, 0)
         pool.watch()
         pool.start_battles(np.arange(pool_rows.start, pool_rows.stop), batch.side)
@@ -285,8 +291,10 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
             actions = np.zeros(n, dtype=np.int64)
             with torch.no_grad():
                 o, m = (obs_t, mask_t) if learner is None else (obs_t[rows], mask_t[rows])
+                o, m = o.to(device), m.to(device)  # no copy on the CPU
                 a, logp = sample_masked(net.actor(o), m, gen)
                 value = net.value(o)
+                a, logp, value = a.cpu(), logp.cpu(), value.cpu()
                 actions[rows] = a.numpy()
                 if learner is not None and not learner.all():
                     others = np.flatnonzero(~learner)
@@ -447,6 +455,8 @@ def save_checkpoint(path: Path, net: Any, args: Args, scenario: str, action_labe
     """Write ``net``'s checkpoint (``agents.ppo_policy``'s format) to ``path`` atomically."""
     from agents.ppo_policy import checkpoint_bytes
 
+    if any(p.device.type != "cpu" for p in net.parameters()):
+        net = net.twin().cpu()  # checkpoints hold CPU tensors: they load on any machine
     atomic_write_bytes(path, checkpoint_bytes(net, scenario, action_labels,
                                               decisions=int(decisions), update=int(update),
                                               seed=int(args.seed), **inherited,

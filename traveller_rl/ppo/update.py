@@ -1,6 +1,7 @@
 """The PPO update (CleanRL's): ``--epochs`` passes over the rollout's decisions in
 ``--minibatches`` shuffled minibatches, each a gradient step on the clipped surrogate, the
-clipped value loss and the entropy bonus, with gradient-norm clipping."""
+clipped value loss and the entropy bonus, with gradient-norm clipping. The update runs where
+the network is (``--device``): the rollout's decisions go there in one copy per update."""
 
 from __future__ import annotations
 
@@ -10,7 +11,23 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["UpdateSettings", "UpdateStats", "ppo_update"]
+__all__ = ["DEVICES", "UpdateSettings", "UpdateStats", "ppo_update", "resolve_device"]
+
+#: ``--device`` choices.
+DEVICES = ("cpu", "cuda", "auto")
+
+
+def resolve_device(name: str) -> torch.device:
+    """``--device``: ``cpu``, ``cuda`` (``ValueError`` when torch sees no GPU) or ``auto``
+    (cuda when torch sees a GPU, else cpu)."""
+    if name not in DEVICES:
+        raise ValueError(f"--device must be one of {', '.join(DEVICES)}, got {name!r}")
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ValueError("--device cuda: torch sees no GPU here (torch.cuda.is_available() is "
+                         "False); use --device cpu or auto")
+    return torch.device(name)
 
 
 @dataclass(frozen=True)
@@ -49,20 +66,21 @@ def ppo_update(net: Any, optimizer: torch.optim.Optimizer, rollout: Any, idx: np
                settings: UpdateSettings) -> UpdateStats:
     """Update ``net`` (an ``agents.ppo_policy.ActorCritic``) on the decisions ``idx`` of
     ``rollout`` (a ``SeatRollout``) with their advantages ``adv`` and returns ``ret``;
-    ``rng`` shuffles the minibatches."""
-    b_obs = torch.from_numpy(rollout.obs[idx])
-    b_mask = torch.from_numpy(rollout.mask[idx])
-    b_act = torch.from_numpy(rollout.action[idx])
-    b_logp = torch.from_numpy(rollout.logp[idx])
-    b_val = torch.from_numpy(rollout.value[idx])
-    b_adv, b_ret = torch.from_numpy(adv), torch.from_numpy(ret)
+    ``rng`` shuffles the minibatches. It runs on the device of ``net``'s parameters."""
+    device = next(net.parameters()).device
+    b_obs = torch.from_numpy(rollout.obs[idx]).to(device)
+    b_mask = torch.from_numpy(rollout.mask[idx]).to(device)
+    b_act = torch.from_numpy(rollout.action[idx]).to(device)
+    b_logp = torch.from_numpy(rollout.logp[idx]).to(device)
+    b_val = torch.from_numpy(rollout.value[idx]).to(device)
+    b_adv, b_ret = torch.from_numpy(adv).to(device), torch.from_numpy(ret).to(device)
     clip = settings.clip_coef
     batch = len(idx)
     mb_size = max(1, -(-batch // settings.minibatches))
-    clipfracs, approx_kl = [], torch.zeros(())
-    pg_loss = v_loss = entropy = torch.zeros(())
+    clipfracs, approx_kl = [], torch.zeros((), device=device)
+    pg_loss = v_loss = entropy = torch.zeros((), device=device)
     for _ in range(settings.epochs):
-        perm = torch.from_numpy(rng.permutation(batch))
+        perm = torch.from_numpy(rng.permutation(batch)).to(device)
         for start in range(0, batch, mb_size):
             mb = perm[start:start + mb_size]
             mb_obs = b_obs[mb]
@@ -76,7 +94,7 @@ def ppo_update(net: Any, optimizer: torch.optim.Optimizer, rollout: Any, idx: np
             ratio = log_ratio.exp()
             with torch.no_grad():
                 approx_kl = ((ratio - 1) - log_ratio).mean()
-                clipfracs.append(((ratio - 1).abs() > clip).float().mean().item())
+                clipfracs.append(((ratio - 1).abs() > clip).float().mean())
             mb_adv = b_adv[mb]
             if len(mb) > 1:
                 mb_adv = (mb_adv - mb_adv.mean()) / (mb_adv.std() + 1e-8)
@@ -92,4 +110,4 @@ def ppo_update(net: Any, optimizer: torch.optim.Optimizer, rollout: Any, idx: np
             torch.nn.utils.clip_grad_norm_(net.parameters(), settings.max_grad_norm)
             optimizer.step()
     return UpdateStats(batch, pg_loss.item(), v_loss.item(), entropy.item(), approx_kl.item(),
-                       float(np.mean(clipfracs)))
+                       float(np.mean([c.item() for c in clipfracs])))

@@ -8,9 +8,14 @@
 // legality of the learner actions is checked here again, for all rows before any is applied.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
+#include <exception>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "battle.hpp"
@@ -37,6 +42,36 @@ struct VecOut {
     std::int64_t* episode = nullptr;    // [N]
     std::uint64_t* battle_seed = nullptr;  // [N]
     std::int8_t* winner = nullptr;      // [N]
+    // Optional (VecBattles::set_relative): the deciding seat's mask over the slot-relative
+    // actions, [N, n_relative]; written with the absolute mask, in the row's own thread.
+    std::uint8_t* relative_mask = nullptr;
+};
+
+// A fixed set of worker threads that live as long as their owner. The in-core policies keep
+// per-thread caches (thread_local tables of the map, the planner's), which threads spawned
+// for each call would rebuild at every step; these keep them warm from one step to the next.
+class RowWorkers {
+public:
+    RowWorkers() = default;
+    RowWorkers(const RowWorkers&) = delete;
+    RowWorkers& operator=(const RowWorkers&) = delete;
+    ~RowWorkers();
+    // job(0) .. job(workers - 1) at once, job(0) on the calling thread; returns when every
+    // one is done, rethrowing the first exception one of them threw.
+    void run(int workers, const std::function<void(int)>& job);
+    int threads() const noexcept { return static_cast<int>(threads_.size()) + 1; }
+
+private:
+    void loop(int index, std::uint64_t seen);
+
+    std::vector<std::thread> threads_;
+    std::mutex mutex_;
+    std::condition_variable wake_, done_;
+    const std::function<void(int)>* job_ = nullptr;
+    std::exception_ptr error_;
+    std::uint64_t round_ = 0;
+    int active_ = 0, pending_ = 0;
+    bool stop_ = false;
 };
 
 // What a step could not do, for the caller's error message (nothing was applied then).
@@ -79,6 +114,12 @@ public:
                      const std::vector<std::string>* reasons, const VecOut& out, int threads,
                      int* stuck);
 
+    // Publish each row's mask over slot-relative actions too (into out.relative_mask):
+    // table[seat * n_relative + j] is relative action j's absolute index for that seat, or
+    // num_actions() for an empty slot (never legal). The caller has checked the table.
+    void set_relative(std::vector<std::int64_t> table, int n_relative);
+    int num_relative() const noexcept { return n_relative_; }
+
     static constexpr int kMaxSkipped = 1000;
 
 private:
@@ -114,6 +155,9 @@ private:
     std::uint64_t vector_seed_ = 0;
     std::int64_t skipped_ = 0;
     int n_actions_ = 0;
+    std::vector<std::int64_t> relative_;
+    int n_relative_ = 0;
+    RowWorkers workers_;
 };
 
 }  // namespace traveller

@@ -1,0 +1,180 @@
+"""The trainer on the whole machine: battles stepped in several threads (``--env-threads``,
+the core's ``VecBattles`` with its persistent ``RowWorkers``) give the very same run as one
+thread, and the learner runs on ``--device cpu|cuda|auto`` (the CUDA tests skip where torch
+sees no GPU)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from traveller_env import core, vector
+
+needs_core = pytest.mark.skipif(not core.available(), reason="the compiled core is not built")
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="torch sees no GPU")
+
+#: Timing fields of progress.jsonl / training.jsonl (everything else must match).
+TIMING = ("seconds", "wall_seconds")
+
+
+def _train(out: Path, *extra: str) -> Path:
+    from traveller_rl.ppo import trainer
+
+    assert trainer.main(["--scenario", "squad", "--opponents", "red=tactician", "--seed", "5",
+                         "--total-timesteps", "1536", "--num-envs", "24", "--num-steps", "16",
+                         "--threads", "1", "--eval-every", "1", "--eval-vs", "rush",
+                         "--eval-battles", "4", "--eval-envs", "4",
+                         "--final-eval-battles", "0", "--no-progress", "--backend", "core",
+                         "--out", str(out), *extra]) == 0
+    return out
+
+
+def _lines(path: Path) -> list[dict]:
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    for row in rows:
+        for key in TIMING:
+            row.pop(key, None)
+    return rows
+
+
+@needs_core
+def test_env_threads_give_the_same_run_byte_for_byte(tmp_path):
+    one = _train(tmp_path / "one", "--env-threads", "1")
+    two = _train(tmp_path / "two", "--env-threads", "2")
+    assert (one / "ppo.pt").read_bytes() == (two / "ppo.pt").read_bytes()
+    for name in ("progress.jsonl", "training.jsonl"):
+        assert _lines(one / name) == _lines(two / name), name
+    assert len(_lines(one / "training.jsonl")) >= 3
+    config = json.loads((two / "config.json").read_text())
+    assert config["args"]["env_threads"] == 2 and config["args"]["device"] == "cpu"
+
+
+@needs_core
+@pytest.mark.parametrize("scenario,opponent", [("squad", "tactician"), ("duel", "rush")])
+def test_the_core_vector_is_the_same_on_any_number_of_threads(scenario, opponent):
+    """Relative actions (the mask the core publishes per seat), opponents with per-thread
+    caches, and more threads than rows in a chunk's worth: every output equal, step by step,
+    whatever the thread count (the worker threads persist across steps)."""
+    made = [vector.make(scenario, num_envs=13, seed=4, backend="core",
+                        opponents={"red": opponent}, relative_actions=True, threads=k)
+            for k in (1, 2, 5, 13)]
+    outs = [v.reset() for v in made]
+    rng = np.random.default_rng(0)
+    for _ in range(120):
+        for got in outs[1:]:
+            for a, b in zip(outs[0], got, strict=True):
+                if isinstance(a, dict):
+                    for key in a:
+                        np.testing.assert_array_equal(a[key], b[key])
+                else:
+                    np.testing.assert_array_equal(a, b)
+        actions = vector.random_legal_actions(outs[0][1], rng)
+        outs = [v.step(actions) for v in made]
+    assert len({v.battles_skipped for v in made}) == 1
+
+
+@needs_core
+def test_relative_masks_agree_between_the_backends_and_refuse_illegal_actions():
+    kw = {"num_envs": 6, "seed": 2, "opponents": {"red": "rush"}, "relative_actions": True}
+    core_v = vector.make("squad", backend="core", threads=2, **kw)
+    py_v = vector.make("squad", backend="python", **kw)
+    (_, core_mask, _), (_, py_mask, _) = core_v.reset(), py_v.reset()
+    np.testing.assert_array_equal(core_mask, py_mask)
+    illegal = np.argmin(core_mask, axis=1)  # a False column of each row
+    core_mask[:] = True  # the published mask is the caller's copy: legality is unchanged
+    with pytest.raises(ValueError, match=r"row 0: illegal action .*nothing was applied"):
+        core_v.step(illegal)
+    with pytest.raises(ValueError, match=r"row 0: illegal action .*nothing was applied"):
+        py_v.step(illegal)
+
+
+def test_env_threads_flag_resolves_and_refuses_bad_values():
+    from traveller_rl.ppo.args import Args
+    from traveller_rl.ppo.rows import MAX_AUTO_ENV_THREADS, available_cores, env_threads
+
+    assert env_threads(Args(env_threads=3)) == 3
+    assert env_threads(Args()) == min(available_cores(), MAX_AUTO_ENV_THREADS)
+    with pytest.raises(ValueError, match="--env-threads"):
+        env_threads(Args(env_threads=-1))
+
+
+def test_device_flag():
+    from traveller_rl.ppo.update import resolve_device
+
+    assert resolve_device("cpu") == torch.device("cpu")
+    assert resolve_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
+    with pytest.raises(ValueError, match="--device"):
+        resolve_device("tpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="--device cuda"):
+            resolve_device("cuda")
+
+
+def _learn(out: Path, device: str) -> dict:
+    """A tiny duel run against ``rush`` (the budget ``test_learning`` uses, halved)."""
+    from traveller_rl.ppo import trainer
+
+    backend = "core" if core.available() else "python"
+    assert trainer.main(["--scenario", "duel", "--opponents", "red=rush", "--seed", "1",
+                         "--total-timesteps", "32768", "--threads", "1", "--num-envs", "64",
+                         "--num-steps", "32", "--eval-every", "0", "--eval-vs", "rush",
+                         "--eval-battles", "100", "--final-eval-battles", "0",
+                         "--backend", backend, "--device", device, "--no-progress",
+                         "--out", str(out)]) == 0
+    return json.loads((out / "evaluation.json").read_text())
+
+
+def _assert_learned(result: dict) -> None:
+    before, after = result["eval_before"]["rush"], result["eval_after"]["rush"]
+    assert after["win_rate"] >= before["win_rate"] + 0.2, (before, after)
+
+
+def test_the_learner_learns_on_the_cpu(tmp_path):
+    _assert_learned(_learn(tmp_path / "cpu", "cpu"))
+
+
+@needs_cuda
+def test_the_learner_learns_on_cuda_and_its_checkpoint_loads_on_the_cpu(tmp_path):
+    from agents.trained import load_policy
+
+    _assert_learned(_learn(tmp_path / "cuda", "cuda"))
+    data = torch.load(tmp_path / "cuda" / "ppo.pt", map_location="cpu", weights_only=False)
+    tensors = [v for v in data.values() if isinstance(v, dict)]
+    assert all(t.device.type == "cpu" for d in tensors for t in d.values()
+               if isinstance(t, torch.Tensor))
+    load_policy(tmp_path / "cuda" / "ppo.pt", "duel")
+
+
+@needs_cuda
+def test_cuda_sampling_never_draws_an_illegal_action():
+    from traveller_rl.ppo.rollout import sample_masked
+
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    logits = torch.randn(512, 20, device="cuda") * 30
+    mask = torch.rand(512, 20, device="cuda") < 0.3
+    mask[:, 7] = True
+    actions, _ = sample_masked(logits, mask, gen)
+    assert mask.gather(1, actions[:, None]).all()
+
+
+@needs_core
+def test_bench_machine_smoke(tmp_path):
+    """``experiments/bench_machine.py --small`` runs here (CPU only) and writes its JSON."""
+    from experiments import bench_machine
+
+    out = tmp_path / "machine.json"
+    assert bench_machine.main(["--small", "--max-threads", "2", "--devices", "cpu",
+                               "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["thread_counts"] == [1, 2]
+    assert set(result["vector"]) == {"duel", "squad"}
+    for case in result["vector"].values():
+        assert case["fraction_of_linear"]["1"] == pytest.approx(1.0)
+        assert all(rate > 0 for rate in case["decisions_per_s"].values())
+    assert [(r["env_threads"], r["device"]) for r in result["train"]] == [(1, "cpu"),
+                                                                           (2, "cpu")]
+    assert all(r["decisions"] >= 256 for r in result["train"])
