@@ -58,8 +58,12 @@ def test_an_ensemble_plays_the_mean_of_its_members_logits(members):
     from agents.evaluation import evaluate_matchup
 
     row = evaluate_matchup(make_policy(str(out), scenario="squad"), make_policy("rush"),
-                           "squad", battles=1, seed=4)
-    assert row["wins"] + row["draws"] + row["losses"] == 1
+                           "squad", battles=2, seed=4)
+    assert row["wins"] + row["draws"] + row["losses"] == 2
+    # untrained, it never beats rush: rush wins the battle from each side (counted as losses
+    # of the checkpoint, one a side)
+    assert {s: (c["wins"], c["losses"]) for s, c in row["by_side"].items()} == {
+        "blue": (0, 1), "red": (0, 1)}
     prov = checkpoint_provenance(out)
     assert prov["arch"] == "ensemble" and [m["seed"] for m in prov["members"]] == [1, 2]
 

@@ -130,8 +130,12 @@ def test_an_entity_checkpoint_round_trips_and_plays_as_the_network_does(tmp_path
     from agents.evaluation import evaluate_matchup
 
     row = evaluate_matchup(make_policy(str(path), scenario="squad"), make_policy("rush"),
-                           "squad", battles=1, seed=4)
-    assert row["wins"] + row["draws"] + row["losses"] == 1
+                           "squad", battles=2, seed=4)
+    assert row["wins"] + row["draws"] + row["losses"] == 2
+    # untrained, it never beats rush: rush wins the battle from each side (counted as losses
+    # of the checkpoint, one a side)
+    assert {s: (c["wins"], c["losses"]) for s, c in row["by_side"].items()} == {
+        "blue": (0, 1), "red": (0, 1)}
 
 
 def test_the_twin_of_a_network_is_an_independent_copy():

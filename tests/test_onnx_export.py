@@ -316,6 +316,9 @@ def test_playing_an_onnx_policy_imports_no_torch(squad):
         assert type(resolve_policy({str(out)!r}, scenario="squad")).__name__ == "OnnxPolicy"
         row = evaluate_matchup(policy, make_policy("random"), "squad", battles=2, seed=0)
         assert row["wins"] + row["draws"] + row["losses"] == 2
+        # untrained, it never beats rush, which wins from each side
+        rushed = evaluate_matchup(policy, make_policy("rush"), "squad", battles=2, seed=0)
+        assert [(c["wins"], c["losses"]) for c in rushed["by_side"].values()] == [(0, 1)] * 2
         loaded = sorted(m for m in sys.modules if m.split(".")[0] == "torch")
         print("TRIED:" + ",".join(NoTorch.tried) + " LOADED:" + ",".join(loaded))
     """)

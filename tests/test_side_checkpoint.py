@@ -98,6 +98,10 @@ def test_each_seat_plays_its_own_sides_network(members):
     row = evaluate_matchup(make_policy(str(tmp / "s.pt"), scenario="squad"), make_policy("rush"),
                            "squad", battles=2, seed=4)
     assert row["wins"] + row["draws"] + row["losses"] == 2
+    # untrained, it never beats rush: rush wins the battle from each side (counted as losses
+    # of the checkpoint, one a side)
+    assert {s: (c["wins"], c["losses"]) for s, c in row["by_side"].items()} == {
+        "blue": (0, 1), "red": (0, 1)}
     prov = checkpoint_provenance(tmp / "s.pt")
     assert prov["arch"] == "by_side" and prov["sides"]["blue"]["seed"] == 1
 
@@ -117,6 +121,14 @@ def test_select_checkpoint_ranks_it_from_one_side_or_both(members, capsys, tmp_p
     row_red = json.loads(red.read_text())["ranking"][0]
     assert row_both["wins"] + row_both["draws"] + row_both["losses"] == 4
     assert row_red["wins"] + row_red["draws"] + row_red["losses"] == 4
+    # --side red plays the two-sided protocol's red battles first, on the same seeds: its first
+    # two battles are the two-sided ranking's two as red, win for win (measured: as blue the
+    # untrained checkpoint loses both, as red it wins one)
+    first_two = select_checkpoint.score(tmp / "s.pt", "squad", "rush", 2,
+                                        select_checkpoint.SELECTION_SEED, 2, {}, side="red")
+    assert first_two["wins"] == round(2 * row_both["win_rate_red"])
+    assert (row_both["win_rate_blue"], row_both["win_rate_red"]) == (0.0, 0.5)
+    assert row_both["wins"] == 1 and row_red["wins"] >= 1
     assert row_red["side"] == "red" and row_red["win_rate_blue"] is None
     assert row_red["win_rate"] == row_red["win_rate_red"]
     with pytest.raises(SystemExit, match="--side 'green': not a side of scenario 'squad'"):

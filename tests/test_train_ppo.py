@@ -336,6 +336,10 @@ def test_the_checkpoint_loads_as_an_npc_policy_and_plays(tiny_run, capsys):
     assert isinstance(resolve_policy(path, scenario="duel"), PPOPolicy)
     row = evaluate_matchup(policy, make_policy("random"), "duel", battles=2, seed=5)
     assert row["wins"] + row["draws"] + row["losses"] == 2
+    # 2,048 decisions of training: it never beats rush, which wins from each side
+    rushed = evaluate_matchup(policy, make_policy("rush"), "duel", battles=2, seed=5)
+    assert {s: (c["wins"], c["losses"]) for s, c in rushed["by_side"].items()} == {
+        "blue": (0, 1), "red": (0, 1)}
     assert cli_main(["eval", path, "--scenario", "duel", "--vs", "random", "--battles",
                      "2"]) == 0
     assert "random" in capsys.readouterr().out

@@ -151,6 +151,9 @@ def test_train_aiming_smoke(runs, capsys):
                  "--battles", "2", "--json", str(report)]) == 0
     rows = json.loads(report.read_text())
     assert rows[0]["wins"] + rows[0]["draws"] + rows[0]["losses"] == 2
+    # 256 steps of training: it never beats rush, which wins from each side
+    assert {s: (c["wins"], c["losses"]) for s, c in rows[0]["by_side"].items()} == {
+        "blue": (0, 1), "red": (0, 1)}
 
 
 def test_train_aiming_self_play_modes_smoke(runs):
