@@ -28,6 +28,14 @@ from typing import Any
 
 import numpy as np
 
+from traveller_env.cli import (
+    UsageError,
+    check_seed,
+    examples_epilog,
+    int_at_least,
+    run_standalone,
+    seed_type,
+)
 from traveller_env.rules.rng import derive_seed
 
 from .common import atomic_write_bytes, check_minimums, hidden_sizes, write_json
@@ -155,39 +163,62 @@ def fit(demos: Demonstrations, hidden: list[int], epochs: int, lr: float, batch:
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     """The script's options."""
-    p = parser or argparse.ArgumentParser(prog="clone_scripted",
+    p = parser or argparse.ArgumentParser(prog="traveller train clone",
                                           description=__doc__.split("\n\n")[0])
-    p.add_argument("--scenario", default="squad",
-                   help="built-in scenario name or YAML path (default: squad)")
-    p.add_argument("--teacher", default="tactician",
-                   help="the core's scripted policy to imitate (default: tactician)")
-    p.add_argument("--battles", type=int, default=4000,
-                   help="battles of the teacher against itself to record (default: 4000)")
-    p.add_argument("--move-view", action="store_true", help="observe the move view")
-    p.add_argument("--aim-view", action="store_true", help="observe the aim view")
-    p.add_argument("--hidden", type=hidden_sizes, default=[256, 256],
-                   help="hidden layer sizes (default: 256,256)")
-    p.add_argument("--epochs", type=int, default=10, help="passes over the data (default: 10)")
-    p.add_argument("--lr", type=float, default=1e-3,
-                   help="Adam learning rate, annealed linearly to 0 (default: 1e-3)")
-    p.add_argument("--batch", type=int, default=1024, help="minibatch size (default: 1024)")
-    p.add_argument("--threads", type=int, default=1, help="torch threads (default: 1)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the battles and the fit")
-    p.add_argument("--out", type=Path, required=True,
-                   help="the checkpoint to write (.pt); a JSON of metrics lands beside it")
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.epilog = examples_epilog("""
+        traveller train clone --teacher tactician --scenario squad --out runs/clone/tactician.pt
+        traveller train clone --teacher marksman --scenario duel --battles 500 --out runs/m.pt
+        traveller train ppo --scenario squad --init runs/clone/tactician.pt --pool""")
+    data = p.add_argument_group("demonstrations")
+    data.add_argument("--scenario", default="squad",
+                      help="built-in scenario name or YAML path (default: squad)")
+    data.add_argument("--teacher", default="tactician",
+                      help="the core's scripted policy to imitate (default: tactician)")
+    data.add_argument("--battles", type=int_at_least(1), default=4000,
+                      help="battles of the teacher against itself to record (default: 4000)")
+    data.add_argument("--move-view", action="store_true", help="observe the move view")
+    data.add_argument("--aim-view", action="store_true", help="observe the aim view")
+    data.add_argument("--seed", type=seed_type, default=0,
+                      help="seed of the battles and the fit (default: 0)")
+    fit_ = p.add_argument_group("fit")
+    fit_.add_argument("--hidden", type=hidden_sizes, default=[256, 256],
+                      help="hidden layer sizes (default: 256,256)")
+    fit_.add_argument("--epochs", type=int_at_least(1), default=10,
+                      help="passes over the data (default: 10)")
+    fit_.add_argument("--lr", type=float, default=1e-3,
+                      help="Adam learning rate, annealed linearly to 0 (default: 1e-3)")
+    fit_.add_argument("--batch", type=int_at_least(1), default=1024,
+                      help="minibatch size (default: 1024)")
+    fit_.add_argument("--threads", type=int_at_least(1), default=1,
+                      help="torch threads (default: 1)")
+    out = p.add_argument_group("output")
+    out.add_argument("--out", type=Path, required=True,
+                     help="the checkpoint to write (.pt); a JSON of metrics lands beside it")
     return p
 
 
 def _check(args: argparse.Namespace) -> None:
+    """Every flag checked before any battle is recorded (a ``UsageError`` naming it)."""
+    from traveller_env import _core
+    from traveller_env.scenario import load_scenario
+
     try:
         check_minimums(tuple((f"--{name}", getattr(args, name), 1)
                              for name in ("battles", "epochs", "batch", "threads")))
     except ValueError as exc:
-        raise SystemExit(f"clone_scripted: {exc}") from None
+        raise UsageError(str(exc)) from None
+    check_seed("--seed", args.seed)
     if not args.lr > 0:
-        raise SystemExit(f"clone_scripted: --lr must be positive, got {args.lr}")
+        raise UsageError(f"--lr must be positive, got {args.lr}")
     if args.out.suffix != ".pt":
-        raise SystemExit(f"clone_scripted: --out {args.out}: a checkpoint path ending in .pt")
+        raise UsageError(f"--out {args.out}: a checkpoint path ending in .pt")
+    if args.out.is_dir():
+        raise UsageError(f"--out {args.out}: is a folder; give a checkpoint path ending in .pt")
+    if args.teacher not in _core.CORE_POLICIES:
+        raise UsageError(f"--teacher {args.teacher!r}: not a policy of the compiled core; one "
+                         f"of {', '.join(_core.CORE_POLICIES)}")
+    load_scenario(args.scenario)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -223,7 +254,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run(build_parser().parse_args(argv))
+    """Command-line entry point (status 2 and the message on stderr for a bad flag)."""
+    return run_standalone(build_parser(), run, argv)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from traveller_env.cli import UsageError
+from traveller_env.cli import (
+    check_at_least,
+    check_output_folder,
+    check_seed,
+    float_above,
+    int_at_least,
+    run_standalone,
+    seed_type,
+)
 
 __all__ = ["STAGES", "Stage", "build_parser", "main", "run", "verdict"]
 
@@ -122,17 +130,18 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.epilog = ("examples:\n  traveller demo\n  traveller demo --squad-seconds 600 "
                      "--out runs/demo_long --overwrite")
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.add_argument("--duel-seconds", type=float, default=30.0,
-                        help="training time of the duel run (default: 30)")
-    parser.add_argument("--squad-seconds", type=float, default=120.0,
-                        help="training time of the squad run (default: 120)")
-    parser.add_argument("--battles", type=int, default=200,
+    parser.add_argument("--duel-seconds", type=float_above(1, inclusive=True), default=30.0,
+                        help="training time of the duel run, at least 1 (default: 30)")
+    parser.add_argument("--squad-seconds", type=float_above(1, inclusive=True), default=120.0,
+                        help="training time of the squad run, at least 1 (default: 120)")
+    parser.add_argument("--battles", type=int_at_least(1), default=200,
                         help="evaluation battles per opponent (default: 200)")
-    parser.add_argument("--seed", type=int, default=1, help="training seed (default: 1)")
+    parser.add_argument("--seed", type=seed_type, default=1, help="training seed (default: 1)")
     parser.add_argument("--out", type=Path, default=Path("runs/demo"),
-                        help="output folder (default: runs/demo)")
+                        help="output folder, refused when it holds files unless --overwrite "
+                             "(default: runs/demo)")
     parser.add_argument("--overwrite", action="store_true",
-                        help="replace an existing --out folder")
+                        help="write over the files of an existing --out folder")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     return parser
 
@@ -140,11 +149,10 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
 def _check(args: argparse.Namespace) -> None:
     for flag, value, low in (("--duel-seconds", args.duel_seconds, 1.0),
                              ("--squad-seconds", args.squad_seconds, 1.0),
-                             ("--battles", args.battles, 1), ("--seed", args.seed, 0)):
-        if not value >= low:
-            raise UsageError(f"{flag} must be at least {low}, got {value}")
-    if args.out.exists() and not args.overwrite:
-        raise UsageError(f"--out: {args.out} exists; pass --overwrite to replace it")
+                             ("--battles", args.battles, 1)):
+        check_at_least(flag, value, low)
+    check_seed("--seed", args.seed)
+    check_output_folder("--out", args.out, args.overwrite)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -178,8 +186,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command-line entry point."""
-    return run(build_parser().parse_args(argv))
+    """Command-line entry point (status 2 and the message on stderr for a bad flag)."""
+    return run_standalone(build_parser(), run, argv)
 
 
 if __name__ == "__main__":

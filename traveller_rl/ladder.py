@@ -16,11 +16,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from traveller_env.cli import (
+    UsageError,
+    check_at_least,
+    check_seed,
+    examples_epilog,
+    int_at_least,
+    run_standalone,
+    seed_type,
+)
 
 __all__ = ["LEVEL_NAMES", "build_parser", "level_names", "main", "pick_levels", "run"]
 
@@ -56,14 +65,21 @@ def pick_levels(rated: list[tuple[str, float]], levels: int) -> list[tuple[str, 
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     """``traveller ladder SCENARIO --levels N``."""
-    parser = parser or argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = parser or argparse.ArgumentParser(prog="traveller ladder",
+                                               description=__doc__.splitlines()[0])
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = examples_epilog("""
+        traveller ladder squad --league results/league
+        traveller ladder squad --league runs/league --levels 3 --battles 100 --out runs/l.json""")
     parser.add_argument("scenario", help="the scenario (the league's)")
-    parser.add_argument("--levels", type=int, default=5, help="number of levels (default: 5)")
+    parser.add_argument("--levels", type=int_at_least(1), default=5,
+                        help="number of levels (default: 5)")
     parser.add_argument("--league", type=Path, default=Path("results/league"),
                         help="rated league folder (default: results/league)")
-    parser.add_argument("--battles", type=int, default=200,
+    parser.add_argument("--battles", type=int_at_least(1), default=200,
                         help="battles of each level against the next (default: 200)")
-    parser.add_argument("--seed", type=int, default=90_000, help="first battle seed")
+    parser.add_argument("--seed", type=seed_type, default=90_000,
+                        help="first battle seed (default: 90000)")
     parser.add_argument("--out", type=Path, default=None,
                         help="the ladder JSON (default: <league>/ladder_<scenario>.json)")
     return parser
@@ -126,12 +142,16 @@ def format_ladder(ladder: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Build and write the ladder (exit status 2 with a message on bad input)."""
+    """Build and write the ladder (a ``UsageError`` naming the flag on bad input)."""
+    check_at_least("--levels", args.levels, 1)
+    check_at_least("--battles", args.battles, 1)
+    check_seed("--seed", args.seed)
+    if args.out is not None and args.out.is_dir():
+        raise UsageError(f"--out {args.out}: is a folder; give a file path (.json)")
     try:
         ladder = build_ladder(args)
     except ValueError as exc:
-        print(f"ladder: error: {exc}", file=sys.stderr)
-        return 2
+        raise UsageError(str(exc)) from None
     out = args.out or Path(args.league) / f"ladder_{args.scenario}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(ladder, indent=2) + "\n")
@@ -141,8 +161,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command-line entry point."""
-    return run(build_parser().parse_args(argv))
+    """Command-line entry point (status 2 and the message on stderr for a bad flag)."""
+    return run_standalone(build_parser(), run, argv)
 
 
 if __name__ == "__main__":

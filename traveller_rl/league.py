@@ -48,6 +48,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from traveller_env.cli import (
+    UsageError,
+    check_output_folder,
+    examples_epilog,
+    int_at_least,
+    seed_type,
+)
+
 __all__ = ["LEAGUE_FILE", "build_parser", "load_config", "load_league", "main", "run"]
 
 LEAGUE_FILE = "league.json"
@@ -403,44 +411,104 @@ def export(folder: Path, to: Path) -> dict[str, Any]:
 # ============================================================================ CLI
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     """``traveller league train|rate|add|export``."""
-    parser = parser or argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = parser or argparse.ArgumentParser(prog="traveller league",
+                                               description=__doc__.splitlines()[0])
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = examples_epilog("""
+        traveller league train --config configs/league_squad.yaml --out runs/league
+        traveller league rate runs/league --battles 40
+        traveller league export runs/league --to runs/league_onnx""")
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    t = sub.add_parser("train", help="train the league's learners")
+
+    def action(name: str, help_line: str, examples: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_line, description=help_line,
+                           formatter_class=argparse.RawDescriptionHelpFormatter,
+                           epilog=examples_epilog(examples))
+        p.set_defaults(_parser=p)  # its usage errors name it: traveller league NAME: error:
+        return p
+
+    t = action("train", "train the league's learners", """
+        traveller league train --out runs/league
+        traveller league train --config my_league.yaml --out runs/my_league --seed 2""")
     t.add_argument("--config", type=Path, default=Path("configs/league_squad.yaml"),
                    help="league config YAML (default: configs/league_squad.yaml)")
     t.add_argument("--out", type=Path, default=Path("runs/league"),
-                   help="league folder (default: runs/league)")
-    t.add_argument("--seed", type=int, default=1, help="seed (default: 1)")
+                   help="league folder, refused when it holds files unless --overwrite "
+                        "(default: runs/league)")
+    t.add_argument("--overwrite", action="store_true",
+                   help="write over the files of an existing --out folder")
+    t.add_argument("--seed", type=seed_type, default=1, help="seed (default: 1)")
     t.add_argument("--no-progress", dest="progress", action="store_false",
                    help="no progress bars")
-    r = sub.add_parser("rate", help="rate members and scripted NPCs in one tournament")
+    r = action("rate", "rate members and scripted NPCs in one tournament", """
+        traveller league rate runs/league
+        traveller league rate runs/league --scripted rush,tactician --battles 100""")
     r.add_argument("folder", type=Path, help="league folder (holds league.json)")
     r.add_argument("--scripted", default="rush,marksman,cover,tactician",
                    help="scripted NPCs in the tournament (default: rush,marksman,cover,"
                         "tactician)")
-    r.add_argument("--battles", type=int, default=40,
+    r.add_argument("--battles", type=int_at_least(1), default=40,
                    help="battles per pairing and side (default: 40)")
-    r.add_argument("--seed", type=int, default=70_000, help="first battle seed")
-    r.add_argument("--workers", type=int, default=2, help="processes (default: 2)")
+    r.add_argument("--seed", type=seed_type, default=70_000,
+                   help="first battle seed (default: 70000)")
+    r.add_argument("--workers", type=int_at_least(1), default=2, help="processes (default: 2)")
     r.add_argument("--behaviour-vs", default="marksman",
                    help="opponent of the behaviour measurements (default: marksman)")
-    r.add_argument("--behaviour-battles", type=int, default=100,
+    r.add_argument("--behaviour-battles", type=int_at_least(0), default=100,
                    help="behaviour battles per policy (default: 100; 0: none)")
     r.add_argument("--no-progress", dest="progress", action="store_false",
                    help="no progress bar")
-    a = sub.add_parser("add", help="add a checkpoint trained elsewhere as a member")
+    a = action("add", "add a checkpoint trained elsewhere as a member", """
+        traveller league add runs/league --name sniper --checkpoint runs/sniper/ppo.pt""")
     a.add_argument("folder", type=Path, help="league folder (holds league.json)")
     a.add_argument("--name", required=True, help="the new member's name")
     a.add_argument("--checkpoint", type=Path, required=True,
                    help="a train_ppo checkpoint (.pt) for the league's scenario")
-    e = sub.add_parser("export", help="write every member as ONNX with league.json")
+    e = action("export", "write every member as ONNX with league.json", """
+        traveller league export runs/league --to runs/league_onnx""")
     e.add_argument("folder", type=Path, help="league folder (holds league.json)")
-    e.add_argument("--to", type=Path, required=True, help="output folder")
+    e.add_argument("--to", type=Path, required=True,
+                   help="output folder, refused when it holds files unless --overwrite")
+    e.add_argument("--overwrite", action="store_true",
+                   help="write over the files of an existing --to folder")
     return parser
 
 
+def check_args(args: argparse.Namespace) -> None:
+    """Every flag of the chosen action checked before any work (a ``UsageError`` naming it):
+    input files and folders, policy names, output folders (the one rule: a folder with files
+    in it is refused unless --overwrite)."""
+    if args.action == "train":
+        if not args.config.is_file():
+            raise UsageError(f"--config {args.config}: no such file (a league config YAML)")
+        if not getattr(args, "resume", False):
+            check_output_folder("--out", args.out, args.overwrite)
+        return
+    try:
+        load_league(args.folder)
+    except ValueError as exc:
+        raise UsageError(f"FOLDER {exc}") from None
+    if args.action == "rate":
+        from agents.registry import parse_policy_list
+
+        for flag, text in (("--scripted", args.scripted), ("--behaviour-vs",
+                                                             args.behaviour_vs)):
+            try:
+                if text:
+                    parse_policy_list(text)
+            except ValueError as exc:
+                raise UsageError(f"{flag}: {exc}") from None
+    elif args.action == "add":
+        if not args.checkpoint.is_file():
+            raise UsageError(f"--checkpoint {args.checkpoint}: no such file (a train_ppo .pt)")
+    elif args.action == "export":
+        check_output_folder("--to", args.to, args.overwrite)
+
+
 def run(args: argparse.Namespace) -> int:
-    """Run the chosen action (exit status 2 with a message on bad input)."""
+    """Run the chosen action (a ``UsageError`` naming the flag on bad input, before any
+    work)."""
+    check_args(args)
     try:
         if args.action == "train":
             league = train(args.config, args.out, args.seed, args.progress)
@@ -449,8 +517,6 @@ def run(args: argparse.Namespace) -> int:
             from agents.registry import parse_policy_list
 
             scripted = parse_policy_list(args.scripted) if args.scripted else []
-            if args.battles < 1:
-                raise ValueError("--battles must be at least 1")
             league = rate(args.folder, scripted, args.battles, args.seed, args.workers,
                           args.behaviour_vs, args.behaviour_battles, args.progress)
             print(format_league(league))
@@ -462,8 +528,7 @@ def run(args: argparse.Namespace) -> int:
             league = export(args.folder, args.to)
             print(f"league: {len(league['members'])} members exported to {args.to}")
     except ValueError as exc:
-        print(f"league: error: {exc}", file=sys.stderr)
-        return 2
+        raise UsageError(str(exc)) from None
     return 0
 
 
@@ -497,8 +562,15 @@ def _sum(*xs: Any) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command-line entry point."""
-    return run(build_parser().parse_args(argv))
+    """Command-line entry point (status 2 and the message on stderr for a bad flag)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    chosen = vars(args).pop("_parser", parser)
+    try:
+        return run(args)
+    except UsageError as exc:
+        print(f"{chosen.prog}: error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -44,6 +44,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from traveller_env.cli import (
+    UsageError,
+    check_output_folder,
+    check_seed,
+    examples_epilog,
+    run_standalone,
+)
 from traveller_rl.common import (
     add_dataclass_args,
     check_minimums,
@@ -72,6 +79,8 @@ class Args:
     """if > 0, stop instead when the learned modules made this many decisions in all"""
     out: str = ""
     """run folder (default: runs/rllib__<scenario>__<seed>__<unix time>)"""
+    overwrite: bool = False
+    """write over the files of an existing --out folder instead of refusing it"""
     seed: int = 1
     """seed of RLlib (env runners' battle seeds, network initialisation)"""
     address: str = ""
@@ -117,6 +126,24 @@ class Args:
                         ("--num-epochs", self.num_epochs, 1),
                         ("--eval-battles", self.eval_battles, 0),
                         ("--torch-threads", self.torch_threads, 1)))
+        for flag, value in (("--lr", self.lr),):
+            if not value > 0:
+                raise ValueError(f"{flag} must be above 0, got {value}")
+        for flag, value in (("--gamma", self.gamma), ("--gae-lambda", self.gae_lambda)):
+            if not 0 <= value <= 1:
+                raise ValueError(f"{flag} must lie in [0, 1], got {value}")
+        if not self.entropy_coeff >= 0:
+            raise ValueError(f"--entropy-coeff must be at least 0, got {self.entropy_coeff}")
+        check_seed("--seed", self.seed)
+        if self.out:
+            check_output_folder("--out", self.out, self.overwrite)
+        if self.eval_battles:
+            from agents.registry import parse_policy_list
+
+            try:
+                parse_policy_list(self.eval_vs)
+            except ValueError as exc:
+                raise ValueError(f"--eval-vs: {exc}") from None
         hidden_sizes(self.hidden)
 
 
@@ -367,31 +394,44 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     """The trainer's arguments, one ``--flag`` per field of ``Args`` (added to ``parser`` when
     given, e.g. the ``traveller train rllib`` subcommand's)."""
     if parser is None:
-        parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_dataclass_args(parser, Args)
+        parser = argparse.ArgumentParser(prog="traveller train rllib",
+                                         description=__doc__.splitlines()[0])
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = examples_epilog("""
+        traveller train rllib --scenario duel --opponents red=rush --total-timesteps 200000
+        traveller train rllib --scenario squad --policy-mapping per-side --out runs/rllib_squad
+        traveller train rllib --address auto --num-env-runners 16 --total-timesteps 5000000""")
+    add_dataclass_args(parser, Args, groups={
+        "scenario and opponents": ("scenario", "opponents", "policy_mapping"),
+        "budget": ("total_timesteps", "learner_decisions", "seed", "num_env_runners",
+                   "num_envs_per_env_runner", "torch_threads", "address"),
+        "PPO hyperparameters": ("lr", "train_batch_size", "minibatch_size", "num_epochs",
+                                "gamma", "gae_lambda", "entropy_coeff", "hidden"),
+        "evaluation": ("eval_battles", "eval_vs"),
+        "output": ("out", "overwrite")})
     return parser
 
 
 def run(parsed: argparse.Namespace) -> int:
-    """Train with the parsed arguments (exit status 2 on a bad argument, 1 when the Ray
-    cluster cannot be reached)."""
+    """Train with the parsed arguments (a ``UsageError`` naming the flag on a bad argument,
+    before Ray starts; exit status 1 when the Ray cluster cannot be reached)."""
     args = Args(**vars(parsed))
     try:
         prepared = prepare(args)
     except (ValueError, FileNotFoundError) as exc:
-        print(f"train_rllib: error: {exc}", file=sys.stderr)
-        return 2
+        raise UsageError(str(exc)) from None
     try:
         train(args, prepared)
     except ConnectionError as exc:
-        print(f"train_rllib: error: {exc}", file=sys.stderr)
+        print(f"traveller train rllib: error: {exc}", file=sys.stderr)
         return 1
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Parse ``Args`` from the command line and train."""
-    return run(build_parser().parse_args(argv))
+    """Parse ``Args`` from the command line and train (status 2 and the message on stderr
+    for a bad flag)."""
+    return run_standalone(build_parser(), run, argv)
 
 
 if __name__ == "__main__":

@@ -51,6 +51,7 @@ from agents.base import PassivePolicy
 from agents.evaluation import evaluate_matchup, evaluate_range, format_matchups
 from agents.registry import make_policy
 from agents.trained import CheckpointPool, load_policy
+from traveller_env.cli import UsageError, check_output_folder, examples_epilog, run_standalone
 from traveller_env.sb3 import TravellerSB3Env
 from traveller_rl.common import (
     PPOArgs,
@@ -64,6 +65,7 @@ from traveller_rl.common import (
 from traveller_rl.recipes.optimum import BANDS
 from traveller_rl.recipes.trainer_options import (
     add_options,
+    check_values,
     dataclass_options,
     merge_options,
     ppo_option,
@@ -114,7 +116,7 @@ def _bands(text: str) -> list[str]:
     bands = [b for b in text.split(",") if b]
     unknown = [b for b in bands if b not in BANDS]
     if unknown or not bands:
-        raise SystemExit(f"--bands: {', '.join(unknown) or 'none given'}; allowed: "
+        raise UsageError(f"--bands: {', '.join(unknown) or 'none given'}; allowed: "
                          f"{', '.join(BANDS)}")
     return bands
 
@@ -127,7 +129,8 @@ def train_ppo(options: argparse.Namespace) -> int:
 
     bands = _bands(options.bands)
     if options.total_timesteps < 1 or options.eval_battles < 1:
-        raise SystemExit("--total-timesteps and --eval-battles must be at least 1")
+        raise UsageError("--total-timesteps and --eval-battles must be at least 1")
+    check_output_folder("--out", options.out, options.overwrite)
     scenarios = ",".join(f"range_{band}" for band in bands)
     start = time.perf_counter()
     trainer.main(["--scenario", scenarios, "--opponents", "red=passive",
@@ -260,6 +263,12 @@ train = train_sb3
 
 
 # ---------------------------------------------------------------------- the command line
+#: Example command lines shown at the end of ``--help``.
+EXAMPLES = """
+traveller train aiming --total-timesteps 100000 --bands short,medium
+traveller train aiming-ppo --total-timesteps 2000000 --out runs/aiming_ppo --overwrite
+traveller train aiming --trainer ppo --bands long --json runs/aiming.json"""
+
 #: Every option of either trainer, with each one's default.
 OPTIONS = merge_options([
     ppo_option("bands", ",".join(BANDS), "comma-separated bands", type=str),
@@ -273,6 +282,8 @@ OPTIONS = merge_options([
     ppo_option("eval_battles", 500, "evaluation battles per band (and, sb3, per duel opponent)",
                type=int),
     ppo_option("out", Path("runs/aiming_ppo"), "the batched trainer's run folder", type=Path),
+    ppo_option("overwrite", False, "write over the files of an existing --out run folder",
+               boolean=True),
     ppo_option("json", None, "write the results here", type=Path),
 ], dataclass_options(Args, "sb3"))
 
@@ -281,13 +292,17 @@ def build_parser(parser: argparse.ArgumentParser | None = None,
                  trainer: str = "ppo") -> argparse.ArgumentParser:
     """The recipe's options, ``--trainer`` defaulting to ``trainer`` (added to ``parser``
     when given, e.g. the ``traveller train ...`` subcommand's)."""
-    parser = parser or argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = parser or argparse.ArgumentParser(prog="traveller train aiming",
+                                               description=__doc__.splitlines()[0])
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = examples_epilog(EXAMPLES)
     return add_options(parser, OPTIONS, trainer)
 
 
 def run(args: argparse.Namespace) -> int:
     """Train with ``args.trainer`` and evaluate; return the exit status."""
     options = resolve(args, OPTIONS)
+    check_values(options)
     if args.trainer == "sb3":
         train_sb3(Args(**vars(options)))
         return 0
@@ -301,7 +316,7 @@ def command(trainer: str) -> ModuleType:
 
 def main(argv: list[str] | None = None, trainer: str = "ppo") -> int:
     """Command-line entry point (``--trainer`` defaults to ``trainer``)."""
-    return run(build_parser(trainer=trainer).parse_args(argv))
+    return run_standalone(build_parser(trainer=trainer), run, argv)
 
 
 if __name__ == "__main__":

@@ -57,9 +57,11 @@ from typing import Any
 
 import numpy as np
 
+from traveller_env.cli import UsageError, check_output_folder, examples_epilog, run_standalone
 from traveller_rl.common import PPOArgs, checkpoint_provenance, result_command, write_json
 from traveller_rl.recipes.trainer_options import (
     add_options,
+    check_values,
     dataclass_options,
     merge_options,
     ppo_option,
@@ -218,10 +220,13 @@ def run_ppo(options: argparse.Namespace) -> int:
     from traveller_rl.ppo import trainer
 
     if options.total_timesteps < 1 or options.eval_battles < 1:
-        raise SystemExit("--total-timesteps and --eval-battles must be at least 1")
+        raise UsageError("--total-timesteps and --eval-battles must be at least 1")
     trained_s = None
     checkpoint = options.checkpoint
+    if checkpoint is not None and not Path(checkpoint).is_file():
+        raise UsageError(f"--checkpoint {checkpoint}: no such file (a train_ppo .pt)")
     if checkpoint is None:
+        check_output_folder("--out", options.out, options.overwrite)
         import traveller_env
 
         agents = traveller_env.raw_env(SCENARIOS[0], backend="python").possible_agents
@@ -397,6 +402,12 @@ train = train_sb3
 
 
 # ---------------------------------------------------------------------- the command line
+#: Example command lines shown at the end of ``--help``.
+EXAMPLES = """
+traveller train leadership --total-timesteps 200000
+traveller train leadership-ppo --total-timesteps 4000000 --out runs/leadership_ppo --overwrite
+traveller train leadership-ppo --checkpoint runs/leadership_ppo/ppo.pt --eval-battles 200"""
+
 #: Every option of either trainer, with each one's default.
 OPTIONS = merge_options([
     ppo_option("total_timesteps", 12_000_000, "sergeant decisions to train for", type=int),
@@ -417,6 +428,8 @@ OPTIONS = merge_options([
                type=Path),
     ppo_option("out", Path("runs/leadership_ppo"), "the batched trainer's run folder",
                type=Path),
+    ppo_option("overwrite", False, "write over the files of an existing --out run folder",
+               boolean=True),
     ppo_option("json", None, "write the results here", type=Path),
 ], dataclass_options(Args, "sb3"))
 
@@ -425,7 +438,10 @@ def build_parser(parser: argparse.ArgumentParser | None = None,
                  trainer: str = "ppo") -> argparse.ArgumentParser:
     """The recipe's options, ``--trainer`` defaulting to ``trainer`` (added to ``parser``
     when given, e.g. the ``traveller train ...`` subcommand's)."""
-    parser = parser or argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = parser or argparse.ArgumentParser(prog="traveller train leadership",
+                                               description=__doc__.splitlines()[0])
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = examples_epilog(EXAMPLES)
     return add_options(parser, OPTIONS, trainer)
 
 
@@ -433,6 +449,7 @@ def run(args: argparse.Namespace) -> int:
     """Train with ``args.trainer`` (or, ppo, evaluate ``--checkpoint``) and evaluate; return
     the exit status."""
     options = resolve(args, OPTIONS)
+    check_values(options)
     if args.trainer == "sb3":
         train_sb3(Args(**vars(options)))
         return 0
@@ -446,7 +463,7 @@ def command(trainer: str) -> ModuleType:
 
 def main(argv: list[str] | None = None, trainer: str = "ppo") -> int:
     """Command-line entry point (``--trainer`` defaults to ``trainer``)."""
-    return run(build_parser(trainer=trainer).parse_args(argv))
+    return run_standalone(build_parser(trainer=trainer), run, argv)
 
 
 if __name__ == "__main__":

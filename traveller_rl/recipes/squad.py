@@ -45,6 +45,15 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from traveller_env.cli import (
+    UsageError,
+    check_output_folder,
+    check_seed,
+    examples_epilog,
+    int_at_least,
+    run_standalone,
+    seed_type,
+)
 from traveller_rl.common import checkpoint_provenance, result_command, write_json
 
 __all__ = ["TRAIN_FLAGS", "build_parser", "evaluate", "main", "run"]
@@ -61,26 +70,40 @@ EVAL_SEED = 200_000
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     """The script's options (it writes ``--json`` only when asked)."""
-    parser = parser or argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--total-timesteps", type=int, default=20_000_000,
-                        help="learner decisions (default: 20000000)")
-    parser.add_argument("--seed", type=int, default=1, help="training seed (default: 1)")
-    parser.add_argument("--extra", default="",
-                        help="more train_ppo flags, as one string (e.g. '--pool-scripted "
-                             "rush,marksman,tactician' for the run with tactician in the pool)")
-    parser.add_argument("--checkpoint", type=Path, default=None,
-                        help="evaluate this checkpoint instead of training one")
-    parser.add_argument("--vs", default="tactician,cover,marksman,rush",
-                        help="evaluation opponents (default: tactician,cover,marksman,rush)")
-    parser.add_argument("--eval-battles", type=int, default=1000,
-                        help="evaluation battles per opponent, half from each side "
-                             "(default: 1000)")
-    parser.add_argument("--behaviour-battles", type=int, default=200,
-                        help="behaviour battles per policy against marksman (0: none)")
-    parser.add_argument("--workers", type=int, default=2, help="processes (default: 2)")
-    parser.add_argument("--out", type=Path, default=Path("runs/squad_ppo"),
-                        help="train_ppo's run folder (default: runs/squad_ppo)")
-    parser.add_argument("--json", type=Path, default=None, help="write the results here")
+    parser = parser or argparse.ArgumentParser(prog="traveller train squad-ppo",
+                                               description=__doc__.splitlines()[0])
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = examples_epilog("""
+        traveller train squad-ppo --total-timesteps 20000000 --out runs/squad_ppo
+        traveller train squad-ppo --checkpoint runs/squad_ppo/ppo.pt --eval-battles 200
+        traveller train squad-ppo --extra '--pool-scripted rush,marksman' --overwrite""")
+    train = parser.add_argument_group("training")
+    train.add_argument("--total-timesteps", type=int_at_least(1), default=20_000_000,
+                       help="learner decisions (default: 20000000)")
+    train.add_argument("--seed", type=seed_type, default=1, help="training seed (default: 1)")
+    train.add_argument("--extra", default="",
+                       help="more train_ppo flags, as one string (e.g. '--pool-scripted "
+                            "rush,marksman,tactician' for the run with tactician in the pool)")
+    train.add_argument("--checkpoint", type=Path, default=None,
+                       help="evaluate this checkpoint instead of training one")
+    evaluation = parser.add_argument_group("evaluation")
+    evaluation.add_argument("--vs", default="tactician,cover,marksman,rush",
+                            help="evaluation opponents (default: tactician,cover,marksman,rush)")
+    evaluation.add_argument("--eval-battles", type=int_at_least(2), default=1000,
+                            help="evaluation battles per opponent, half from each side, an even "
+                                 "number (default: 1000)")
+    evaluation.add_argument("--behaviour-battles", type=int_at_least(0), default=200,
+                            help="behaviour battles per policy against marksman (0: none; "
+                                 "default: 200)")
+    evaluation.add_argument("--workers", type=int_at_least(1), default=2,
+                            help="processes (default: 2)")
+    output = parser.add_argument_group("output")
+    output.add_argument("--out", type=Path, default=Path("runs/squad_ppo"),
+                        help="train_ppo's run folder, refused when it holds files unless "
+                             "--overwrite (default: runs/squad_ppo)")
+    output.add_argument("--overwrite", action="store_true",
+                        help="write over the files of an existing --out folder")
+    output.add_argument("--json", type=Path, default=None, help="write the results here")
     return parser
 
 
@@ -133,12 +156,20 @@ def run(args: argparse.Namespace) -> int:
     from agents.registry import parse_policy_list
     from traveller_rl.ppo import trainer as train_ppo
 
-    opponents = parse_policy_list(args.vs)
+    try:
+        opponents = parse_policy_list(args.vs)
+    except ValueError as exc:
+        raise UsageError(f"--vs: {exc}") from None
     if args.eval_battles < 2 or args.eval_battles % 2:
-        raise SystemExit("--eval-battles must be an even number, at least 2")
+        raise UsageError(f"--eval-battles must be an even number, at least 2, got "
+                         f"{args.eval_battles}")
+    check_seed("--seed", args.seed)
     trained_s, flags = None, None
     checkpoint = args.checkpoint
+    if checkpoint is not None and not checkpoint.is_file():
+        raise UsageError(f"--checkpoint {checkpoint}: no such file (a train_ppo .pt)")
     if checkpoint is None:
+        check_output_folder("--out", args.out, getattr(args, "overwrite", False))
         flags = [*TRAIN_FLAGS, *shlex.split(args.extra), "--total-timesteps",
                  str(args.total_timesteps), "--seed", str(args.seed), "--out", str(args.out),
                  "--overwrite", "--no-progress"]
@@ -183,8 +214,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command-line entry point."""
-    return run(build_parser().parse_args(argv))
+    """Command-line entry point (status 2 and the message on stderr for a bad flag)."""
+    return run_standalone(build_parser(), run, argv)
 
 
 if __name__ == "__main__":

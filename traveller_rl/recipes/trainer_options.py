@@ -17,17 +17,17 @@ import argparse
 import copy
 import dataclasses
 import functools
-import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any, NoReturn
 
+from traveller_env.cli import UsageError, check_at_least, check_seed
 from traveller_rl.common import _field_docs
 
-__all__ = ["TRAINERS", "Option", "add_options", "dataclass_options", "merge_options",
-           "ppo_option", "resolve", "trainer_command"]
+__all__ = ["TRAINERS", "Option", "add_options", "check_values", "dataclass_options",
+           "merge_options", "ppo_option", "resolve", "trainer_command"]
 
 #: The trainers a recipe can train with.
 TRAINERS = ("ppo", "sb3")
@@ -163,12 +163,46 @@ def add_options(parser: argparse.ArgumentParser, options: Iterable[Option],
 
 
 def _usage_error(args: argparse.Namespace, message: str) -> NoReturn:
-    """The parser's usage error (status 2), or the message alone without a parser."""
+    """The parser's usage error (status 2), or a ``UsageError`` without a parser."""
     parser = getattr(args, _PARSER, None)
     if parser is not None:
         parser.error(message)
-    print(f"error: {message}", file=sys.stderr)
-    raise SystemExit(2)
+    raise UsageError(message)
+
+
+#: Options that count something: at least 1 where a recipe has them.
+COUNTS = ("total_timesteps", "n_steps", "batch_size", "n_epochs", "torch_threads",
+          "range_envs_per_band", "pool_every", "eval_battles", "n_envs", "num_envs",
+          "num_steps", "epochs", "minibatches", "threads", "eval_envs", "behaviour_battles",
+          "workers")
+#: Options that must be above 0, in [0, 1], or at least 0.
+POSITIVE, SHARES, AT_LEAST_0 = ("learning_rate", "lr"), ("gamma", "gae_lambda"), ("ent_coef",)
+
+
+def check_values(options: argparse.Namespace) -> None:
+    """A ``UsageError`` naming the flag for a resolved option out of range, before anything
+    trains: counts at least 1, a seed in [0, 2**64 - 1], a learning rate above 0, gamma and
+    GAE lambda in [0, 1], an entropy bonus at least 0."""
+    values = vars(options)
+    flag = {name: "--" + name.replace("_", "-") for name in values}
+    if values.get("seed") is not None:
+        check_seed("--seed", values["seed"])
+    for name in COUNTS:
+        if values.get(name) is not None:
+            check_at_least(flag[name], values[name], 1)
+    for name in POSITIVE:
+        if values.get(name) is not None and not values[name] > 0:
+            raise UsageError(f"{flag[name]} must be above 0, got {values[name]}")
+    for name in SHARES:
+        if values.get(name) is not None and not 0 <= values[name] <= 1:
+            raise UsageError(f"{flag[name]} must lie in [0, 1], got {values[name]}")
+    for name in AT_LEAST_0:
+        if values.get(name) is not None:
+            check_at_least(flag[name], values[name], 0)
+    for name in ("json",):
+        path = values.get(name)
+        if path is not None and Path(path).is_dir():
+            raise UsageError(f"{flag[name]} {path}: is a folder; give a file path")
 
 
 def resolve(args: argparse.Namespace, options: Iterable[Option]) -> argparse.Namespace:
