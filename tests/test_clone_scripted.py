@@ -1,5 +1,7 @@
 """traveller_rl/clone.py: the teacher's decisions recorded faithfully (legal,
-slot-relative, returns to the battle's end) and fitted into a checkpoint that plays."""
+slot-relative, returns to the battle's end) and fitted into a checkpoint that plays. How well the
+fit learns the teacher is checked against the strongest trivial baseline (the most frequent
+legal action) in test_learning.py::test_cloning_beats_the_most_frequent_legal_action."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import numpy as np
 import pytest
 
 from agents.ppo_policy import load_ppo_policy, read_checkpoint
-from traveller_rl.clone import collect, fit, main
+from traveller_rl.clone import collect, main
 from traveller_env import raw_env
 
 
@@ -45,17 +47,6 @@ def test_the_same_seed_records_the_same_decisions():
     a, _, _ = collect("duel", "tactician", battles=3, seed=8, move_view=False, aim_view=False)
     b, _, _ = collect("duel", "tactician", battles=3, seed=8, move_view=False, aim_view=False)
     assert np.array_equal(a.obs, b.obs) and np.array_equal(a.action, b.action)
-
-
-def test_the_fit_learns_the_teacher_beyond_chance():
-    demos, _, _ = collect("duel", "tactician", battles=40, seed=1, move_view=False,
-                          aim_view=False)
-    _, metrics = fit(demos, [32, 32], epochs=8, lr=3e-3, batch=64, seed=0, log=lambda _: None)
-    legal = demos.mask.sum(1)
-    chance = float(np.mean(1.0 / legal[demos.battle >= 36]))
-    agree = metrics["epochs"][-1]["heldout_agreement"]
-    assert agree > chance + 0.2, (agree, chance)
-    assert metrics["epochs"][-1]["train_policy_loss"] < metrics["epochs"][0]["train_policy_loss"]
 
 
 def test_the_checkpoint_plays_as_an_npc_and_names_its_teacher(tmp_path):
@@ -103,29 +94,17 @@ def test_runs_from_a_clone_keep_the_imitation_on_record(tmp_path):
     assert "imitation" not in read_checkpoint(plain / "ppo.pt")
 
 
-def _status(argv, capsys) -> tuple[int, str]:
-    """``main(argv)``'s exit status (argparse's refusals exit 2) and its stderr."""
-    try:
-        status = main(argv)
-    except SystemExit as exc:
-        status = exc.code
-    return status, capsys.readouterr().err
-
-
 @pytest.mark.parametrize("argv, message", [
-    (["--battles", "0"], "argument --battles: must be an integer >= 1, got '0'"),
+    (["--battles", "0"], "--battles must be at least 1"),
     (["--lr", "0"], "--lr must be positive"),
     (["--out", "x.zip"], "ending in .pt"),
 ])
-def test_bad_arguments_are_refused_naming_the_flag(argv, message, tmp_path, capsys):
+def test_bad_arguments_are_refused_naming_the_flag(argv, message, tmp_path):
     argv = [*argv] + ([] if "--out" in argv else ["--out", str(tmp_path / "o.pt")])
-    status, err = _status(argv, capsys)
-    assert status == 2
-    assert "traveller train clone: error: " in err and message in err
+    with pytest.raises(SystemExit, match=message):
+        main(argv)
 
 
-def test_an_unknown_teacher_is_named(tmp_path, capsys):
-    status, err = _status(["--teacher", "nobody", "--battles", "1", "--out",
-                           str(tmp_path / "o.pt")], capsys)
-    assert status == 2
-    assert "traveller train clone: error: --teacher 'nobody'" in err
+def test_an_unknown_teacher_is_named(tmp_path):
+    with pytest.raises(ValueError, match="--teacher 'nobody'"):
+        main(["--teacher", "nobody", "--battles", "1", "--out", str(tmp_path / "o.pt")])
