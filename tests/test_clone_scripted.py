@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from agents.ppo_policy import load_ppo_policy, read_checkpoint
-from traveller_rl.clone import collect, main
 from traveller_env import raw_env
+from traveller_rl.clone import collect, main
 
 
 def test_to_relative_inverts_to_absolute_for_every_seat():
@@ -67,9 +67,9 @@ def test_the_checkpoint_plays_as_an_npc_and_names_its_teacher(tmp_path):
 def test_runs_from_a_clone_keep_the_imitation_on_record(tmp_path):
     """train_ppo --init and widen_checkpoint carry ``imitation`` forward, and the result
     scripts' provenance reports it: a result built on a cloned start says so."""
+    from traveller_cli.app import main as cli_main
     from traveller_rl.checkpoints import widen as widen_checkpoint
     from traveller_rl.common import checkpoint_provenance
-    from traveller_cli.app import main as cli_main
 
     bc = tmp_path / "bc.pt"
     assert main(["--scenario", "duel", "--battles", "4", "--epochs", "1", "--hidden", "16",
@@ -94,17 +94,29 @@ def test_runs_from_a_clone_keep_the_imitation_on_record(tmp_path):
     assert "imitation" not in read_checkpoint(plain / "ppo.pt")
 
 
+def _status(argv, capsys) -> tuple[int, str]:
+    """``main(argv)``'s exit status (argparse's refusals exit 2) and its stderr."""
+    try:
+        status = main(argv)
+    except SystemExit as exc:
+        status = exc.code
+    return status, capsys.readouterr().err
+
+
 @pytest.mark.parametrize("argv, message", [
-    (["--battles", "0"], "--battles must be at least 1"),
+    (["--battles", "0"], "argument --battles: must be an integer >= 1, got '0'"),
     (["--lr", "0"], "--lr must be positive"),
     (["--out", "x.zip"], "ending in .pt"),
 ])
-def test_bad_arguments_are_refused_naming_the_flag(argv, message, tmp_path):
+def test_bad_arguments_are_refused_naming_the_flag(argv, message, tmp_path, capsys):
     argv = [*argv] + ([] if "--out" in argv else ["--out", str(tmp_path / "o.pt")])
-    with pytest.raises(SystemExit, match=message):
-        main(argv)
+    status, err = _status(argv, capsys)
+    assert status == 2
+    assert "traveller train clone: error: " in err and message in err
 
 
-def test_an_unknown_teacher_is_named(tmp_path):
-    with pytest.raises(ValueError, match="--teacher 'nobody'"):
-        main(["--teacher", "nobody", "--battles", "1", "--out", str(tmp_path / "o.pt")])
+def test_an_unknown_teacher_is_named(tmp_path, capsys):
+    status, err = _status(["--teacher", "nobody", "--battles", "1", "--out",
+                           str(tmp_path / "o.pt")], capsys)
+    assert status == 2
+    assert "traveller train clone: error: --teacher 'nobody'" in err
