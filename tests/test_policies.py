@@ -118,7 +118,18 @@ def test_aim_plan_aims_at_long_range_and_fires_at_short_range():
     assert aim_plan(values(-1), 0, 0) >= 3
     assert aim_plan(values(+2), 0, 0) == 0
     assert aim_plan(values(-1), 6, 0) == 0          # +6 is the cap: fire
-    assert aim_plan(values(-1), 0, 2) == 0 or aim_plan(values(-1), 0, 2) % 3 in (1, 2)
+    # Two Minor actions used: no Significant action is left this turn (R2.1), so firing now
+    # (k = 0) is out; k more aims let the attack follow when (2 + k) % 3 is 0 or 1 (each turn
+    # starts afresh after three Minors): k in 1, 2, 4, 5. The best fire-and-aim cycle is four
+    # aims then a shot every second round: rate = value(+4) / 6 = 11.03 / 6 = 1.84 per Minor;
+    # value(-1 + k) - rate * (k + 2) is -0.58, -0.26, 0.00, -0.13 for k = 1, 2, 4, 5: aim 4.
+    assert aim_plan(values(-1), 0, 2) == 4
+    # One Minor used: k in 0, 2, 3, 5, 6 fit; -0.48, -0.26, -0.05, -0.13, -0.47: aim 3 (the
+    # 4 aims that score 0.00 above would leave no Significant action for the shot).
+    assert aim_plan(values(-1), 0, 1) == 3
+    # At the 1/4 band aiming pays nothing worth a Minor: fire as soon as the budget allows,
+    # after one aim that carries the turn over.
+    assert aim_plan(values(+2), 0, 2) == 1
 
 
 # ============================================================================ whole battles
