@@ -4,8 +4,17 @@ compared with the exact 2D6 probabilities.
 Tolerance: every observed frequency must lie within ``TOL_SE`` = 4 standard errors
 (sqrt(p(1-p)/N)) of the exact probability, and every observed mean within 4 standard errors of
 the exact mean. The seeds are fixed, so the tests are deterministic; a correct engine would fail a
-single 4-SE comparison with probability about 6e-5. A wrong range band, target number or DM
-shifts the probability by at least 1/36 at the sample sizes used, i.e. by well over 4 SE.
+single 4-SE comparison with probability about 6e-5.
+
+What they can detect: a shift of 1/36 alone is not enough near p = 1/2, where it is only 3.0 SE
+at N = 3000 (the checks) and 3.5 SE at N = 4000 (the attacks). But a target number or DM off by
+one moves P(2D >= t) by the 2D probability of the boundary sum, which is large where p is near
+1/2 (5/36 or 6/36: 15-18 SE) and small only where p is small too: the smallest shift, 1/36
+between p = 1/36 and 0 (or 35/36 and 1), is 9.3 SE at N = 3000 (at the attacks' bands the
+smallest is 2/36 at p = 3/36, 12.7 SE). Every off-by-one that changes the probability at all is
+therefore over 9 SE away, and a wrong range band (a DM off by 1 or 2) too. Off-by-ones that
+change nothing cannot be seen: a check at DM -6 (2D >= 14, impossible either way), one step
+harder at DM -5, one step easier at DM +6.
 """
 
 from __future__ import annotations
