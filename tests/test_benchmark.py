@@ -111,3 +111,19 @@ def test_the_command_is_registered():
 
     assert "benchmark" in EXPERIMENTS
     assert EXPERIMENTS["benchmark"].load().__name__ == "traveller_rl.benchmark"
+
+
+def test_a_battle_that_fails_is_recorded_not_scored(tmp_path):
+    from traveller_rl.benchmark import play_one
+
+    broken = tmp_path / "broken.py"
+    broken.write_text("class Broken:\n"
+                      "    def reset(self, seed=None):\n        pass\n"
+                      "    def act(self, observation, action_mask, agent, env):\n"
+                      "        raise KeyError('no plan for this map')\n")
+    record = play_one({"set": "s", "opponent": "rush", "scenario": "duel", "index": 0,
+                       "side": 0, "seed": 0, "policy": f"{broken}:Broken"})
+    assert record["result"] == "error" and "no plan for this map" in record["reason"]
+    suite = load_suite("v1")
+    cells = cell_summaries(suite, [{**record, "set": "squad", "opponent": "tactician"}])
+    assert cells[0]["battles"] == 0 and cells[0]["not_playable"] == 1

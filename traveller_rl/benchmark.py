@@ -28,6 +28,10 @@ shows ``n/p``, and the aggregate is taken over the playable cells only and says 
 the suite's cells it covers (``cells_used``). Aggregates over different numbers of cells are
 not comparable: the leaderboard lists ``cells_used`` beside each score.
 
+A battle in which a policy raises (a scripted policy made for other scenarios, such as
+``optimal_aim`` outside the ``range_*`` scenarios) is recorded as ``error`` with the exception,
+and counted with the not-playable ones, never as a result.
+
 **Match record** (``--out``, JSON): the suite (version, file, SHA-256 of its text), the
 command, and per policy every battle (set, scenario, opponent, side, seed, result, winner,
 rounds), the cells and the aggregate; any number in the table can be recomputed from it.
@@ -176,7 +180,12 @@ def play_one(battle: dict[str, Any]) -> dict[str, Any]:
         return {**battle, "result": "not_playable", "reason": reason}
     players = (battle["policy"], battle["opponent"])
     side0, side1 = players if battle["side"] == 0 else players[::-1]
-    game = play_game(Game(battle["scenario"], side0, side1, battle["index"], battle["seed"]))
+    try:
+        game = play_game(Game(battle["scenario"], side0, side1, battle["index"],
+                              battle["seed"]))
+    except Exception as exc:  # a policy failing mid-battle: recorded, not scored
+        return {**battle, "result": "error",
+                "reason": f"the battle failed: {type(exc).__name__}: {exc}"}
     winner = game["winner"]
     result = "draw" if winner is None else "win" if winner == battle["side"] else "loss"
     return {**battle, "result": result, "winner": winner, "rounds": game["rounds"],
@@ -234,8 +243,8 @@ def cell_summaries(suite: Suite, battles: Sequence[dict[str, Any]]) -> list[dict
     cells = []
     for set_name, opponent in suite.cells():
         mine = [b for b in battles if b["set"] == set_name and b["opponent"] == opponent]
-        played = [b for b in mine if b["result"] != "not_playable"]
-        skipped = [b for b in mine if b["result"] == "not_playable"]
+        played = [b for b in mine if b["result"] in ("win", "draw", "loss")]
+        skipped = [b for b in mine if b["result"] not in ("win", "draw", "loss")]
         wins = sum(b["result"] == "win" for b in played)
         draws = sum(b["result"] == "draw" for b in played)
         n = len(played)
@@ -255,7 +264,7 @@ def aggregate(suite: Suite, battles: Sequence[dict[str, Any]],
     outcomes = []
     for set_name, opponent in suite.cells():
         won = [b["result"] == "win" for b in battles if b["set"] == set_name
-               and b["opponent"] == opponent and b["result"] != "not_playable"]
+               and b["opponent"] == opponent and b["result"] in ("win", "draw", "loss")]
         if won:
             outcomes.append(np.asarray(won, dtype=float))
     total = len(suite.cells())
