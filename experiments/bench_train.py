@@ -193,6 +193,7 @@ class FreeVector:
         real = vector.make(scenario, num_envs=1, relative_actions=True,
                            opponents={"red": "random"})
         for attr in ("possible_agents", "num_agents", "sides", "agent_sides", "obs_dim",
+                     "observation_labels",
                      "n_actions", "action_labels", "scenario", "learners", "opponents"):
             setattr(self, attr, getattr(real, attr))
         self.num_envs, self.length, self.battles_skipped = num_envs, length, 0

@@ -102,7 +102,7 @@ def memory_per_battle_kib(scenario: Any, num_envs: int = 64, backend: str = "pyt
     if backend == "core":
         v = vector.make(scenario, num_envs=num_envs, seed=0, backend=backend)
         v.reset()
-        buffers = sum(a.nbytes for a in vars(v._buf).values())
+        buffers = sum(a.nbytes for a in vars(v._buf).values() if a is not None)
         return (v._backend._vec.memory_bytes + buffers) / 1024 / num_envs
     tracemalloc.start()
     v = vector.make(scenario, num_envs=num_envs, seed=0, backend=backend)
