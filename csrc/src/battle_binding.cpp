@@ -491,6 +491,22 @@ void bind_battle(nb::module_& m) {
             }
             b.apply(index);
         }, "action"_a.none(), "Take a legal action (ValueError naming the label and the reason otherwise).")
+        .def("snapshot", [](const PyBattle& p) {
+            const std::string bytes = p.battle->snapshot();
+            return nb::bytes(bytes.data(), bytes.size());
+        }, "The complete state, dice included, as bytes (traveller_env.rules.snapshot's format).")
+        .def("restore", [](PyBattle& p, nb::handle data) {
+            if (!PyBytes_Check(data.ptr())) {
+                throw nb::type_error(("a battle snapshot is bytes, got " +
+                                      std::string(Py_TYPE(data.ptr())->tp_name)).c_str());
+            }
+            const nb::bytes b = nb::borrow<nb::bytes>(data);
+            try {
+                p.battle->restore(std::string(b.c_str(), b.size()));
+            } catch (const std::invalid_argument& e) {
+                bad(e.what());
+            }
+        }, "data"_a.none(), "Put a snapshot back (ValueError naming what is wrong; nothing changes then).")
         .def("simulate", [](const PyBattle& p, nb::handle seed, bool record_events,
                             nb::handle move_view, nb::handle aim_view, nb::handle attack_view) {
             const Observer& ob = *p.observer;

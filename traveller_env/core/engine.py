@@ -252,6 +252,18 @@ class CoreBattle:
         """The dice generator's ``(state, inc)`` (the Python ``Pcg32.getstate()`` pair)."""
         return self._b.dice_state()
 
+    def snapshot(self) -> bytes:
+        """The complete state, dice included, as bytes: ``traveller_env.rules.snapshot``'s
+        format, byte for byte what the Python engine's ``Battle.snapshot()`` writes for the same
+        state (so either engine restores it)."""
+        return self._b.snapshot()
+
+    def restore(self, data: bytes) -> None:
+        """Put a snapshot (of either engine) back into this battle of the same scenario;
+        ``ValueError`` naming what is wrong (magic, version, checksum, another scenario, a value
+        out of range) leaves it unchanged. The event log restarts empty."""
+        self._b.restore(data)
+
     def simulate(self, seed: int, record_events: bool = False, *,
                  move_view: bool | None = None, aim_view: bool | None = None,
                  attack_view: bool | None = None) -> CoreBattle:

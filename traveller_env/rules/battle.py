@@ -29,17 +29,20 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from . import attack as attack_rules
+from . import snapshot as snapshot_format
 from .attack import range_dm
 from .budget import BUDGET_STATES, Budget
 from .checks import roll_check
 from .combatant import Combatant
 from .damage import apply_damage, is_dead, is_incapacitated
+from .dice import Dice
 from .events import ALL, EVENT_KINDS
 from .grid import DIRECTIONS, SQUARE_M, GridMap
 from .kinds import KINDS, ActionKind, KindContext, parse_action, phase_dispatch
 from .leadership import LeadershipPools, Pool
 from .movement import move_budget_m
 from .reactions import REACTION_INITIATIVE_COST, reaction_dm, recoil_cost
+from .rng import Pcg32
 from .sequencing import TurnSequencing
 from .vocabulary import Action
 
@@ -266,6 +269,108 @@ class Battle(TurnSequencing):
             p = self._pending
             twin._pending = PendingAttack(p.attacker, p.target, p.melee, dict(p.dms), p.range_m)
         return twin
+
+    # ------------------------------------------------------------------ snapshots
+    def _fingerprint(self) -> int:
+        """The scenario fingerprint a snapshot is checked against (``snapshot.fingerprint``)."""
+        return snapshot_format.fingerprint(snapshot_format.fingerprint_text(
+            self._ids, self.side_names, self.grid.width, self.grid.height,
+            self.max_move_squares, [c.weapon.name for c in self.combatants],
+            [str(c.weapon.damage) for c in self.combatants]))
+
+    def _snapshot_rng(self, what: str) -> Pcg32:
+        """The dice's PCG32 generator; ``TypeError`` for other dice (scripted, Mersenne)."""
+        dice = self.dice
+        if not isinstance(dice, Dice) or type(dice).roll is not Dice.roll \
+                or dice.generator != "pcg" or dice._pcg is None:
+            raise TypeError(f"{what} needs the shared PCG32 dice (Dice(seed)); these dice are "
+                            f"{type(dice).__name__}({getattr(dice, 'generator', None)!r})")
+        return dice._pcg
+
+    def snapshot(self) -> bytes:
+        """The complete state of this battle, dice included, as bytes (the format of
+        ``traveller_env.rules.snapshot``; the compiled core reads it too). Needs PCG32 dice."""
+        pcg = self._snapshot_rng("snapshot()")
+        idx = {cid: i for i, cid in enumerate(self._ids)}
+
+        def at(cid: str | None) -> int:
+            return -1 if cid is None else idx[cid]
+
+        pending = None
+        if self._pending is not None:
+            p = self._pending
+            pending = (idx[p.attacker], idx[p.target], p.melee, p.range_m,
+                       [(snapshot_format.DM_NAMES.index(k), v) for k, v in p.dms.items()])
+        state = snapshot_format.BattleState(
+            fingerprint=self._fingerprint(), dice=pcg.getstate(), round=self.round,
+            phase=snapshot_format.PHASES.index(self.phase), done=self.done,
+            truncated=self.truncated,
+            winner=-1 if self.winner is None else self.side_names.index(self.winner),
+            turn_actor=at(self.turn_actor), decider=-1 if self.done else at(self._decider),
+            haste_queue=[idx[c] for c in self._haste_queue], group=[idx[c] for c in self._group],
+            group_queue=[idx[c] for c in self._group_queue],
+            pools=[(idx[p.leader], snapshot_format.POOL_KINDS.index(p.kind), p.count)
+                   for p in self.pools.entries],
+            pending=pending, damage_dealt=[self._summary.damage_dealt[c] for c in self._ids],
+            damage_taken=[self._summary.damage_taken[c] for c in self._ids],
+            dropouts=self._summary.dropouts, events_before=len(self.events),
+            combatants=[snapshot_format.CombatantState(
+                tuple(c.chars[k] for k in snapshot_format.CHARACTERISTICS), c.pos[0], c.pos[1],
+                snapshot_format.STANCES.index(c.stance), c.drawn, c.ammo, c.spares,
+                c.initiative, c.init_mod_now, c.init_mod_next, c.hasty, c.turn_begun, c.minors,
+                c.significant, at(c.aim_target), c.aim_dm,
+                snapshot_format.READY_KINDS.index(c.ready_kind), c.ready_count, c.bonus,
+                c.penalty, c.down, c.dead, c.out) for c in self.combatants])
+        return snapshot_format.encode(state)
+
+    def restore(self, data: bytes) -> None:
+        """Put a ``snapshot()`` (of this engine or the core's) back into this battle, which must
+        be of the same scenario; ``SnapshotError`` (a ``ValueError``) naming what is wrong
+        leaves it unchanged. The event log restarts empty (a snapshot keeps state, not the
+        log's entries) and ``version`` moves on (see ``traveller_env.rules.snapshot``)."""
+        pcg = self._snapshot_rng("restore()")
+        s = snapshot_format.decode(data, self._fingerprint(), len(self.combatants))
+        ids = self._ids
+
+        def name(i: int) -> str | None:
+            return None if i < 0 else ids[i]
+
+        pcg.setstate(s.dice)
+        self.round, self.phase = s.round, snapshot_format.PHASES[s.phase]
+        self.done, self.truncated = s.done, s.truncated
+        self.winner = None if s.winner < 0 else self.side_names[s.winner]
+        self.turn_actor, self._decider = name(s.turn_actor), name(s.decider)
+        self._haste_queue = [ids[i] for i in s.haste_queue]
+        self._group = [ids[i] for i in s.group]
+        self._group_queue = [ids[i] for i in s.group_queue]
+        self.pools.entries[:] = [Pool(ids[leader], snapshot_format.POOL_KINDS[kind], count)
+                                 for leader, kind, count in s.pools]
+        self._pending = None
+        if s.pending is not None:
+            attacker, target, melee, range_m, dms = s.pending
+            self._pending = PendingAttack(ids[attacker], ids[target], melee,
+                                          {snapshot_format.DM_NAMES[k]: v for k, v in dms},
+                                          range_m)
+        self._summary = BattleSummary(dict(zip(ids, s.damage_dealt, strict=True)),
+                                      dict(zip(ids, s.damage_taken, strict=True)), s.dropouts)
+        self.version += 1
+        for c, cs in zip(self.combatants, s.combatants, strict=True):
+            c.chars = dict(c.chars)
+            c.chars.update(zip(snapshot_format.CHARACTERISTICS, cs.chars, strict=True))
+            c.pos = (cs.x, cs.y)
+            c.stance, c.drawn = snapshot_format.STANCES[cs.stance], cs.drawn
+            c.ammo, c.spares = cs.ammo, cs.spares
+            c.initiative, c.init_mod_now, c.init_mod_next = (cs.initiative, cs.init_mod_now,
+                                                             cs.init_mod_next)
+            c.hasty, c.turn_begun = cs.hasty, cs.turn_begun
+            c.minors, c.significant = cs.minors, cs.significant
+            c.aim_target, c.aim_dm = name(cs.aim_target), cs.aim_dm
+            c.ready_kind = snapshot_format.READY_KINDS[cs.ready_kind]
+            c.ready_count = cs.ready_count
+            c.bonus, c.penalty = cs.bonus, cs.penalty
+            c.down, c.dead, c.out = cs.down, cs.dead, cs.out
+            c.version = self.version
+        self.events = []
 
     # ------------------------------------------------------------------ legality
     def _context(self) -> KindContext:

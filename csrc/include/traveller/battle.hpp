@@ -141,6 +141,16 @@ public:
     // fresh dice seeded by `seed` (a copy of the real dice would reveal future rolls). With
     // record_events false the copy starts with an empty log and records nothing (cheap).
     Battle simulation(std::uint64_t seed, bool record_events) const;
+    // The complete state, dice included, as bytes (traveller_env/rules/snapshot.py documents
+    // the format; the Python engine reads and writes the same bytes). The event log's entries
+    // are not state: only their count is kept.
+    std::string snapshot() const;
+    // Put a snapshot back (a battle of the same scenario); std::invalid_argument naming what is
+    // wrong (magic, version, checksum, scenario, a value out of range) leaves it unchanged.
+    // The event log restarts empty.
+    void restore(const std::string& data);
+    // FNV-1a 64 of the scenario's fixed data (snapshot.fingerprint_text), checked on restore.
+    std::uint64_t fingerprint() const;
     // Bytes this battle holds (itself, its buffers' capacity, its names), the map excluded
     // (shared by every battle of a scenario).
     std::size_t memory_bytes() const noexcept;
