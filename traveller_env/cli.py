@@ -29,14 +29,15 @@ import random
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TextIO
 
 from .scenario import ScenarioError, build_battle, builtin_scenarios, load_scenario
 
 if TYPE_CHECKING:  # pragma: no cover
     from .rules.battle import Battle
 
-__all__ = ["COMMANDS", "SEED_MAX", "Command", "UsageError", "add_commands", "build_parser",
+__all__ = ["COMMANDS", "SEED_MAX", "Command", "CommandParser", "UsageError", "add_commands",
+           "build_parser",
            "check_at_least", "check_input_file", "check_output_folder", "check_seed", "dispatch",
            "examples_epilog", "float_above", "int_at_least", "main", "new_parser", "play_random",
            "result_line", "run_standalone", "seed_type"]
@@ -303,6 +304,8 @@ def _add_scenarios_args(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_scenarios(args: argparse.Namespace) -> int:
+    if getattr(args, "seed", None) is not None:
+        check_seed("--seed", args.seed)
     if getattr(args, "action", "list") == "generate":
         from .generate_cli import run_generate
 
@@ -357,9 +360,19 @@ COMMANDS: dict[str, Command] = {
 
 
 # ---------------------------------------------------------------------------- entry point
+class CommandParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose usage errors are one line, ``<prog>: error: <message>``
+    (status 2), without the usage block; ``--help`` shows the usage. Subcommand parsers
+    made by ``add_subparsers`` are of the same class."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print ``<prog>: error: <message>`` on stderr and exit with status 2."""
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def new_parser() -> argparse.ArgumentParser:
     """The top-level ``traveller`` parser, without commands."""
-    return argparse.ArgumentParser(
+    return CommandParser(
         prog=PROG, description="Mongoose Traveller 2e personal combat simulator.")
 
 

@@ -395,7 +395,18 @@ def _read_yaml(path: Path) -> Any:
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ScenarioError(str(path), "", f"not valid YAML: {exc}") from None
+        raise ScenarioError(str(path), "", f"not valid YAML: {_yaml_problem(exc)}") from None
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """PyYAML's error on one line: where (line and column) and what."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None)
+    if mark is None or problem is None:
+        return " ".join(str(exc).split())
+    context = getattr(exc, "context", None)
+    return (f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
+            + (f" ({context})" if context else ""))
 
 
 @lru_cache(maxsize=1)

@@ -38,7 +38,7 @@ from traveller_env.cli import (
 )
 from traveller_env.rules.rng import derive_seed
 
-from .common import atomic_write_bytes, check_minimums, hidden_sizes, write_json
+from .common import atomic_write_bytes, check_minimums, hidden_sizes_arg, write_json
 
 __all__ = ["Demonstrations", "build_parser", "collect", "fit", "main", "run"]
 
@@ -182,7 +182,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     data.add_argument("--seed", type=seed_type, default=0,
                       help="seed of the battles and the fit (default: 0)")
     fit_ = p.add_argument_group("fit")
-    fit_.add_argument("--hidden", type=hidden_sizes, default=[256, 256],
+    fit_.add_argument("--hidden", type=hidden_sizes_arg, default=[256, 256],
                       help="hidden layer sizes (default: 256,256)")
     fit_.add_argument("--epochs", type=int_at_least(1), default=10,
                       help="passes over the data (default: 10)")

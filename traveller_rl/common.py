@@ -218,6 +218,14 @@ def hidden_sizes(text: str) -> list[int]:
     return sizes
 
 
+def hidden_sizes_arg(text: str) -> list[int]:
+    """argparse ``type`` of a ``--hidden`` flag: ``hidden_sizes`` with argparse's message."""
+    try:
+        return hidden_sizes(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--hidden ")) from None
+
+
 def check_minimums(values: tuple[tuple[str, float, float], ...]) -> None:
     """``ValueError`` naming the first ``(flag, value, lowest allowed)`` whose value is below
     its lowest allowed one."""

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from agents.pool import SAMPLING
+from traveller_env.cli import check_output_folder
 from traveller_rl.common import check_minimums, hidden_sizes
 from traveller_rl.ppo.shaping import (
     MOVE_VIEW_TERMS,
@@ -218,6 +219,7 @@ class Args:
                         ("--epochs", self.epochs, 1),
                         ("--minibatches", self.minibatches, 1),
                         ("--threads", self.threads, 1),
+                        ("--env-threads", self.env_threads, 0),
                         ("--embed", self.embed, 1),
                         ("--attention", self.attention, 0),
                         ("--pool-every", self.pool_every, 1),
@@ -311,9 +313,7 @@ class Args:
             if (out / "config.json").exists():
                 raise ValueError(f"--out {self.out}: holds a run already (config.json); choose "
                                  "another folder, or pass --overwrite to replace it")
-            if out.exists() and (not out.is_dir() or any(out.iterdir())):
-                raise ValueError(f"--out {self.out}: exists and is not an empty folder; choose "
-                                 "another folder, or pass --overwrite to write over its files")
+            check_output_folder("--out", out, overwrite=False)
         hidden_sizes(self.hidden)
 
 
