@@ -80,6 +80,7 @@ class LearnerSeatsEnv(AECEnv):
         self.action_spaces = {a: base.action_space(a) for a in self.possible_agents}
         self.state_space: spaces.Box = base.state_space
         self.agents: list[str] = []
+        self._seeds: np.random.Generator | None = None  # the battle seeds after a seeded reset
 
     @property
     def unwrapped(self) -> TravellerEnv:
@@ -96,12 +97,18 @@ class LearnerSeatsEnv(AECEnv):
 
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
         """Start a battle and play up to the first learner decision (skipping battles that
-        end before one; seed + 1 each time when seeded)."""
+        end before one; seed + 1 each time when seeded). Once seeded, a later ``reset()``
+        without a seed draws the next battle's seed from a generator of that seed, so a run
+        that seeds its first reset only (TorchRL's wrapper) is reproducible."""
+        if seed is not None:
+            self._seeds = np.random.default_rng(int(seed))
+        elif self._seeds is not None:
+            seed = int(self._seeds.integers(2**62))
         for skipped in range(MAX_SKIPPED_BATTLES):
             battle_seed = None if seed is None else int(seed) + skipped
             self.env.reset(seed=battle_seed, options=options)
             for k, policy in enumerate(self._policies.values()):
-                policy.reset(None if battle_seed is None else battle_seed * 131 + k)
+                policy.reset(None if battle_seed is None else (battle_seed * 131 + k) % 2**63)
             self.rewards = dict.fromkeys(self.possible_agents, 0.0)
             self._cumulative_rewards = dict.fromkeys(self.possible_agents, 0.0)
             self.terminations = dict.fromkeys(self.possible_agents, False)
