@@ -357,3 +357,21 @@ def test_the_console_command_prints_one_line(argv, tmp_path):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"traveller {argv[0]}: error: "), lines
     assert not (tmp_path / "runs").exists()
+
+
+# ---------------------------------------------------------------------------- help
+#: Commands whose help is not yet held to the examples rule (their module is new).
+HELP_WITHOUT_EXAMPLES = {"benchmark"}
+
+
+@pytest.mark.parametrize("words", [w for w in ALL_COMMANDS if w != "league"]
+                         + ["league train", "league rate", "league add", "league export"])
+def test_every_help_is_short_with_examples_and_each_default_once(words, capsys):
+    parser = _parser_of(words)
+    text = parser.format_help()
+    assert len(text.splitlines()) <= 200, words
+    if words not in HELP_WITHOUT_EXAMPLES:
+        assert "\nexamples:\n  traveller " in text, words
+    for action in parser._actions:
+        shown = (action.help or "") % {"default": action.default, "prog": parser.prog}
+        assert shown.count("default:") <= 1, (words, action.option_strings, shown)

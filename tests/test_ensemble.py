@@ -92,9 +92,10 @@ def test_bad_members_are_refused_naming_the_file(members, case, message, capsys)
     plain_checkpoint(tmp / "plain.pt")
     argv = {"one": [a], "twice": [a, a], "views": [a, str(tmp / "plain.pt")],
             "nested": [a, str(tmp / "e.pt")], "missing": [a, str(tmp / "nope.pt")]}[case]
-    with pytest.raises(SystemExit) as err:
-        ens.main([*argv, "--out", str(tmp / "f.pt")])
-    assert message in str(err.value)
+    capsys.readouterr()
+    assert ens.main([*argv, "--out", str(tmp / "f.pt")]) == 2
+    err = capsys.readouterr().err
+    assert "python -m traveller_rl.checkpoints.ensemble: error: " in err and message in err
     assert not (tmp / "f.pt").exists()
 
 

@@ -131,8 +131,10 @@ def test_select_checkpoint_ranks_it_from_one_side_or_both(members, capsys, tmp_p
     assert row_both["wins"] == 1 and row_red["wins"] >= 1
     assert row_red["side"] == "red" and row_red["win_rate_blue"] is None
     assert row_red["win_rate"] == row_red["win_rate_red"]
-    with pytest.raises(SystemExit, match="--side 'green': not a side of scenario 'squad'"):
-        select_checkpoint.main([str(tmp / "s.pt"), "--vs", "rush", "--side", "green"])
+    capsys.readouterr()
+    assert select_checkpoint.main([str(tmp / "s.pt"), "--vs", "rush", "--side", "green"]) == 2
+    assert ("--side 'green': not a side of scenario 'squad'"
+            in capsys.readouterr().err)
 
 
 def test_a_pool_plays_a_by_side_opponent_by_each_seats_side(members, tmp_path, monkeypatch):
@@ -171,7 +173,7 @@ def test_a_pool_plays_a_by_side_opponent_by_each_seats_side(members, tmp_path, m
     ("nested", "a by-side checkpoint already"),
     ("missing", "no such trained-policy file"),
 ])
-def test_bad_sides_are_refused_naming_the_side_or_file(members, case, message):
+def test_bad_sides_are_refused_naming_the_side_or_file(members, case, message, capsys):
     tmp, _, _ = members
     sides.main(join(tmp))
     plain_checkpoint(tmp / "plain.pt")
@@ -183,17 +185,19 @@ def test_bad_sides_are_refused_naming_the_side_or_file(members, case, message):
             "views": ["--side", f"blue={b}", "--side", f"red={tmp / 'plain.pt'}"],
             "nested": ["--side", f"blue={b}", "--side", f"red={tmp / 's.pt'}"],
             "missing": ["--side", f"blue={b}", "--side", f"red={tmp / 'nope.pt'}"]}[case]
-    with pytest.raises(SystemExit) as err:
-        sides.main([*argv, "--out", str(tmp / "f.pt")])
-    assert message in str(err.value)
+    capsys.readouterr()
+    assert sides.main([*argv, "--out", str(tmp / "f.pt")]) == 2
+    err = capsys.readouterr().err
+    assert "python -m traveller_rl.checkpoints.by_side: error: " in err and message in err
     assert not (tmp / "f.pt").exists()
 
 
-def test_an_ensemble_of_by_side_checkpoints_is_refused(members):
+def test_an_ensemble_of_by_side_checkpoints_is_refused(members, capsys):
     tmp, _, _ = members
     sides.main(join(tmp))
-    with pytest.raises(SystemExit, match=r"s\.pt: a by-side checkpoint already"):
-        ens.main([str(tmp / "blue.pt"), str(tmp / "s.pt"), "--out", str(tmp / "e.pt")])
+    capsys.readouterr()
+    assert ens.main([str(tmp / "blue.pt"), str(tmp / "s.pt"), "--out", str(tmp / "e.pt")]) == 2
+    assert "s.pt: a by-side checkpoint already" in capsys.readouterr().err
 
 
 def test_training_export_and_widening_refuse_it_by_name(members, capsys):

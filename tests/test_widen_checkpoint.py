@@ -51,18 +51,25 @@ def test_a_deeper_layer_list_is_widened_layer_by_layer():
 ])
 def test_bad_sizes_are_refused_naming_the_flag(hidden, message, tmp_path, capsys):
     src = random_checkpoint(tmp_path / "duel.pt", "duel")
-    with pytest.raises(SystemExit) as exc:
-        main([str(src), "--hidden", hidden, "--out", str(tmp_path / "w.pt")])
-    assert message in str(exc.value) + capsys.readouterr().err
+    try:  # a malformed list is refused by the parser (it exits), a bad one by the command
+        status = main([str(src), "--hidden", hidden, "--out", str(tmp_path / "w.pt")])
+    except SystemExit as exc:
+        status = exc.code
+    assert status == 2
+    assert message in capsys.readouterr().err
     assert not (tmp_path / "w.pt").exists()
 
 
-def test_a_missing_checkpoint_is_named(tmp_path):
-    with pytest.raises(SystemExit, match="no such trained-policy file"):
-        main([str(tmp_path / "nope.pt"), "--hidden", "32", "--out", str(tmp_path / "w.pt")])
+def test_a_missing_checkpoint_is_named(tmp_path, capsys):
+    assert main([str(tmp_path / "nope.pt"), "--hidden", "32", "--out",
+                 str(tmp_path / "w.pt")]) == 2
+    err = capsys.readouterr().err
+    assert "python -m traveller_rl.checkpoints.widen: error: " in err
+    assert "no such trained-policy file" in err
 
 
-def test_aim_view_inputs_are_added_with_zero_weights_and_train_ppo_takes_them(tmp_path):
+def test_aim_view_inputs_are_added_with_zero_weights_and_train_ppo_takes_them(tmp_path,
+                                                                             capsys):
     """``--aim-view``: one new input per slot (the aim view's size), read by nothing yet, so
     the network computes the same on any aim view; ``train_ppo --aim-view --init`` takes it."""
     import traveller_env
@@ -83,8 +90,10 @@ def test_aim_view_inputs_are_added_with_zero_weights_and_train_ppo_takes_them(tm
     assert read_checkpoint(out)["aim_view"] is True
     train_ppo.prepare(train_ppo.Args(scenario="squad", aim_view=True, init=str(out),
                                      out=str(tmp_path / "run"), progress=False))
-    with pytest.raises(SystemExit, match="already reads the aim view"):
-        main([str(out), "--hidden", "16", "--aim-view", "--out", str(tmp_path / "again.pt")])
+    capsys.readouterr()
+    assert main([str(out), "--hidden", "16", "--aim-view", "--out",
+                 str(tmp_path / "again.pt")]) == 2
+    assert "already reads the aim view" in capsys.readouterr().err
 
 
 def _views_checkpoint(path, scenario, **views):
@@ -105,7 +114,7 @@ def _views_checkpoint(path, scenario, **views):
     ({"move_view": True}, "--attack-view"),                     # at the end
     ({"aim_view": True}, "--move-view"),                        # before another view
 ])
-def test_a_view_is_added_where_the_observation_puts_it(tmp_path, have, add):
+def test_a_view_is_added_where_the_observation_puts_it(tmp_path, have, add, capsys):
     """The widened network on the env's observation with every view it now reads computes
     what the old one did on the observation without the added view (the layout:
     the views follow the plain observation in the order move, aim, attack)."""
@@ -138,5 +147,6 @@ def test_a_view_is_added_where_the_observation_puts_it(tmp_path, have, add):
     with torch.no_grad():
         assert torch.allclose(old.actor(x_old), new.actor(x_new), atol=1e-5)
         assert torch.allclose(old.value(x_old), new.value(x_new), atol=1e-5)
-    with pytest.raises(SystemExit, match="already reads the"):
-        main([str(out), "--hidden", "24", add, "--out", str(tmp_path / "again.pt")])
+    capsys.readouterr()
+    assert main([str(out), "--hidden", "24", add, "--out", str(tmp_path / "again.pt")]) == 2
+    assert "already reads the" in capsys.readouterr().err

@@ -20,6 +20,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from traveller_env.cli import UsageError, run_standalone
+
 __all__ = ["build_parser", "main", "parse_sides", "side_checkpoint"]
 
 
@@ -61,7 +63,8 @@ def side_checkpoint(paths: dict[str, Path], out: Path, scenario: str | None = No
 
 def build_parser() -> argparse.ArgumentParser:
     """The script's options."""
-    p = argparse.ArgumentParser(prog="side_checkpoint", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m traveller_rl.checkpoints.by_side",
+                                description=__doc__.split("\n\n")[0])
     p.add_argument("--side", action="append", default=[], metavar="SIDE=CHECKPOINT",
                    help="a side's name and its train_ppo checkpoint (.pt); once per side")
     p.add_argument("--scenario", default="squad",
@@ -70,16 +73,20 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Command-line entry point."""
-    args = build_parser().parse_args(argv)
+def run(args: argparse.Namespace) -> int:
+    """Write the by-side checkpoint (a ``UsageError`` naming the flag or file on bad input)."""
     try:
         paths = parse_sides(args.side)
         side_checkpoint(paths, args.out, args.scenario)
     except (FileNotFoundError, ValueError) as exc:
-        raise SystemExit(f"side_checkpoint: {exc}") from exc
+        raise UsageError(str(exc)) from None
     print(f"wrote {args.out} ({', '.join(f'{s}: {p}' for s, p in paths.items())})")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point (status 2 and the message on stderr for bad input)."""
+    return run_standalone(build_parser(), run, argv)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from traveller_env.cli import UsageError, run_standalone
+
 __all__ = ["build_parser", "ensemble_checkpoints", "main"]
 
 
@@ -43,7 +45,7 @@ def ensemble_checkpoints(paths: list[Path], out: Path) -> Path:
 
 def build_parser() -> argparse.ArgumentParser:
     """The script's options."""
-    p = argparse.ArgumentParser(prog="ensemble_checkpoints",
+    p = argparse.ArgumentParser(prog="python -m traveller_rl.checkpoints.ensemble",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("checkpoints", type=Path, nargs="+",
                    help="two or more train_ppo checkpoints (.pt) of the same battles")
@@ -51,15 +53,19 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Command-line entry point."""
-    args = build_parser().parse_args(argv)
+def run(args: argparse.Namespace) -> int:
+    """Write the ensemble (a ``UsageError`` naming the file on bad input)."""
     try:
         ensemble_checkpoints(list(args.checkpoints), args.out)
     except (FileNotFoundError, ValueError) as exc:
-        raise SystemExit(f"ensemble_checkpoints: {exc}") from exc
+        raise UsageError(str(exc)) from None
     print(f"wrote {args.out} ({len(args.checkpoints)} members)")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point (status 2 and the message on stderr for bad input)."""
+    return run_standalone(build_parser(), run, argv)
 
 
 if __name__ == "__main__":

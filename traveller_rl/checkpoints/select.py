@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from traveller_env.cli import UsageError, int_at_least, run_standalone, seed_type
+
 __all__ = ["build_parser", "candidates", "check_core_opponent", "check_side",
            "forbidden_actions", "main", "rate_cells", "run", "score"]
 
@@ -149,7 +151,7 @@ def rate_cells(row: dict[str, Any]) -> str:
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     """The script's options."""
-    p = parser or argparse.ArgumentParser(prog="select_checkpoint",
+    p = parser or argparse.ArgumentParser(prog="python -m traveller_rl.checkpoints.select",
                                           description=__doc__.split("\n\n")[0])
     p.add_argument("run", type=Path, help="a train_ppo run folder (its pool/ and ppo.pt) or "
                                           "one .pt checkpoint")
@@ -160,8 +162,9 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
                    help="battles per checkpoint, half from each side (default: 400)")
     p.add_argument("--every", type=int, default=10,
                    help="rank pool checkpoints at multiples of this update (default: 10)")
-    p.add_argument("--since", type=int, default=0, help="from this update on (default: 0)")
-    p.add_argument("--seed", type=int, default=SELECTION_SEED,
+    p.add_argument("--since", type=int_at_least(0), default=0,
+                   help="from this update on (default: 0)")
+    p.add_argument("--seed", type=seed_type, default=SELECTION_SEED,
                    help=f"selection seed (default: {SELECTION_SEED}, apart from the result "
                         "scripts' evaluation seeds)")
     p.add_argument("--envs", type=int, default=100, help="battles stepped at once (default: 100)")
@@ -186,16 +189,16 @@ def run(args: argparse.Namespace) -> int:
         check_minimums((("--battles", args.battles, 2), ("--every", args.every, 1),
                         ("--envs", args.envs, 1)))
     except ValueError as exc:
-        raise SystemExit(f"select_checkpoint: {exc}") from None
+        raise UsageError(str(exc)) from None
     try:
         check_core_opponent(args.vs)
         check_side(args.side, args.scenario)
     except ValueError as exc:
-        raise SystemExit(f"select_checkpoint: {exc}") from None
+        raise UsageError(str(exc)) from None
     try:
         paths = candidates(args.run, args.every, args.since)
     except ValueError as exc:
-        raise SystemExit(f"select_checkpoint: {exc}") from None
+        raise UsageError(str(exc)) from None
     torch.set_num_threads(1)
     t0 = time.time()
     vectors: dict[Any, Any] = {}
@@ -204,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
         rows = [score(p, args.scenario, args.vs, args.battles, args.seed, args.envs, vectors,
                       forbid, args.side) for p in paths]
     except ValueError as exc:
-        raise SystemExit(f"select_checkpoint: {exc}") from None
+        raise UsageError(str(exc)) from None
     ranked = sorted(rows, key=lambda r: -r["win_rate"])
     print(f"| checkpoint | update | win rate vs {args.vs} (95% CI) | as blue | as red |")
     print("|---|---:|---|---:|---:|")
@@ -222,7 +225,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run(build_parser().parse_args(argv))
+    """Command-line entry point (status 2 and the message on stderr for a bad flag)."""
+    return run_standalone(build_parser(), run, argv)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.views import VIEWS
+from traveller_env.cli import UsageError, run_standalone, seed_type
 
 __all__ = ["build_parser", "main", "view_columns", "widen", "widen_checkpoint"]
 
@@ -43,12 +44,13 @@ def _hidden(text: str) -> list[int]:
 
 def build_parser() -> argparse.ArgumentParser:
     """The script's options."""
-    p = argparse.ArgumentParser(prog="widen_checkpoint", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m traveller_rl.checkpoints.widen",
+                                description=__doc__.split("\n\n")[0])
     p.add_argument("checkpoint", type=Path, help="a train_ppo checkpoint (.pt)")
     p.add_argument("--hidden", type=_hidden, required=True,
                    help="the new layer sizes: as many layers as the checkpoint's, none smaller")
     p.add_argument("--out", type=Path, required=True, help="where to write the wider checkpoint")
-    p.add_argument("--seed", type=int, default=0,
+    p.add_argument("--seed", type=seed_type, default=0,
                    help="seed of the new units' incoming weights (default: 0)")
     for view in VIEWS:
         flag = "--" + view.replace("_", "-")
@@ -162,16 +164,20 @@ def widen_checkpoint(path: Path, hidden: list[int], out: Path, seed: int = 0,
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Command-line entry point."""
-    args = build_parser().parse_args(argv)
+def run(args: argparse.Namespace) -> int:
+    """Write the wider checkpoint (a ``UsageError`` naming the file on bad input)."""
     try:
         widen_checkpoint(args.checkpoint, args.hidden, args.out, args.seed,
                          add_views=[v for v in VIEWS if getattr(args, v)])
     except (FileNotFoundError, ValueError) as exc:
-        raise SystemExit(str(exc)) from exc
+        raise UsageError(str(exc)) from None
     print(f"wrote {args.out} (hidden {','.join(map(str, args.hidden))})")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point (status 2 and the message on stderr for bad input)."""
+    return run_standalone(build_parser(), run, argv)
 
 
 if __name__ == "__main__":
