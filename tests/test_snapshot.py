@@ -182,3 +182,76 @@ def test_scripted_dice_cannot_be_snapshotted():
     battle = build_battle("duel", dice=ScriptedDice([(3, 3)] * 4))
     with pytest.raises(TypeError, match="PCG32"):
         battle.snapshot()
+
+
+# ---------------------------------------------------------------- vector snapshots
+def _vector_run(venv, seed: int, steps: int) -> list[tuple]:
+    """``steps`` steps with random legal actions drawn from ``seed``; each step's outputs."""
+    import numpy as np
+
+    from traveller_env.vector import random_legal_actions
+
+    rng = np.random.default_rng(seed)
+    outs = []
+    mask = venv._mask_out
+    for _ in range(steps):
+        obs, mask, rewards, term, trunc, info = venv.step(random_legal_actions(mask, rng))
+        outs.append((obs.copy(), mask.copy(), rewards.copy(), term.copy(), trunc.copy(),
+                     info["agent"].copy(), info["episode"].copy()))
+    return outs
+
+
+@pytest.mark.parametrize(("scenario", "opponents"), [
+    ("duel", {"red": "random"}), ("squad", {"red": "tactician"}), ("squad", None)])
+def test_a_restored_vector_continues_exactly(scenario, opponents):
+    import numpy as np
+
+    from traveller_env import vector
+
+    def make():
+        return vector.make(scenario, num_envs=5, seed=7, backend="python", opponents=opponents,
+                           relative_actions=True)
+
+    whole = make()
+    whole.reset()
+    _vector_run(whole, 1, 30)
+    data = whole.snapshot()
+    expected = _vector_run(whole, 2, 60)
+    resumed = make()
+    resumed.reset(seed=12345)  # other battles: restore replaces them
+    resumed.restore(data)
+    got = _vector_run(resumed, 2, 60)
+    for a, b in zip(expected, got, strict=True):
+        for x, y in zip(a, b, strict=True):
+            np.testing.assert_array_equal(x, y)
+    assert resumed.battles_skipped == whole.battles_skipped
+
+
+def test_vector_snapshots_are_checked():
+    from traveller_env import vector
+
+    venv = vector.make("duel", num_envs=2, seed=1, backend="python", opponents={"red": "rush"})
+    with pytest.raises(RuntimeError, match="reset"):
+        venv.snapshot()
+    venv.reset()
+    data = venv.snapshot()
+    with pytest.raises(ValueError, match="checksum mismatch"):
+        venv.restore(data[:-3])
+    with pytest.raises(ValueError, match="not a vector snapshot"):
+        venv.restore(b"TBSN" + data[4:])
+    with pytest.raises(ValueError, match="format version 9"):
+        venv.restore(data[:4] + bytes([9]) + data[5:])
+    other = vector.make("duel", num_envs=3, seed=1, backend="python", opponents={"red": "rush"})
+    other.reset()
+    with pytest.raises(ValueError, match="num_envs"):
+        other.restore(data)
+
+
+@needs_core
+def test_the_core_vector_says_it_cannot_snapshot_yet():
+    from traveller_env import vector
+
+    venv = vector.make("duel", num_envs=2, seed=1, backend="core", opponents={"red": "rush"})
+    venv.reset()
+    with pytest.raises(NotImplementedError, match="backend='python'"):
+        venv.snapshot()

@@ -74,11 +74,14 @@ there is never a silent fallback.
 from __future__ import annotations
 
 import contextlib
+import io
+import pickle
 from collections.abc import Mapping
 from typing import Any, Protocol
 
 import numpy as np
 
+from . import vector_snapshot
 from .core import available as core_available
 from .encoding import ActionCatalogue, RelativeActions
 from .env import DEFAULT_BACKEND, ScenarioSource, TravellerEnv
@@ -97,6 +100,9 @@ __all__ = ["BACKENDS", "MAX_SKIPPED", "VectorBackend", "VectorEnv", "make",
 #: Every backend name, and whether it can run here ("core" needs the compiled core built:
 #: ``traveller_env.core.status()`` says why it is not).
 BACKENDS = {"python": "available", "core": "available" if core_available() else "not built"}
+#: The buffers a vector snapshot keeps (``_Buffers``' fields).
+VECTOR_BUFFERS = ("obs", "mask", "rewards", "terminated", "truncated", "agent", "episode",
+                  "battle_seed", "winner")
 #: How many consecutive battles of one row may end before any learner seat decides.
 MAX_SKIPPED = 1000
 
@@ -373,6 +379,47 @@ class VectorEnv:
         return (buf.obs, self._mask_out, buf.rewards, buf.terminated, buf.truncated,
                 self.info)
 
+    # ------------------------------------------------------------------ snapshots
+    def snapshot(self) -> bytes:
+        """Every row's battle and bookkeeping, the opponents' state, the counters and the
+        buffers as bytes (``vector_snapshot``'s format): ``restore`` on a vector made with the
+        same arguments continues exactly as this one would. ``backend="python"`` only."""
+        if not self._ready:
+            raise RuntimeError("snapshot() needs a vector that has been reset() and is not "
+                               "broken by a failed step")
+        snap = getattr(self._backend, "snapshot", None)
+        if snap is None:
+            raise NotImplementedError(
+                f"snapshot() is not available on backend={self.backend!r} yet (the core's "
+                "VecBattles has no save/restore of its rows and in-core opponents); use "
+                "backend='python'")
+        buf = self._buf
+        state = {"backend": self.backend, "num_envs": self.num_envs, "seed": self.seed,
+                 "action_labels": list(self.action_labels),
+                 "buffers": {name: getattr(buf, name).copy() for name in VECTOR_BUFFERS},
+                 "rows": snap()}
+        return vector_snapshot.encode(state)
+
+    def restore(self, data: bytes) -> None:
+        """Put a ``snapshot()`` back: this vector must have been made with the same scenario,
+        ``num_envs``, backend and actions (``ValueError`` naming the difference)."""
+        state = vector_snapshot.decode(data)
+        for key, mine in (("backend", self.backend), ("num_envs", self.num_envs),
+                          ("action_labels", list(self.action_labels))):
+            if state[key] != mine:
+                raise ValueError(f"vector snapshot: taken with another {key} "
+                                 f"({state[key]!r}; this vector: {mine!r})")
+        restore = getattr(self._backend, "restore", None)
+        if restore is None:
+            raise NotImplementedError(f"restore() is not available on backend={self.backend!r}")
+        restore(state["rows"])
+        self.seed = state["seed"]
+        for name in VECTOR_BUFFERS:
+            getattr(self._buf, name)[...] = state["buffers"][name]
+        self._broken = None
+        self._publish_mask()
+        self._ready = True
+
     def _publish_mask(self) -> None:
         buf = self._buf
         if self._perm is None:
@@ -529,6 +576,33 @@ class _Row:
         self.ledger: RewardLedger | None = None
 
 
+def _row_objects(row: _Row) -> dict[str, Any]:
+    """The objects of a row that its opponents may hold references to, by a stable name: a
+    snapshot refers to them by name (they are rebuilt on restore, not pickled)."""
+    env = row.env
+    return {"env": env, "battle": row.battle, "env_builder": env.builder, "shared": env._shared,
+            "builder": env._shared.builder, "catalogue": env._shared.catalogue}
+
+
+def _dump_policies(row: _Row) -> bytes:
+    """The row's opponent policies pickled, with references to the row's own objects (its env,
+    battle, shared tables) written as names (``_row_objects``)."""
+    names = {id(obj): name for name, obj in _row_objects(row).items()}
+    buffer = io.BytesIO()
+    pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
+    pickler.persistent_id = lambda obj: names.get(id(obj))
+    pickler.dump(row.policies)
+    return buffer.getvalue()
+
+
+def _load_policies(data: bytes, row: _Row) -> list[Policy | None]:
+    """``_dump_policies``' inverse, the names bound to this row's (restored) objects."""
+    objects = _row_objects(row)
+    unpickler = pickle.Unpickler(io.BytesIO(data))
+    unpickler.persistent_load = objects.__getitem__
+    return unpickler.load()
+
+
 class _PythonBackend:
     """The Python engine behind ``VectorEnv``: each row's ``Battle`` stepped in turn, with the
     AEC env's reward bookkeeping (``rewards.RewardLedger``) and the SB3 bridge's opponent loop,
@@ -593,6 +667,41 @@ class _PythonBackend:
                 row.acc = [0.0] * len(row.acc)
                 row.gained = False
             self._publish(r, row, out)
+
+    def snapshot(self) -> dict[str, Any]:
+        """The rows' state (``VectorEnv.snapshot``): each battle's snapshot bytes, the
+        episode counters and seeds, the rewards not yet returned, the reward ledger and the
+        opponent policies (pickled: their generators and plans)."""
+        rows = []
+        for row in self.rows:
+            ledger = row.ledger
+            rows.append({
+                "battle": row.battle.snapshot(), "episode": row.episode,
+                "next_episode": row.next_episode, "seed": row.seed, "acc": list(row.acc),
+                "gained": row.gained,
+                "ledger": (list(ledger.live), ledger.last_round, ledger.last_dropouts,
+                           ledger.last_damage),
+                "policies": _dump_policies(row)})
+        return {"vector_seed": self.vector_seed, "battles_skipped": self.battles_skipped,
+                "rows": rows}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Rebuild the rows from ``snapshot()``'s state (each battle restored from its bytes)."""
+        s = self.shared
+        for row, saved in zip(self.rows, state["rows"], strict=True):
+            b = build_battle(s.scenario, dice=Dice(saved["seed"]))
+            b.restore(saved["battle"])
+            row.battle = b
+            row.env.battle = b
+            row.counters = BattleCounters(b, s.ids)
+            row.ledger = ledger = s.scorer.ledger(row.counters)
+            live, ledger.last_round, ledger.last_dropouts, ledger.last_damage = saved["ledger"]
+            ledger.live[:] = live
+            row.episode, row.next_episode = saved["episode"], saved["next_episode"]
+            row.seed, row.acc, row.gained = saved["seed"], list(saved["acc"]), saved["gained"]
+            row.policies = _load_policies(saved["policies"], row)
+        self.vector_seed = state["vector_seed"]
+        self.battles_skipped = state["battles_skipped"]
 
     # ------------------------------------------------------------------ internals
     def _publish(self, r: int, row: _Row, out: _Buffers) -> None:
