@@ -328,11 +328,13 @@ def _add_replay_args(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
-    from .replay_html import ReplayError, cmd_replay, read_replay_jsonl
+    from .replay_html import ReplayError, _check_fits, cmd_replay, read_replay_jsonl, replay_header
 
     check_input_file("BATTLE.jsonl", args.log)
-    try:  # an unusable log is a usage error naming it, before anything is written
-        header, _, _ = read_replay_jsonl(args.log)
+    try:  # an unusable log, or one of another scenario, is a usage error naming it
+        header, events, _ = read_replay_jsonl(args.log)
+        if args.scenario is not None:
+            _check_fits(args.log, events, replay_header(args.scenario, title=args.title))
     except ReplayError as exc:
         raise UsageError(str(exc)) from None
     if header is None and args.scenario is None:
