@@ -1,0 +1,162 @@
+"""The pieces of resumable runs (``traveller_rl.ppo.resume``): the checkpoint schedule, every
+random generator saved and restored exactly, the configuration check, the atomic checkpoint file
+(a full disk leaves the last good one intact; another format version is refused), the logs cut
+back to a checkpoint's line counts, an unwritable ``--out`` refused early."""
+
+from __future__ import annotations
+
+import errno
+import os
+import random
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from traveller_rl.ppo import resume
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("10", (10, None)), ("90s", (None, 90.0)), ("5m", (None, 300.0)), ("2h", (None, 7200.0)),
+    ("1.5m", (None, 90.0)), ("0", (None, None)), ("", (None, None))])
+def test_checkpoint_every_reads_updates_or_time(text, expected):
+    assert resume.parse_checkpoint_every(text) == expected
+
+
+@pytest.mark.parametrize("text", ["ten", "5x", "-3", "0s", "m"])
+def test_checkpoint_every_refuses_nonsense_naming_the_flag(text):
+    with pytest.raises(ValueError, match="--checkpoint-every"):
+        resume.parse_checkpoint_every(text)
+
+
+def test_the_schedule_is_due_by_updates_or_by_time():
+    by_updates = resume.CheckpointSchedule.parse("3", now=0.0)
+    assert [by_updates.due(u, 0.0) for u in (1, 2, 3)] == [False, False, True]
+    by_updates.written(3, 0.0)
+    assert not by_updates.due(5, 1e9) and by_updates.due(6, 0.0)
+    by_time = resume.CheckpointSchedule.parse("5m", now=100.0)
+    assert not by_time.due(50, 399.0) and by_time.due(1, 400.0)
+    assert not resume.CheckpointSchedule.parse("0", now=0.0).due(10**6, 1e9)
+
+
+def _draws(rng, gen):
+    return (rng.integers(0, 2**62, 4).tolist(), torch.rand(3).tolist(),
+            torch.rand(3, generator=gen).tolist(), [random.random() for _ in range(3)])
+
+
+def test_every_generator_continues_exactly_after_a_restore():
+    rng = np.random.default_rng(5)
+    gen = torch.Generator().manual_seed(9)
+    torch.manual_seed(3)
+    random.seed(4)
+    _draws(rng, gen)
+    states = resume.generator_states(rng, [gen])
+    expected = _draws(rng, gen)
+    rng2 = np.random.default_rng(999)
+    gen2 = torch.Generator().manual_seed(1)
+    torch.manual_seed(77)
+    random.seed(78)
+    resume.restore_generators(states, rng2, [gen2])
+    assert _draws(rng2, gen2) == expected
+    with pytest.raises(ValueError, match="torch generators"):
+        resume.restore_generators(states, rng2, [])
+
+
+def test_a_changed_flag_is_refused_naming_it_and_budgets_may_change():
+    saved = {"lr": 3e-4, "seed": 1, "total_timesteps": 1000, "progress": True}
+    resume.check_resumable_config(saved, {**saved, "total_timesteps": 5000, "progress": False})
+    with pytest.raises(ValueError, match=r"--lr \(checkpoint: 0.0003, now: 0.001\)"):
+        resume.check_resumable_config(saved, {**saved, "lr": 1e-3})
+    with pytest.raises(ValueError, match="--seed"):
+        resume.check_resumable_config(saved, {**saved, "seed": 2})
+
+
+def test_checkpoints_round_trip_and_other_versions_are_refused(tmp_path):
+    state = {"update": 7, "weights": torch.arange(5.0), "rows": b"\x00\x01"}
+    path = resume.write_checkpoint(tmp_path, state)
+    back = resume.read_checkpoint(tmp_path)
+    assert back["update"] == 7 and back["rows"] == b"\x00\x01"
+    assert torch.equal(back["weights"], state["weights"])
+    data = path.read_bytes()
+    path.write_bytes(data[:4] + (resume.CHECKPOINT_FORMAT + 1).to_bytes(2, "little") + data[6:])
+    with pytest.raises(ValueError, match="format version 2; this version of traveller reads "
+                                         "version 1"):
+        resume.read_checkpoint(tmp_path)
+    path.write_bytes(b"PK\x03\x04whatever")
+    with pytest.raises(ValueError, match="not a resume checkpoint"):
+        resume.read_checkpoint(tmp_path)
+    with pytest.raises(ValueError, match="no resume checkpoint"):
+        resume.read_checkpoint(tmp_path / "elsewhere")
+
+
+def test_a_full_disk_keeps_the_last_good_checkpoint_and_says_so(tmp_path, monkeypatch):
+    resume.write_checkpoint(tmp_path, {"update": 1})
+    good = (tmp_path / resume.RESUME_FILE).read_bytes()
+
+    real_fdopen = os.fdopen
+
+    class FullDisk:
+        """A file that writes half of what it is given, then finds the disk full."""
+
+        def __init__(self, fh):
+            self.fh = fh
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.fh.close()
+
+        def write(self, data):
+            self.fh.write(data[:len(data) // 2])
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fdopen", lambda fd, mode: FullDisk(real_fdopen(fd, mode)))
+    with pytest.raises(resume.CheckpointWriteError,
+                       match=r"ENOSPC.*the last good checkpoint, .* is intact"):
+        resume.write_checkpoint(tmp_path, {"update": 2})
+    monkeypatch.undo()
+    assert (tmp_path / resume.RESUME_FILE).read_bytes() == good
+    assert resume.read_checkpoint(tmp_path)["update"] == 1
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]  # no leftovers
+
+
+def test_a_kill_during_a_checkpoint_write_leaves_the_previous_one(tmp_path):
+    resume.write_checkpoint(tmp_path, {"update": 1, "blob": b"x" * 1000})
+    script = textwrap.dedent(f"""
+        import os, signal
+        def killed(fd):
+            os.kill(os.getpid(), signal.SIGKILL)  # mid-write: the temporary file is written
+        os.fsync = killed
+        from traveller_rl.ppo import resume
+        resume.write_checkpoint({str(tmp_path)!r}, {{"update": 2, "blob": b"y" * 10**6}})
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120)
+    assert proc.returncode == -9, proc.stderr.decode()
+    assert resume.read_checkpoint(tmp_path)["update"] == 1
+
+
+def test_logs_are_cut_back_to_the_checkpoints_line_counts(tmp_path):
+    log = tmp_path / "training.jsonl"
+    log.write_text('{"update": 1}\n{"update": 2}\n{"update": 3}\n{"upd')  # killed mid-line
+    assert resume.count_lines(log) == 3
+    resume.truncate_lines(log, 2)
+    assert log.read_text() == '{"update": 1}\n{"update": 2}\n'
+    resume.truncate_lines(log, 0)
+    assert log.read_text() == ""
+    with pytest.raises(ValueError, match="recorded 4 lines, the file holds 0"):
+        resume.truncate_lines(log, 4)
+    assert resume.count_lines(tmp_path / "missing.jsonl") == 0
+
+
+def test_an_unwritable_out_is_refused_naming_the_flag(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with pytest.raises(ValueError, match=r"--out .*cannot be written"):
+        resume.check_writable(blocker / "run")
+    resume.check_writable(tmp_path / "fine")
+    assert (tmp_path / "fine").is_dir() and not list((tmp_path / "fine").iterdir())
