@@ -360,8 +360,8 @@ def test_the_console_command_prints_one_line(argv, tmp_path):
 
 
 # ---------------------------------------------------------------------------- help
-#: Commands whose help is not yet held to the examples rule (their module is new).
-HELP_WITHOUT_EXAMPLES = {"benchmark"}
+#: Commands whose help is not yet held to the examples rule.
+HELP_WITHOUT_EXAMPLES: set[str] = set()
 
 
 @pytest.mark.parametrize("words", [w for w in ALL_COMMANDS if w != "league"]

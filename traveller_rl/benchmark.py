@@ -56,6 +56,7 @@ import yaml
 
 from agents.evaluation import wilson_interval
 from agents.registry import make_policy, parse_policy_list
+from traveller_env.cli import examples_epilog, int_at_least
 from traveller_env.generate import GENERATED_PREFIX
 from traveller_env.scenario import ScenarioError, config_dir
 
@@ -336,12 +337,19 @@ def format_leaderboard(suite: Suite, records: dict[str, dict[str, Any]]) -> str:
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     """The options of ``traveller benchmark``."""
     p = parser or argparse.ArgumentParser(prog="traveller benchmark", description=__doc__)
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.epilog = examples_epilog("""
+        traveller benchmark tactician
+        traveller benchmark results/league/understudy.onnx --suite v1 --out runs/understudy.json
+        traveller benchmark rush,marksman,cover,tactician --workers 2 --markdown runs/board.md
+    """)
     p.add_argument("policies", metavar="POLICY",
                    help="the policy to benchmark (a registry name, a .onnx/.pt file, ...) or "
                         "a comma-separated list of them (a leaderboard)")
     p.add_argument("--suite", default="v1",
                    help="suite version (v1 is configs/benchmarks/v1.yaml) or a suite file")
-    p.add_argument("--workers", type=int, default=1, help="processes playing battles (1)")
+    p.add_argument("--workers", type=int_at_least(1), default=1,
+                   help="processes playing battles (1)")
     p.add_argument("--out", type=Path, help="write the JSON match record to this file")
     p.add_argument("--markdown", type=Path, help="write the leaderboard table (Markdown)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
