@@ -20,7 +20,7 @@ from typing import Any
 
 __all__ = ["PPOArgs", "PoolCheckpointCallback", "add_dataclass_args", "atomic_save_model",
            "atomic_write_bytes", "checkpoint_provenance", "learning_curve", "make_model",
-           "make_run_dir", "seed_everything", "write_json"]
+           "make_run_dir", "parse_opponents", "seed_everything", "write_json"]
 
 
 @dataclasses.dataclass
@@ -362,3 +362,18 @@ class PoolCheckpointCallback:
 
         return _Callback()
 
+
+def parse_opponents(text: str) -> dict[str, str]:
+    """``"red=rush,blue_1=marksman"`` -> ``{"red": "rush", "blue_1": "marksman"}``
+    (``ValueError`` naming ``--opponents`` for a malformed item)."""
+    out: dict[str, str] = {}
+    for item in (s.strip() for s in text.split(",")):
+        if not item:
+            continue
+        seat, sep, name = item.partition("=")
+        if not sep or not seat.strip() or not name.strip():
+            raise ValueError(f"--opponents: {item!r} is not SEAT=POLICY (e.g. red=rush)")
+        if seat.strip() in out:
+            raise ValueError(f"--opponents: seat {seat.strip()!r} given twice")
+        out[seat.strip()] = name.strip()
+    return out

@@ -55,6 +55,7 @@ from traveller_rl.common import (
     add_dataclass_args,
     check_minimums,
     hidden_sizes,
+    parse_opponents,
     versions,
     write_json,
 )
@@ -145,21 +146,6 @@ class Args:
             except ValueError as exc:
                 raise ValueError(f"--eval-vs: {exc}") from None
         hidden_sizes(self.hidden)
-
-
-def parse_opponents(text: str) -> dict[str, str]:
-    """``"red=rush,blue_1=marksman"`` -> ``{"red": "rush", "blue_1": "marksman"}``."""
-    out: dict[str, str] = {}
-    for item in (s.strip() for s in text.split(",")):
-        if not item:
-            continue
-        seat, sep, name = item.partition("=")
-        if not sep or not seat.strip() or not name.strip():
-            raise ValueError(f"--opponents: {item!r} is not SEAT=POLICY (e.g. red=rush)")
-        if seat.strip() in out:
-            raise ValueError(f"--opponents: seat {seat.strip()!r} given twice")
-        out[seat.strip()] = name.strip()
-    return out
 
 
 def module_plan(env: Any, mapping: str, opponents: dict[str, str]) -> dict[str, str]:

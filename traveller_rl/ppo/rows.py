@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from traveller_rl.common import parse_opponents
 from traveller_rl.ppo.args import Args, names_list
 from traveller_rl.ppo.shaping import parse_terms
 
@@ -67,22 +68,6 @@ def apportion(total: int, weights: list[float]) -> list[int]:
     for i in np.argsort(-(exact - rows), kind="stable")[:total - rows.sum()]:
         rows[i] += 1
     return [int(r) for r in rows]
-
-
-def parse_opponents(text: str) -> dict[str, str]:
-    """``"red=rush,blue_1=marksman"`` -> ``{"red": "rush", "blue_1": "marksman"}``
-    (``ValueError`` naming ``--opponents`` for a malformed item)."""
-    out: dict[str, str] = {}
-    for item in (s.strip() for s in text.split(",")):
-        if not item:
-            continue
-        seat, sep, name = item.partition("=")
-        if not sep or not seat.strip() or not name.strip():
-            raise ValueError(f"--opponents: {item!r} is not SEAT=POLICY (e.g. red=rush)")
-        if seat.strip() in out:
-            raise ValueError(f"--opponents: seat {seat.strip()!r} given twice")
-        out[seat.strip()] = name.strip()
-    return out
 
 
 # ============================================================================ the battles
