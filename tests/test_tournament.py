@@ -130,3 +130,77 @@ def test_main_writes_csv_json_and_heatmap(tmp_path, capsys):
 def test_main_rejects_an_unknown_policy(tmp_path, capsys):
     assert main(["--policies", "rush,sniper", "--out", str(tmp_path)]) == 2
     assert "unknown policy 'sniper'" in capsys.readouterr().err
+
+
+# ============================================================================ resuming
+RESUMABLE = ["--policies", "rush,marksman,random", "--scenarios", "duel", "--battles", "3",
+             "--seed", "4", "--workers", "1", "--no-progress", "--bootstrap", "10"]
+TABLES = ("pairings.csv", "ratings.csv", "summary.md", "games.csv")
+
+
+def _tables(out):
+    """The tournament's outputs that must not depend on an interruption (timings left out)."""
+    data = json.loads((out / "results.json").read_text())
+    del data["run"]["elapsed_s"]
+    return {name: (out / name).read_text() for name in TABLES} | {"results.json": data}
+
+
+def test_a_killed_tournament_resumes_to_the_uninterrupted_tables(tmp_path):
+    """SIGKILL a tournament after some games are recorded; ``--resume`` keeps them, plays the
+    rest and writes the tables of a run that was never interrupted."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import textwrap
+    import time
+
+    out = tmp_path / "t"
+    assert main([*RESUMABLE, "--out", str(out)]) == 0
+    expected = _tables(out)
+    recorded = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len(recorded) == 1 + 6 * 3 and "tournament" in recorded[0]
+    for child in out.iterdir():
+        child.unlink()
+    out.rmdir()
+
+    script = textwrap.dedent(f"""
+        import time
+        from traveller_rl import tournament
+        play = tournament.play_game
+        def slow(game):
+            time.sleep(0.15)  # slow enough to be killed half-way
+            return play(game)
+        tournament.play_game = slow
+        tournament.main({[*RESUMABLE, "--out", str(out)]!r})
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE)
+    log = out / "results.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if log.exists() and log.read_text().count("\n") >= 1 + 6:  # two chunks recorded
+            break
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.read().decode()
+    lines = log.read_text().count("\n")
+    assert 1 + 6 <= lines < 1 + 18 and not (out / "results.json").exists()
+
+    assert main([*RESUMABLE, "--out", str(out), "--resume"]) == 0
+    assert _tables(out) == expected
+    assert log.read_text().count("\n") == 1 + 18  # no game lost or played twice
+
+
+def test_resume_refuses_changed_arguments_naming_the_flag(tmp_path, capsys):
+    out = tmp_path / "t"
+    assert main([*RESUMABLE, "--out", str(out)]) == 0
+    capsys.readouterr()
+    changed = [*RESUMABLE, "--out", str(out), "--resume"]
+    changed[changed.index("--seed") + 1] = "5"
+    assert main(changed) == 2
+    assert "--seed (recorded: 4, now: 5)" in capsys.readouterr().err
+    assert main([*RESUMABLE, "--out", str(out)]) == 2  # a used folder without --resume
+    assert "--overwrite to write over its files, or --resume" in capsys.readouterr().err
+    assert main([*RESUMABLE, "--out", str(tmp_path / "none"), "--resume"]) == 2
+    assert "no tournament to resume" in capsys.readouterr().err

@@ -19,6 +19,12 @@ its battles, wins and win rate on each of the scenario's sides: ``n_side0``, ``w
 one example battle per scenario and pairing (battle 0, the first policy on side 0) is played
 again and written as a self-contained replay page (``traveller_env.replay_html``).
 
+**Resuming.** Finished games are appended to ``results.jsonl`` in ``--out`` as they finish
+(a first line records the arguments the tables depend on; each chunk of games is flushed and
+synced to disk). ``--resume`` with the same arguments keeps the games recorded there, plays the
+rest, and writes the same tables as an uninterrupted run (``--workers``, ``--no-progress`` and
+``--replays`` may change; any other changed flag is refused, naming it).
+
 ``build_parser(parser)`` and ``run(args)`` are the ``traveller tournament`` command; the default
 ``--out`` is ``runs/tournament`` (the docs' published tables are written only when asked).
 """
@@ -33,7 +39,7 @@ import shlex
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from itertools import combinations
 from pathlib import Path
@@ -54,9 +60,9 @@ from traveller_env.cli import (
 )
 from traveller_rl.stats import bootstrap_elo, openskill_ratings, wilson_interval
 
-__all__ = ["DEFAULT_OUT", "Game", "build_games", "build_parser", "command_line", "main",
-           "play_game", "run", "run_tournament", "summarise", "write_example_replays",
-           "write_outputs"]
+__all__ = ["DEFAULT_OUT", "RESULTS_LOG", "Game", "build_games", "build_parser", "command_line",
+           "game_key", "main", "play_game", "read_results_log", "run", "run_tournament",
+           "summarise", "write_example_replays", "write_outputs"]
 
 
 class Game(NamedTuple):
@@ -170,22 +176,38 @@ def _chunks(games: Sequence[Game], size: int) -> list[list[Game]]:
     return out
 
 
+def game_key(result: dict[str, Any] | Game) -> tuple[str, str, str, int]:
+    """What identifies a game among a tournament's: scenario, side assignment, battle index."""
+    if isinstance(result, Game):
+        return result.scenario, result.side0, result.side1, result.index
+    return result["scenario"], result["side0"], result["side1"], int(result["index"])
+
+
 def run_tournament(policies: Sequence[str], scenarios: Sequence[str], battles: int,
                    seed: int = 0, workers: int = 1, progress: bool = True,
-                   chunk_size: int = 20) -> list[dict[str, Any]]:
-    """Play every game (see the module docstring); results in a canonical order."""
+                   chunk_size: int = 20, done: Sequence[dict[str, Any]] = (),
+                   record: Callable[[list[dict[str, Any]]], None] | None = None,
+                   ) -> list[dict[str, Any]]:
+    """Play every game (see the module docstring); results in a canonical order. Games in
+    ``done`` (results of an earlier, interrupted run) are kept, not played again; ``record``
+    is called with each chunk's results as it finishes."""
     games = build_games(policies, scenarios, battles, seed)
-    chunks = _chunks(games, chunk_size)
-    results: list[dict[str, Any]] = []
+    wanted = {game_key(g) for g in games}
+    kept = {game_key(r): r for r in done if game_key(r) in wanted}
+    results: list[dict[str, Any]] = list(kept.values())
+    chunks = _chunks([g for g in games if game_key(g) not in kept], chunk_size)
     bar = None
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(games), unit="battle", smoothing=0.05)
+        bar = tqdm(total=len(games), initial=len(kept), unit="battle", smoothing=0.05)
     try:
         if workers <= 1:
             for chunk in chunks:
-                results.extend(_run_chunk([tuple(g) for g in chunk]))
+                part = _run_chunk([tuple(g) for g in chunk])
+                results.extend(part)
+                if record is not None:
+                    record(part)
                 if bar is not None:
                     bar.update(len(chunk))
         else:
@@ -203,6 +225,8 @@ def run_tournament(policies: Sequence[str], scenarios: Sequence[str], battles: i
                 for fut in as_completed(futures):
                     part = fut.result()
                     results.extend(part)
+                    if record is not None:
+                        record(part)
                     if bar is not None:
                         bar.update(len(part))
     finally:
@@ -412,6 +436,67 @@ def write_example_replays(policies: Sequence[str], scenarios: Sequence[str], see
     return paths
 
 
+# ---------------------------------------------------------------------------- the results log
+#: The log of finished games in ``--out``: a header line, then one line per game.
+RESULTS_LOG = "results.jsonl"
+#: The flags whose values the tables depend on; a resumed tournament may not change them.
+RESUME_FLAGS = ("policies", "scenarios", "battles", "seed", "bootstrap")
+
+
+def resume_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The arguments recorded in the results log's header (a resumed run must match them)."""
+    return {name: getattr(args, name) for name in RESUME_FLAGS}
+
+
+def read_results_log(path: Path, settings: dict[str, Any]) -> list[dict[str, Any]]:
+    """The games recorded in ``path`` by a tournament with the same ``settings`` (a
+    ``UsageError`` naming each changed flag otherwise). A line cut by a kill is dropped, and
+    the file is cut back to its complete lines."""
+    if not path.is_file():
+        raise UsageError(f"--resume: {path} does not exist; there is no tournament to resume "
+                         "in this --out folder")
+    data = path.read_bytes()
+    complete = data[:data.rfind(b"\n") + 1]
+    lines = complete.decode().splitlines()
+    try:
+        header = json.loads(lines[0])["tournament"] if lines else None
+    except (ValueError, KeyError, TypeError):
+        header = None
+    if not isinstance(header, dict):
+        raise UsageError(f"--resume: {path} is not a tournament's results log")
+    changed = [f"--{name} (recorded: {header.get(name)!r}, now: {value!r})"
+               for name, value in settings.items() if header.get(name) != value]
+    if changed:
+        raise UsageError("--resume: the tournament was started with other arguments; these "
+                         "may not change on resume: " + "; ".join(changed))
+    if len(complete) != len(data):
+        with path.open("r+b") as fh:
+            fh.truncate(len(complete))
+    return [json.loads(line) for line in lines[1:] if line.strip()]
+
+
+class ResultsLog:
+    """Appends finished games to the results log, each chunk flushed and synced to disk."""
+
+    def __init__(self, path: Path, settings: dict[str, Any] | None) -> None:
+        """Open ``path`` for appending; a new log (``settings`` given) starts with its header
+        line."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.fh = path.open("w" if settings is not None else "a")
+        if settings is not None:
+            self.append([{"tournament": settings}])
+
+    def append(self, rows: list[dict[str, Any]]) -> None:
+        """Write ``rows``, one JSON line each, and make them durable."""
+        self.fh.write("".join(json.dumps(r) + "\n" for r in rows))
+        self.fh.flush()
+        os.fsync(self.fh.fileno())
+
+    def close(self) -> None:
+        """Close the file."""
+        self.fh.close()
+
+
 # ---------------------------------------------------------------------------- command line
 #: Where a tournament writes when no ``--out`` is given (``runs/`` is ignored by git).
 DEFAULT_OUT = "runs/tournament"
@@ -451,6 +536,9 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
                           "only when asked, with --out results/tournament)")
     out.add_argument("--overwrite", action="store_true",
                      help="write over the files of an existing --out folder")
+    out.add_argument("--resume", action="store_true",
+                     help=f"continue the interrupted tournament in --out (its {RESULTS_LOG}): "
+                          "the same arguments; finished games are kept, the rest played")
     out.add_argument("--bootstrap", type=int_at_least(0), default=200,
                      help="bootstrap resamples for the Elo intervals (default: %(default)s)")
     out.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -493,16 +581,46 @@ def check_args(args: argparse.Namespace) -> tuple[list[str], list[str]]:
                     make_policy(p, scenario=sc)
     except (ValueError, FileNotFoundError) as exc:
         raise UsageError(f"--policies: {exc}") from None
-    check_output_folder("--out", args.out, getattr(args, "overwrite", False))
+    check_out(args)
     return policies, scenarios
+
+
+def check_out(args: argparse.Namespace) -> None:
+    """The output folder: ``--resume`` needs the results log of the tournament to continue;
+    otherwise the rule of every command (a non-empty folder needs ``--overwrite``)."""
+    resume = getattr(args, "resume", False)
+    if resume and getattr(args, "overwrite", False):
+        raise UsageError("--resume and --overwrite: choose one (--resume continues the "
+                         "tournament in --out, --overwrite starts it again)")
+    if resume:
+        if not (Path(args.out) / RESULTS_LOG).is_file():
+            raise UsageError(f"--resume: {Path(args.out) / RESULTS_LOG} does not exist; there "
+                             "is no tournament to resume in this --out folder")
+        return
+    try:
+        check_output_folder("--out", args.out, getattr(args, "overwrite", False))
+    except UsageError as exc:
+        if not (Path(args.out) / RESULTS_LOG).is_file():
+            raise
+        raise UsageError(f"{exc}, or --resume to continue its tournament") from None
 
 
 def run_from_args(args: argparse.Namespace, argv: Sequence[str] | None = None) -> int:
     """Run the tournament described by parsed ``args``; return the exit status."""
     policies, scenarios = check_args(args)
+    log_path = Path(args.out) / RESULTS_LOG
+    settings = resume_settings(args)
+    resuming = getattr(args, "resume", False)
+    done = read_results_log(log_path, settings) if resuming else []
     start = time.perf_counter()
-    results = run_tournament(policies, scenarios, args.battles, args.seed, args.workers,
-                             progress=not args.no_progress)
+    log = ResultsLog(log_path, None if resuming else settings)
+    try:
+        results = run_tournament(policies, scenarios, args.battles, args.seed, args.workers,
+                                 progress=not args.no_progress, done=done, record=log.append)
+    finally:
+        log.close()
+    if done:
+        print(f"resumed: {len(done)} battles were recorded, {len(results) - len(done)} played")
     elapsed = time.perf_counter() - start
     summary = summarise(results, policies, scenarios, bootstrap=args.bootstrap)
     run_info = {"command": command_line(args, argv), "policies": policies, "scenarios": scenarios,
@@ -524,8 +642,8 @@ def command_line(args: argparse.Namespace, argv: Sequence[str] | None = None) ->
     traveller_rl.tournament ARGV`` when the arguments ``argv`` are known, else every option
     spelled out from the parsed ``args`` (as when ``traveller tournament`` runs it)."""
     head = ["python", "-m", "traveller_rl.tournament"]
-    if argv is not None:
-        return shlex.join([*head, *argv])
+    if argv is not None:  # the same command whether or not it was resumed
+        return shlex.join([*head, *(a for a in argv if a != "--resume")])
     words = [*head, "--policies", args.policies, "--scenarios", args.scenarios,
              "--battles", str(args.battles), "--seed", str(args.seed),
              "--workers", str(args.workers), "--out", str(args.out),
