@@ -8,6 +8,7 @@ from __future__ import annotations
 import errno
 import os
 import random
+import re
 import subprocess
 import sys
 import textwrap
@@ -160,3 +161,109 @@ def test_an_unwritable_out_is_refused_naming_the_flag(tmp_path):
         resume.check_writable(blocker / "run")
     resume.check_writable(tmp_path / "fine")
     assert (tmp_path / "fine").is_dir() and not list((tmp_path / "fine").iterdir())
+
+
+# ============================================================================ traveller train ppo
+# A tiny run: 16 battles x 32 steps = 512 learner decisions per update, 6 updates.
+RUN = ["--scenario", "duel", "--opponents", "red=rush", "--total-timesteps", "3072",
+       "--seed", "3", "--num-envs", "16", "--num-steps", "32", "--eval-every", "2",
+       "--eval-vs", "rush", "--eval-battles", "4", "--eval-envs", "4",
+       "--final-eval-battles", "0", "--backend", "python", "--threads", "1", "--no-progress"]
+
+
+def _train(flags):
+    from traveller_rl.ppo.trainer import build_parser, run
+
+    return run(build_parser().parse_args(flags))
+
+
+def _updates(path):
+    import json
+
+    return [json.loads(line)["update"] for line in path.read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    out = tmp_path_factory.mktemp("resume") / "whole"
+    assert _train([*RUN, "--out", str(out)]) == 0
+    return out
+
+
+def test_a_run_killed_at_a_random_moment_resumes_to_the_same_bytes(uninterrupted, tmp_path):
+    """SIGKILL a run at a random moment after its first resume checkpoint; ``--resume``
+    finishes it with the uninterrupted run's ``ppo.pt``, byte for byte, and its logs with no
+    line lost or doubled."""
+    import signal
+    import time
+
+    out = tmp_path / "killed"
+    proc = subprocess.Popen([sys.executable, "-m", "traveller_rl.ppo.trainer", *RUN,
+                             "--out", str(out), "--checkpoint-every", "1"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 300
+    while (time.monotonic() < deadline and proc.poll() is None
+           and not (out / resume.RESUME_FILE).exists()):
+        time.sleep(0.01)
+    time.sleep(random.Random().uniform(0.0, 1.5))  # anywhere in the run: mid-rollout, mid-write
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode in (0, -signal.SIGKILL), proc.stderr.read().decode()
+    assert (out / resume.RESUME_FILE).exists()
+
+    assert _train([*RUN, "--resume", str(out), "--checkpoint-every", "1"]) == 0
+    assert (out / "ppo.pt").read_bytes() == (uninterrupted / "ppo.pt").read_bytes()
+    assert _updates(out / "training.jsonl") == [1, 2, 3, 4, 5, 6]
+    assert _updates(out / "progress.jsonl") == [0, 2, 4, 6]
+
+
+def test_a_resumed_run_continues_a_stopped_one_exactly(uninterrupted, tmp_path):
+    """A run stopped by ``--stop-after-updates`` (a budget: it may change on resume) resumes
+    from its last checkpoint; the evaluations match the uninterrupted run's."""
+    import json
+
+    out = tmp_path / "stopped"
+    assert _train([*RUN, "--out", str(out), "--checkpoint-every", "2",
+                   "--stop-after-updates", "3"]) == 0
+    assert _updates(out / "training.jsonl") == [1, 2, 3]
+    assert _train([*RUN, "--resume", str(out)]) == 0
+    assert (out / "ppo.pt").read_bytes() == (uninterrupted / "ppo.pt").read_bytes()
+
+    def evals(folder):
+        return [json.loads(line)["eval"] for line in
+                (folder / "progress.jsonl").read_text().splitlines()]
+
+    assert evals(out) == evals(uninterrupted)
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--lr", "0.001"], r"--lr \(checkpoint: 0.00025, now: 0.001\)"),
+    (["--overwrite"], "--resume and --overwrite"),
+    (["--backend", "core"], "--resume needs --backend python"),
+])
+def test_resume_refuses_what_it_cannot_continue_naming_the_flag(uninterrupted, tmp_path,
+                                                                 flags, message, capsys):
+    from traveller_env import vector
+    from traveller_rl.ppo.trainer import main
+
+    if "core" in flags and vector.BACKENDS["core"] != "available":
+        pytest.skip("no compiled core here")
+    out = tmp_path / "run"
+    assert _train([*RUN, "--out", str(out), "--checkpoint-every", "2",
+                   "--stop-after-updates", "3", "--eval-every", "0"]) == 0
+    capsys.readouterr()
+    assert main([*RUN, "--resume", str(out), *flags]) == 2
+    assert re.search(message, capsys.readouterr().err)
+
+
+def test_checkpoints_are_refused_with_a_pool_and_a_missing_checkpoint_is_named(tmp_path,
+                                                                               capsys):
+    from traveller_rl.ppo.trainer import main
+
+    pool = ["--scenario", "duel", "--pool", "--backend", "python", "--no-progress"]
+    assert main([*pool, "--out", str(tmp_path / "p"), "--checkpoint-every", "5"]) == 2
+    assert "--checkpoint-every does not work with --pool yet" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert main([*RUN, "--resume", str(tmp_path / "empty")]) == 2
+    assert "no resume checkpoint" in capsys.readouterr().err

@@ -146,6 +146,13 @@ class Args:
     """run folder (default: runs/ppo__<scenario>__<seed>__<unix time>)"""
     overwrite: bool = False
     """replace the run already in --out (its config, checkpoints, logs) instead of refusing"""
+    resume: str = ""
+    """continue the run in this folder from its resume checkpoint (resume.ckpt, written every
+    --checkpoint-every), with the same flags (budgets and verbosity may change): --backend
+    python, without --pool"""
+    checkpoint_every: str = ""
+    """write the resume checkpoint every N updates (10) or every span of time (90s, 5m, 2h);
+    empty or 0: never. --backend python, without --pool"""
     backend: str = field(default_factory=default_backend)
     """vector backend, 'core' or 'python' (default: core when it is built)"""
     num_envs: int = 64
@@ -307,6 +314,7 @@ class Args:
             raise ValueError("--potential reads the attack view ("
                              f"{', '.join(t for t in terms if t not in MOVE_VIEW_TERMS)}): "
                              "it needs --attack-view")
+        self.check_resume()
         if self.out and not self.overwrite and not getattr(self, "resume", None):
             # the one rule of every command's output folder (traveller_env.cli)
             out = Path(self.out)
@@ -315,6 +323,33 @@ class Args:
                                  "another folder, or pass --overwrite to replace it")
             check_output_folder("--out", out, overwrite=False)
         hidden_sizes(self.hidden)
+
+
+    def check_resume(self) -> None:
+        """``--resume`` and ``--checkpoint-every``: what is supported so far (``ValueError``
+        naming the flag otherwise)."""
+        from traveller_rl.ppo.resume import parse_checkpoint_every
+
+        parse_checkpoint_every(self.checkpoint_every)
+        for flag, value in (("--resume", self.resume),
+                            ("--checkpoint-every", self.checkpoint_every)):
+            if not value or value.strip() == "0":
+                continue
+            if self.backend != "python":
+                raise ValueError(f"{flag} needs --backend python for now: the core backend's "
+                                 "vectors cannot be saved and restored yet")
+            if self.pool:
+                raise ValueError(f"{flag} does not work with --pool yet: the pool's state is "
+                                 "not saved")
+        if self.resume:
+            if self.overwrite:
+                raise ValueError("--resume and --overwrite: choose one (--resume continues the "
+                                 "run in its folder, --overwrite starts it again)")
+            if self.out and Path(self.out) != Path(self.resume):
+                raise ValueError(f"--resume {self.resume} and --out {self.out}: a resumed run "
+                                 "writes in its own folder; leave --out out")
+            if not Path(self.resume).is_dir():
+                raise ValueError(f"--resume {self.resume}: no such run folder")
 
 
 #: ``traveller train ppo --help``'s groups of flags (title -> ``Args`` fields, in order); a

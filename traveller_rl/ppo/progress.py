@@ -4,6 +4,7 @@ per-update line of ``training.jsonl`` with its TensorBoard scalars (``log_update
 
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -111,6 +112,18 @@ class BattleStats:
         self.returns.extend(self.ret[sided].tolist())
         self.length[done] = 0
         self.ret[done] = 0.0
+
+    _STATE = ("length", "ret", "battles", "decided", "wins", "lengths", "returns")
+
+    def state(self) -> dict[str, Any]:
+        """The battles in progress and those ended since the last ``clear`` (a resume
+        checkpoint's part)."""
+        return {name: copy.deepcopy(getattr(self, name)) for name in self._STATE}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Put back what ``state`` recorded."""
+        for name in self._STATE:
+            setattr(self, name, copy.deepcopy(state[name]))
 
     def win_rate(self) -> float | None:
         """The learner's win rate in the ended battles with a learner side (None: none)."""

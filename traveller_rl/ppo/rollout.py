@@ -195,6 +195,27 @@ class SeatRollout:
         self.blocks = [(0, m)] if m else []
         return m
 
+    _ARRAYS = ("obs", "mask", "action", "logp", "value", "reward", "progress", "done", "next")
+
+    def state(self) -> dict[str, Any]:
+        """The transitions held (arrays up to ``size``), ``pending`` and ``blocks``: what
+        ``load_state`` needs to continue exactly (a resume checkpoint's part)."""
+        return {"size": self.size, "blocks": list(self.blocks),
+                "pending": self.pending.copy(),
+                **{name: getattr(self, name)[:self.size].copy() for name in self._ARRAYS}}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Put back what ``state`` recorded (a rollout of the same shape)."""
+        if state["pending"].shape != self.pending.shape:
+            raise ValueError(f"rollout state of {state['pending'].shape} (rows, seats), this "
+                             f"rollout has {self.pending.shape}")
+        size = int(state["size"])
+        for name in self._ARRAYS:
+            getattr(self, name)[:size] = state[name]
+        self.pending[:] = state["pending"]
+        self.size = size
+        self.blocks = [tuple(b) for b in state["blocks"]]
+
 
 # ============================================================================ evaluation
 def without_forbidden(mask: np.ndarray, forbid: np.ndarray) -> np.ndarray:

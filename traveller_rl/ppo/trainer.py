@@ -108,6 +108,16 @@ from traveller_rl.ppo.progress import (
     log_update,
     metrics_writer,
 )
+from traveller_rl.ppo.resume import (
+    CheckpointSchedule,
+    check_resumable_config,
+    count_lines,
+    generator_states,
+    read_checkpoint,
+    restore_generators,
+    truncate_lines,
+    write_checkpoint,
+)
 from traveller_rl.ppo.rows import (
     Group,
     RowBatch,
@@ -157,7 +167,11 @@ __all__ = ["EVAL_SEED", "KNOCKOUT_TERMS", "MOVE_VIEW_TERMS", "OUTPUTS", "POOL_SA
 
 #: The files a run writes in its folder (besides the folders tb/ and pool/).
 OUTPUTS = ("config.json", "ppo.pt", "progress.jsonl", "training.jsonl", "evaluation.json",
-           "learning_curve.png")
+           "learning_curve.png", "resume.ckpt")
+#: The logs a resumed run cuts back to the line counts its checkpoint recorded.
+RESUMED_LOGS = ("progress.jsonl", "training.jsonl")
+#: The ``RowBatch`` arrays a resume checkpoint holds (the next step reads them).
+BATCH_ARRAYS = ("obs", "mask", "agent", "rewards", "ended", "winner", "side", "group")
 
 
 def prepare(args: Args) -> tuple[list[Group], dict[str, list[tuple[Any, int]]]]:
@@ -165,6 +179,8 @@ def prepare(args: Args) -> tuple[list[Group], dict[str, list[tuple[Any, int]]]]:
     naming the flag on bad input)."""
     args.check()
     resolve_device(args.device)  # ValueError naming --device before any battle is built
+    if args.resume:  # the checkpoint is there and the flags match it, before any battle
+        check_resume(args, read_checkpoint(Path(args.resume)))
     groups = build_groups(args)
     check_checkpoints(args, groups[0].venv)
     eval_vectors = make_eval_vectors(args, groups[0].venv.sides) if args.eval_battles else {}
@@ -182,11 +198,17 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
     groups, eval_vectors = prepared or prepare(args)
     first = groups[0].venv
     scenario = ",".join(dict.fromkeys(g.venv.scenario.name for g in groups))
+    resumed = None
+    if args.resume:  # the run's own folder; its arguments checked against the checkpoint's
+        resumed = read_checkpoint(Path(args.resume))
+        check_resume(args, resumed)
+        args.out = args.resume
     out = run_folder(args)
     n = args.num_envs
     # the learner's inputs: the vector's observation, or its prefix without the later views
     obs_dim = learner_obs_dim(args, first)
-    write_config(out, args, scenario, groups, obs_dim)
+    if resumed is None:
+        write_config(out, args, scenario, groups, obs_dim)
 
     # ---- seeding: one block (torch's initialisation, the sampler, NumPy's shuffles)
     torch.set_num_threads(args.threads)
@@ -238,8 +260,9 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
             fh.write(json.dumps(record) + "\n")
         return record
 
-    (out / "progress.jsonl").unlink(missing_ok=True)
-    (out / "training.jsonl").unlink(missing_ok=True)
+    if resumed is None:
+        (out / "progress.jsonl").unlink(missing_ok=True)
+        (out / "training.jsonl").unlink(missing_ok=True)
     curve_label = (groups[0].label if len(groups) == 1
                    else "pool" if pool is not None else "all scenarios")
     t = time.perf_counter()
@@ -251,7 +274,45 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
     stats = BattleStats(n, len(groups), first.agent_sides, len(first.sides))
     settings = UpdateSettings.of(args)
     decisions, update = 0, 0
-    evaluate(0, 0, None)
+    torch_gens = [gen] if pool_gen is gen else [gen, pool_gen]
+
+    def run_state() -> dict[str, Any]:
+        """Everything the rest of the run depends on (the resume checkpoint's contents)."""
+        return {"args": dataclasses.asdict(args), "update": update, "decisions": decisions,
+                "net": net.state_dict(), "optimizer": optimizer.state_dict(),
+                "generators": generator_states(rng, torch_gens),
+                "vectors": [g.venv.snapshot() for g in groups],
+                "batch": {name: getattr(batch, name).copy() for name in BATCH_ARRAYS},
+                "rollout": rollout.state(), "stats": stats.state(),
+                "history": history, "training_curve": training_curve,
+                "timers": {"wall": timers.wall(), "env": timers.env,
+                           "inference": timers.inference, "update": timers.update,
+                           "eval": timers.eval},
+                "lines": {name: count_lines(out / name) for name in RESUMED_LOGS}}
+
+    if resumed is None:
+        evaluate(0, 0, None)
+    else:  # put the run back where its checkpoint left it
+        for name, lines in resumed["lines"].items():
+            truncate_lines(out / name, lines)
+        update, decisions = resumed["update"], resumed["decisions"]
+        net.load_state_dict(resumed["net"])
+        optimizer.load_state_dict(resumed["optimizer"])
+        for g, snapshot in zip(groups, resumed["vectors"], strict=True):
+            g.venv.restore(snapshot)
+        for name in BATCH_ARRAYS:
+            getattr(batch, name)[...] = resumed["batch"][name]
+        rollout.load_state(resumed["rollout"])
+        stats.load_state(resumed["stats"])
+        history[:] = resumed["history"]
+        training_curve[:] = resumed["training_curve"]
+        saved_time = resumed["timers"]
+        timers.start = time.perf_counter() - saved_time["wall"]
+        for part in ("env", "inference", "update", "eval"):
+            setattr(timers, part, saved_time[part])
+        restore_generators(resumed["generators"], rng, torch_gens)
+        print(f"resumed {out} at update {update} ({decisions:,} decisions)")
+    schedule = CheckpointSchedule.parse(args.checkpoint_every, time.perf_counter(), update)
     bar = None
     if args.progress:
         from tqdm import tqdm
@@ -259,7 +320,8 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
         # a run bounded by training time shows the time; otherwise the decisions
         by_time = bool(args.max_train_seconds)
         bar = tqdm(total=args.max_train_seconds if by_time else args.total_timesteps,
-                   unit="s" if by_time else "dec", smoothing=0.1, dynamic_ncols=True,
+                   initial=0 if by_time else decisions, unit="s" if by_time else "dec",
+                   smoothing=0.1, dynamic_ncols=True,
                    bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} s [{elapsed}{postfix}]"
                    if by_time else None)
     log = bar.write if bar is not None else print
@@ -370,6 +432,11 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
             plot_curve(history, out / "learning_curve.png",
                        f"PPO {scenario} ({curve_label}, seed {args.seed})", training_curve)
             timers.eval += time.perf_counter() - t  # checkpoint and curve: not training
+        if not last and schedule.due(update, time.perf_counter()):
+            t = time.perf_counter()
+            write_checkpoint(out, run_state())
+            schedule.written(update, time.perf_counter())
+            timers.eval += time.perf_counter() - t  # the resume checkpoint: not training
     if bar is not None:
         bar.close()
     train_seconds = timers.training()
@@ -397,6 +464,14 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
 
 
 # ============================================================================ a run's pieces
+def check_resume(args: Args, checkpoint: dict[str, Any]) -> None:
+    """``ValueError`` naming each flag of ``args`` that differs from the checkpoint's run
+    (budgets and verbosity may change; the folder is the run's own, whatever ``--out`` first
+    named it)."""
+    check_resumable_config({**checkpoint["args"], "out": ""},
+                           {**dataclasses.asdict(args), "out": ""})
+
+
 def run_folder(args: Args) -> Path:
     """The run folder (``--out``, or ``runs/ppo__<scenario>__<seed>__<unix time>``), created;
     with ``--overwrite``, the outputs of the run already there removed (anything else in the
