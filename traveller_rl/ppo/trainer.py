@@ -66,8 +66,10 @@ tournament), ``config.json`` (every argument, the resolved layout, package versi
 (TensorBoard), ``progress.jsonl`` (one line per evaluation), ``training.jsonl`` (one line
 per update: decisions, seconds, the training battles' win rate, per group when there are
 several), ``learning_curve.png`` (evaluations with intervals, training win rates dotted) and
-``evaluation.json``. The same seed and flags on one thread (``--threads 1``) give the same
-``ppo.pt``, byte for byte, on either backend (the backends play the same battles).
+``evaluation.json``; with ``--checkpoint-every``, ``resume.ckpt``, which ``--resume DIR``
+continues from (``--backend python``, without ``--pool``; see docs/training.md). The same seed
+and flags on one thread (``--threads 1``) give the same ``ppo.pt``, byte for byte, on either
+backend (the backends play the same battles), resumed or not.
 """
 
 from __future__ import annotations
