@@ -343,8 +343,10 @@ _REPR.maxlist = _REPR.maxtuple = _REPR.maxdict = _REPR.maxset = 6
 
 def _short_repr(value: Any) -> str:
     """A bounded ``repr`` for error messages: hostile input (a huge string, a YAML alias
-    bomb) must not make the message itself huge or slow to build."""
-    return _REPR.repr(value)
+    bomb) must not make the message itself huge or slow to build: nested containers are cut
+    at three levels and six items, and the whole at 120 characters."""
+    text = _REPR.repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
 
 
 #: How many of a file's schema problems one error message lists (the rest are counted).
