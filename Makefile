@@ -78,8 +78,8 @@ build: $(DEMO_STAMP)
 # the scripted NPCs, in about three minutes on 2 cores; it prints its progress, a results table
 # with verdicts, and the paths of a learning-curve PNG and an HTML replay (`traveller demo`).
 demo: $(DEMO_STAMP)
-	$(STEP)"running the demo: traveller demo --out runs/demo"
-	$(BIN)/traveller demo --out runs/demo
+	$(STEP)"running the demo: traveller demo --out runs/demo --overwrite"
+	$(BIN)/traveller demo --out runs/demo --overwrite
 
 # A narrated battle with random legal actions (the engine's own demo).
 battle: $(DEMO_STAMP)
