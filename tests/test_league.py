@@ -199,3 +199,59 @@ def test_add_joins_a_checkpoint_to_a_league_and_refuses_bad_input(tiny_league, t
                      "--checkpoint", str(cloned)]) == 0
     assert load_league(league_dir)["members"][-1]["imitation"] == "tactician"
     capsys.readouterr()
+
+
+# ============================================================================ resume
+RESUMABLE = {**TINY, "generations": 1, "decisions_per_generation": 128,
+             "train": {**TINY["train"], "threads": 1, "eval_every": 0}}
+
+
+def _comparable(folder):
+    """``league.json`` without its timings, the folder's own path written as ``OUT``."""
+    text = (folder / "league.json").read_text().replace(str(folder), "OUT")
+    league = json.loads(text)
+    for member in league["members"]:
+        member.pop("train_seconds", None)
+    return league
+
+
+def test_a_league_killed_mid_way_resumes_to_the_same_league(tmp_path):
+    """SIGKILL ``league train`` after its first member; ``--resume`` keeps that member, trains
+    the rest, and writes the league an uninterrupted run writes (but for the timings)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    config = write(tmp_path, RESUMABLE)
+    whole, killed = tmp_path / "whole", tmp_path / "killed"
+    base = ["league", "train", "--config", str(config), "--no-progress"]
+    assert cli_main([*base, "--out", str(whole)]) == 0
+    proc = subprocess.Popen([sys.executable, "-m", "traveller_rl.league", *base[1:],
+                             "--out", str(killed)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None and not (
+            (killed / "league.json").exists() and load_league(killed)["members"]):
+        time.sleep(0.01)
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode in (0, -signal.SIGKILL), proc.stderr.read().decode()
+    assert cli_main([*base, "--out", str(killed), "--resume"]) == 0
+    assert _comparable(killed) == _comparable(whole)
+    assert [m["name"] for m in load_league(killed)["members"]] == ["calm_g1", "close_g1"]
+
+
+def test_league_resume_refuses_a_changed_seed_or_overwrite(tmp_path, capsys):
+    config = write(tmp_path, {**RESUMABLE, "learners": [{"name": "calm"}]})
+    out = tmp_path / "run"
+    base = ["league", "train", "--config", str(config), "--out", str(out), "--no-progress"]
+    assert cli_main(base) == 0
+    capsys.readouterr()
+    assert cli_main([*base, "--resume", "--seed", "2"]) == 2
+    assert "--seed 2" in capsys.readouterr().err
+    assert cli_main([*base, "--resume", "--overwrite"]) == 2
+    assert "--resume and --overwrite" in capsys.readouterr().err
+    assert cli_main([*base, "--resume"]) == 0  # a finished league: nothing left to train

@@ -19,7 +19,9 @@ the ones it beats least, most often). Each learner's checkpoint after each gener
 league member (``members/<learner>_g<generation>.pt``), so the population spans strengths
 (earlier generations) as well as styles. ``league.json`` lists the members: name, learner,
 generation, scenario, training decisions, style, checkpoint, and (after ``rate``) rating and
-behaviour.
+behaviour. ``train --resume`` continues a killed run in its ``--out``: the members
+``league.json`` lists are kept, an interrupted member trains again from its start, and the
+league ends as an uninterrupted run's would.
 
 **Rating** (``rate``). Every member and every scripted NPC named by ``--scripted`` meet in one
 round-robin tournament (``traveller_rl.tournament``: both sides, the same seeds for every
@@ -194,20 +196,46 @@ def add(folder: Path, name: str, checkpoint: Path) -> dict[str, Any]:
 
 
 # ============================================================================ train
-def train(config_path: Path, out: Path, seed: int, progress: bool) -> dict[str, Any]:
-    """Train every learner for every generation (see the module docstring)."""
+def resumed_league(out: Path, config: dict[str, Any], seed: int) -> dict[str, Any] | None:
+    """The league a killed ``league train`` left in ``out`` (``None`` when it wrote none yet),
+    checked against this run's config and seed (``ValueError`` naming the flag when either
+    differs: a resumed league continues the same training)."""
+    path = Path(out) / LEAGUE_FILE
+    if not path.is_file():
+        return None
+    league = load_league(out)
+    if league.get("config") != json.loads(json.dumps(config)):
+        raise ValueError(f"--config: differs from the config of the league in {out} "
+                         "(--resume continues a league with its own config)")
+    if league.get("seed") != seed:
+        raise ValueError(f"--seed {seed}: the league in {out} was trained with --seed "
+                         f"{league.get('seed')}")
+    return league
+
+
+def train(config_path: Path, out: Path, seed: int, progress: bool,
+          resume: bool = False) -> dict[str, Any]:
+    """Train every learner for every generation (see the module docstring). With ``resume``,
+    the members ``out/league.json`` lists already are kept and only the others are trained
+    (an interrupted member's run starts again), so the league ends as an uninterrupted run's
+    would."""
     import shutil
 
     from traveller_rl.ppo import trainer as train_ppo
 
     config = load_config(config_path)
+    previous_league = resumed_league(out, config, seed) if resume else None
     out.mkdir(parents=True, exist_ok=True)
     (out / "members").mkdir(exist_ok=True)
-    league: dict[str, Any] = {"format": "traveller-league", "format_version": 1,
-                              "scenario": config["scenario"], "config": config,
-                              "seed": seed, "members": []}
-    latest: dict[str, str] = {}
-    for item in config["imports"]:  # past policies joining as they are (not trained further)
+    league: dict[str, Any] = previous_league or {
+        "format": "traveller-league", "format_version": 1, "scenario": config["scenario"],
+        "config": config, "seed": seed, "members": []}
+    finished = {m["name"] for m in league["members"]}
+    latest: dict[str, str] = {m["learner"]: m["checkpoint"] for m in league["members"]
+                              if m["learner"] != "imported"}
+    if previous_league is not None:
+        print(f"league: resuming {out} ({len(finished)} members kept)", flush=True)
+    for item in [] if previous_league else config["imports"]:  # joining as they are
         checkpoint = out / "members" / f"{item['name']}.pt"
         shutil.copyfile(item["checkpoint"], checkpoint)
         data = _checkpoint_info(checkpoint)
@@ -223,11 +251,15 @@ def train(config_path: Path, out: Path, seed: int, progress: bool) -> dict[str, 
         for k, learner in enumerate(config["learners"]):
             name = learner["name"]
             member = f"{name}_g{gen}"
+            if member in finished:
+                continue
             # every member so far (imports, earlier generations, the others' latest) but its own
             # latest checkpoint, which it starts from
             others = [m["checkpoint"] for m in league["members"]
                       if m["checkpoint"] != latest.get(name)]
             run_dir = out / "runs" / member
+            if resume and run_dir.exists():  # an interrupted member starts again
+                shutil.rmtree(run_dir)
             flags = ["--scenario", config["scenario"], "--pool",
                      "--total-timesteps", str(config["decisions_per_generation"]),
                      "--seed", str(seed * 1000 + gen * 100 + k), "--out", str(run_dir),
@@ -437,6 +469,9 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
                         "(default: runs/league)")
     t.add_argument("--overwrite", action="store_true",
                    help="write over the files of an existing --out folder")
+    t.add_argument("--resume", action="store_true",
+                   help="continue an interrupted league in --out: keep its finished members "
+                        "and train the rest (same --config and --seed)")
     t.add_argument("--seed", type=seed_type, default=1, help="seed (default: 1)")
     t.add_argument("--no-progress", dest="progress", action="store_false",
                    help="no progress bars")
@@ -481,7 +516,13 @@ def check_args(args: argparse.Namespace) -> None:
     if args.action == "train":
         if not args.config.is_file():
             raise UsageError(f"--config {args.config}: no such file (a league config YAML)")
-        if not getattr(args, "resume", False):
+        if getattr(args, "resume", False):
+            if args.overwrite:
+                raise UsageError("--resume and --overwrite: choose one (--resume continues the "
+                                 "league in --out, --overwrite starts it again)")
+            if args.out.exists() and not args.out.is_dir():
+                raise UsageError(f"--out {args.out}: is a file, not a folder")
+        else:
             check_output_folder("--out", args.out, args.overwrite)
         return
     try:
@@ -511,7 +552,8 @@ def run(args: argparse.Namespace) -> int:
     check_args(args)
     try:
         if args.action == "train":
-            league = train(args.config, args.out, args.seed, args.progress)
+            league = train(args.config, args.out, args.seed, args.progress,
+                           resume=getattr(args, "resume", False))
             print(f"league: {len(league['members'])} members in {args.out / LEAGUE_FILE}")
         elif args.action == "rate":
             from agents.registry import parse_policy_list
