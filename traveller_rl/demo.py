@@ -38,22 +38,24 @@ __all__ = ["STAGES", "Stage", "build_parser", "main", "run", "verdict"]
 
 
 class Stage(NamedTuple):
-    """One training run of the demo: its title, trainer flags, and the opponents evaluated
-    that it never trained against."""
+    """One training run of the demo: its title, trainer flags, how many updates apart its
+    evaluations are (the learning curve's points), and the opponents evaluated that it never
+    trained against."""
 
     name: str
     title: str
     flags: tuple[str, ...]
+    eval_every: int
     held_out: tuple[str, ...] = ()
 
 
 STAGES = (
     Stage("duel", "duel: one rifleman against the scripted `rush`",
-          ("--scenario", "duel", "--opponents", "red=rush", "--eval-vs", "rush")),
+          ("--scenario", "duel", "--opponents", "red=rush", "--eval-vs", "rush"), eval_every=25),
     Stage("squad", "squad: six against six, against rush, marksman, cover and itself",
           ("--scenario", "squad", "--pool", "--pool-scripted", "rush,marksman,cover",
            "--pool-scripted-share", "0.5", "--eval-vs", "rush,marksman,cover,tactician"),
-          held_out=("tactician",)),
+          eval_every=50, held_out=("tactician",)),
 )
 
 
@@ -79,8 +81,8 @@ def _train(stage: Stage, seconds: float, battles: int, seed: int, out: Path,
 
     argv = [*stage.flags, "--max-train-seconds", str(seconds), "--total-timesteps",
             "100000000", "--seed", str(seed), "--out", str(out), "--overwrite",
-            "--eval-every", "0", "--eval-battles", str(battles), "--final-eval-battles", "0",
-            "--progress" if progress else "--no-progress"]
+            "--eval-every", str(stage.eval_every), "--eval-battles", str(battles),
+            "--final-eval-battles", "0", "--progress" if progress else "--no-progress"]
     status = trainer.main(argv)
     if status:
         raise SystemExit(status)
