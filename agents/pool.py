@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -114,6 +115,19 @@ class OpponentPool:
         """One training battle against ``member`` ended; ``won``: the learner won it."""
         self.members[member].games += 1
         self.members[member].wins += int(won)
+
+    def state(self) -> dict[str, Any]:
+        """The pool's bookkeeping as plain data (a resume checkpoint's): the settings and every
+        member's name, kind and record, in order."""
+        return {"sampling": self.sampling, "size": self.size,
+                "members": [[m.name, m.kind, m.games, m.wins] for m in self.members]}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Put the pool back as ``state`` (from ``state()``) recorded it."""
+        self.__init__(state["sampling"], int(state["size"]))
+        for name, kind, games, wins in state["members"]:
+            index = self.add(name, kind)
+            self.members[index].games, self.members[index].wins = int(games), int(wins)
 
     def summary(self) -> dict[str, list]:
         """The members' names and records (``evaluation.json``'s ``pool``)."""

@@ -90,3 +90,20 @@ def test_checkpoint_pool_picks_uniformly_among_the_folder_now(tmp_path, monkeypa
             rng = np.random.default_rng(seed)
         found = sorted(tmp_path.glob("*.zip"))
         assert pool.current.path == found[int(rng.integers(len(found)))]
+
+
+def test_a_pool_state_round_trips_and_draws_on_alike():
+    """``state()`` / ``load_state()``: the members, their kinds and records, and so the draws
+    (PFSP weights) of a restored pool are the original's."""
+    pool = OpponentPool("pfsp", size=2)
+    for name, kind in (("a", "own"), ("x", "external"), ("b", "own"), ("c", "own")):
+        pool.add(name, kind)
+    for member, won in ((0, True), (1, False), (2, True), (2, False), (3, True)):
+        pool.record(member, won)
+    copy = OpponentPool()
+    copy.load_state(pool.state())
+    assert copy.state() == pool.state()
+    assert copy.latest("own") == pool.latest("own") and copy.index("x") == 1
+    candidates = [*pool.of_kind("external"), *pool.latest("own")]
+    draws = [p.draw(np.random.default_rng(4), candidates, 20) for p in (pool, copy)]
+    assert (draws[0] == draws[1]).all()

@@ -257,13 +257,52 @@ def test_resume_refuses_what_it_cannot_continue_naming_the_flag(uninterrupted, t
     assert re.search(message, capsys.readouterr().err)
 
 
-def test_checkpoints_are_refused_with_a_pool_and_a_missing_checkpoint_is_named(tmp_path,
-                                                                               capsys):
+# The same tiny run against a pool: own copies every update (PFSP draws), scripted rows and
+# greedy draws.
+POOL_RUN = [*[f for f in RUN if f not in ("--opponents", "red=rush")], "--pool",
+            "--pool-every", "1", "--pool-sampling", "pfsp", "--pool-size", "3",
+            "--pool-scripted", "rush", "--pool-scripted-share", "0.25",
+            "--pool-greedy-share", "0.3"]
+
+
+def test_a_pool_run_killed_at_a_random_moment_resumes_to_the_same_bytes(tmp_path):
+    """The pool's members (their checkpoints in pool/), statistics, rows' draws and the draws'
+    generators are in the resume checkpoint: a ``--pool`` run killed at a random moment and
+    resumed ends with the uninterrupted run's ``ppo.pt`` and pool record."""
+    import json
+    import signal
+    import time
+
+    whole = tmp_path / "whole"
+    assert _train([*POOL_RUN, "--out", str(whole)]) == 0
+    out = tmp_path / "killed"
+    proc = subprocess.Popen([sys.executable, "-m", "traveller_rl.ppo.trainer", *POOL_RUN,
+                             "--out", str(out), "--checkpoint-every", "1"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 300
+    while (time.monotonic() < deadline and proc.poll() is None
+           and not (out / resume.RESUME_FILE).exists()):
+        time.sleep(0.01)
+    time.sleep(random.Random().uniform(0.0, 1.5))
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode in (0, -signal.SIGKILL), proc.stderr.read().decode()
+    assert (out / resume.RESUME_FILE).exists()
+
+    assert _train([*POOL_RUN, "--resume", str(out), "--checkpoint-every", "1"]) == 0
+    assert (out / "ppo.pt").read_bytes() == (whole / "ppo.pt").read_bytes()
+    assert _updates(out / "training.jsonl") == _updates(whole / "training.jsonl")
+
+    def pool_record(folder):
+        return json.loads((folder / "evaluation.json").read_text())["pool"]
+
+    assert pool_record(out) == pool_record(whole)
+
+
+def test_a_missing_checkpoint_is_named(tmp_path, capsys):
     from traveller_rl.ppo.trainer import main
 
-    pool = ["--scenario", "duel", "--pool", "--backend", "python", "--no-progress"]
-    assert main([*pool, "--out", str(tmp_path / "p"), "--checkpoint-every", "5"]) == 2
-    assert "--checkpoint-every does not work with --pool yet" in capsys.readouterr().err
     (tmp_path / "empty").mkdir()
     assert main([*RUN, "--resume", str(tmp_path / "empty")]) == 2
     assert "no resume checkpoint" in capsys.readouterr().err

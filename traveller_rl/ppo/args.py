@@ -338,9 +338,6 @@ class Args:
             if self.backend != "python":
                 raise ValueError(f"{flag} needs --backend python for now: the core backend's "
                                  "vectors cannot be saved and restored yet")
-            if self.pool:
-                raise ValueError(f"{flag} does not work with --pool yet: the pool's state is "
-                                 "not saved")
         if self.resume:
             if self.overwrite:
                 raise ValueError("--resume and --overwrite: choose one (--resume continues the "

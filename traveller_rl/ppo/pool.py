@@ -120,6 +120,45 @@ class FrozenPool:
                 cols = checkpoint_columns("--pool-watch", path, data, self.venv)
                 self.add(network_from_checkpoint(data), cols, "watched", path)
 
+    # ---- resume
+    def state(self) -> dict[str, Any]:
+        """What a resume checkpoint keeps of the pool: its members (names: checkpoint paths,
+        the own copies' relative to the run folder), their statistics, each row's member and
+        greedy draw, and the watched files looked at. The draws' generators are the run's
+        (saved with its other generators)."""
+        return {"pool": self.pool.state(), "member": self.member.copy(),
+                "greedy": self.greedy.copy(), "watch_seen": sorted(self._watch_seen)}
+
+    def load_state(self, state: dict[str, Any], learner: Any, folder: Path) -> None:
+        """Put the pool back as ``state`` recorded it: every member's network loaded again from
+        its checkpoint (an own copy from ``folder``'s ``pool/``, as a CPU twin of ``learner``
+        holding those weights), in the order they joined."""
+        from agents.ppo_policy import network_from_checkpoint, read_checkpoint
+
+        self.pool.load_state(state["pool"])
+        self.networks, self.columns = [], []
+        for member in self.pool.members:
+            if member.kind == "own":
+                saved = network_from_checkpoint(read_checkpoint(Path(folder) / member.name))
+                network = learner.twin().cpu()
+                network.load_state_dict(saved.state_dict())
+                network.eval()
+                columns: slice | np.ndarray = slice(0, self.learner_dim)
+            elif member.kind == "watched":
+                data = read_checkpoint(member.name)
+                network = network_from_checkpoint(data)
+                columns = checkpoint_columns("--pool-watch", member.name, data, self.venv)
+            else:
+                network = load_fitting(member.name)
+                columns = observation_columns(self.venv, dict(trained_views(member.name)))
+            self.networks.append(network)
+            self.columns.append(columns)
+        self.member[...] = state["member"]
+        self.greedy[...] = state["greedy"]
+        self._watch_seen = set(state["watch_seen"])
+        self._stacked_members, self._stacked = (), None
+        self._stacked_at = np.full(0, -1)
+
     # ---- battles
     def start_battles(self, rows: np.ndarray, row_side: np.ndarray) -> None:
         """New battles in pool ``rows``: the learner's side (written into ``row_side``), its

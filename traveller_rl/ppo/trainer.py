@@ -67,7 +67,7 @@ tournament), ``config.json`` (every argument, the resolved layout, package versi
 per update: decisions, seconds, the training battles' win rate, per group when there are
 several), ``learning_curve.png`` (evaluations with intervals, training win rates dotted) and
 ``evaluation.json``; with ``--checkpoint-every``, ``resume.ckpt``, which ``--resume DIR``
-continues from (``--backend python``, without ``--pool``; see docs/training.md). The same seed
+continues from (``--backend python``; see docs/training.md). The same seed
 and flags on one thread (``--threads 1``) give the same ``ppo.pt``, byte for byte, on either
 backend (the backends play the same battles), resumed or not.
 """
@@ -239,9 +239,12 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
     if pool_rows is not None:
         pool = FrozenPool.from_args(args, first, range(pool_rows.start, pool_rows.stop),
                                     obs_dim, rng, pool_gen)
-        save(out / pool.freeze(net, 0), 0, 0)
-        pool.watch()
-        pool.start_battles(np.arange(pool_rows.start, pool_rows.stop), batch.side)
+        if resumed is None:
+            save(out / pool.freeze(net, 0), 0, 0)
+            pool.watch()
+            pool.start_battles(np.arange(pool_rows.start, pool_rows.stop), batch.side)
+        else:  # its members from their checkpoints, its statistics and draws as they were
+            pool.load_state(resumed["pool"], net, out)
 
     # ---- evaluation
     history: list[dict] = []
@@ -286,6 +289,7 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
                 "vectors": [g.venv.snapshot() for g in groups],
                 "batch": {name: getattr(batch, name).copy() for name in BATCH_ARRAYS},
                 "rollout": rollout.state(), "stats": stats.state(),
+                "pool": pool.state() if pool is not None else None,
                 "history": history, "training_curve": training_curve,
                 "timers": {"wall": timers.wall(), "env": timers.env,
                            "inference": timers.inference, "update": timers.update,
