@@ -202,8 +202,9 @@ def test_add_joins_a_checkpoint_to_a_league_and_refuses_bad_input(tiny_league, t
 
 
 # ============================================================================ resume
-RESUMABLE = {**TINY, "generations": 1, "decisions_per_generation": 128,
-             "train": {**TINY["train"], "threads": 1, "eval_every": 0}}
+RESUMABLE = {**TINY, "generations": 1, "decisions_per_generation": 512,
+             "train": {**TINY["train"], "threads": 1, "eval_every": 0,
+                       "checkpoint_every": 1}}
 
 
 def _comparable(folder):
@@ -216,9 +217,11 @@ def _comparable(folder):
 
 
 def test_a_league_killed_mid_way_resumes_to_the_same_league(tmp_path):
-    """SIGKILL ``league train`` after its first member; ``--resume`` keeps that member, trains
-    the rest, and writes the league an uninterrupted run writes (but for the timings)."""
+    """SIGKILL ``league train`` after its first member, at a random moment of the second's
+    training; ``--resume`` keeps that member, continues the second from its resume checkpoint,
+    and writes the league an uninterrupted run writes (but for the timings)."""
     import os
+    import random
     import signal
     import subprocess
     import sys
@@ -232,9 +235,11 @@ def test_a_league_killed_mid_way_resumes_to_the_same_league(tmp_path):
                              "--out", str(killed)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and proc.poll() is None and not (
-            (killed / "league.json").exists() and load_league(killed)["members"]):
+    # the second member's first resume checkpoint written: its run resumes from it
+    while (time.monotonic() < deadline and proc.poll() is None
+           and not (killed / "runs" / "close_g1" / "resume.ckpt").exists()):
         time.sleep(0.01)
+    time.sleep(random.Random().uniform(0.0, 0.5))
     if proc.poll() is None:
         os.kill(proc.pid, signal.SIGKILL)
     proc.wait()

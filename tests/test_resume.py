@@ -240,7 +240,7 @@ def test_a_resumed_run_continues_a_stopped_one_exactly(uninterrupted, tmp_path):
 @pytest.mark.parametrize(("flags", "message"), [
     (["--lr", "0.001"], r"--lr \(checkpoint: 0.00025, now: 0.001\)"),
     (["--overwrite"], "--resume and --overwrite"),
-    (["--backend", "core"], "--resume needs --backend python"),
+    (["--backend", "core"], r"--backend \(checkpoint: 'python', now: 'core'\)"),
 ])
 def test_resume_refuses_what_it_cannot_continue_naming_the_flag(uninterrupted, tmp_path,
                                                                  flags, message, capsys):
@@ -265,18 +265,17 @@ POOL_RUN = [*[f for f in RUN if f not in ("--opponents", "red=rush")], "--pool",
             "--pool-greedy-share", "0.3"]
 
 
-def test_a_pool_run_killed_at_a_random_moment_resumes_to_the_same_bytes(tmp_path):
-    """The pool's members (their checkpoints in pool/), statistics, rows' draws and the draws'
-    generators are in the resume checkpoint: a ``--pool`` run killed at a random moment and
-    resumed ends with the uninterrupted run's ``ppo.pt`` and pool record."""
-    import json
+def _kill_resume_and_compare(flags, tmp_path):
+    """Run ``flags`` whole, and again killed at a random moment after its first resume
+    checkpoint and resumed: the same ``ppo.pt`` byte for byte, the same training log; returns
+    both folders."""
     import signal
     import time
 
     whole = tmp_path / "whole"
-    assert _train([*POOL_RUN, "--out", str(whole)]) == 0
+    assert _train([*flags, "--out", str(whole)]) == 0
     out = tmp_path / "killed"
-    proc = subprocess.Popen([sys.executable, "-m", "traveller_rl.ppo.trainer", *POOL_RUN,
+    proc = subprocess.Popen([sys.executable, "-m", "traveller_rl.ppo.trainer", *flags,
                              "--out", str(out), "--checkpoint-every", "1"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 300
@@ -290,9 +289,19 @@ def test_a_pool_run_killed_at_a_random_moment_resumes_to_the_same_bytes(tmp_path
     assert proc.returncode in (0, -signal.SIGKILL), proc.stderr.read().decode()
     assert (out / resume.RESUME_FILE).exists()
 
-    assert _train([*POOL_RUN, "--resume", str(out), "--checkpoint-every", "1"]) == 0
+    assert _train([*flags, "--resume", str(out), "--checkpoint-every", "1"]) == 0
     assert (out / "ppo.pt").read_bytes() == (whole / "ppo.pt").read_bytes()
     assert _updates(out / "training.jsonl") == _updates(whole / "training.jsonl")
+    return whole, out
+
+
+def test_a_pool_run_killed_at_a_random_moment_resumes_to_the_same_bytes(tmp_path):
+    """The pool's members (their checkpoints in pool/), statistics, rows' draws and the draws'
+    generators are in the resume checkpoint: a ``--pool`` run killed at a random moment and
+    resumed ends with the uninterrupted run's ``ppo.pt`` and pool record."""
+    import json
+
+    whole, out = _kill_resume_and_compare(POOL_RUN, tmp_path)
 
     def pool_record(folder):
         return json.loads((folder / "evaluation.json").read_text())["pool"]
@@ -306,3 +315,16 @@ def test_a_missing_checkpoint_is_named(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert main([*RUN, "--resume", str(tmp_path / "empty")]) == 2
     assert "no resume checkpoint" in capsys.readouterr().err
+
+
+def test_a_core_backend_run_killed_at_a_random_moment_resumes_to_the_same_bytes(tmp_path):
+    """The core backend's vectors snapshot too (``VecBattles.snapshot``): a run on the
+    default backend against an in-core tactician, killed and resumed, ends with the
+    uninterrupted run's ``ppo.pt``, byte for byte."""
+    from traveller_env import vector
+
+    if vector.BACKENDS["core"] != "available":
+        pytest.skip("no compiled core here")
+    flags = [f for f in RUN if f not in ("--backend", "python")]
+    flags[flags.index("red=rush")] = "red=tactician"
+    _kill_resume_and_compare([*flags, "--env-threads", "2"], tmp_path)

@@ -201,15 +201,16 @@ def _vector_run(venv, seed: int, steps: int) -> list[tuple]:
     return outs
 
 
+@pytest.mark.parametrize("backend", ["python", pytest.param("core", marks=needs_core)])
 @pytest.mark.parametrize(("scenario", "opponents"), [
     ("duel", {"red": "random"}), ("squad", {"red": "tactician"}), ("squad", None)])
-def test_a_restored_vector_continues_exactly(scenario, opponents):
+def test_a_restored_vector_continues_exactly(scenario, opponents, backend):
     import numpy as np
 
     from traveller_env import vector
 
     def make():
-        return vector.make(scenario, num_envs=5, seed=7, backend="python", opponents=opponents,
+        return vector.make(scenario, num_envs=5, seed=7, backend=backend, opponents=opponents,
                            relative_actions=True)
 
     whole = make()
@@ -248,10 +249,30 @@ def test_vector_snapshots_are_checked():
 
 
 @needs_core
-def test_the_core_vector_says_it_cannot_snapshot_yet():
+def test_core_vector_snapshots_are_checked_and_a_bad_one_changes_nothing():
+    """The core's row bytes are checked before any row changes: cut, foreign or from another
+    vector, they are refused with a ``ValueError`` naming the fault; a snapshot of one backend
+    is refused by the other."""
     from traveller_env import vector
 
-    venv = vector.make("duel", num_envs=2, seed=1, backend="core", opponents={"red": "rush"})
-    venv.reset()
-    with pytest.raises(NotImplementedError, match="backend='python'"):
-        venv.snapshot()
+    def make(n=2, backend="core"):
+        venv = vector.make("squad", num_envs=n, seed=1, backend=backend,
+                           opponents={"red": "tactician"})
+        venv.reset()
+        return venv
+
+    venv = make()
+    _vector_run(venv, 3, 20)
+    data = venv.snapshot()
+    rows = venv._backend.snapshot()["core_rows"]
+    with pytest.raises(ValueError, match="cut short"):
+        venv._backend.restore({"core_rows": rows[:-5]})
+    with pytest.raises(ValueError, match="magic is not TVRS"):
+        venv._backend.restore({"core_rows": b"XXXX" + rows[4:]})
+    with pytest.raises(ValueError, match="bytes after its end"):
+        venv._backend.restore({"core_rows": rows + b"\0"})
+    assert venv.snapshot() == data  # nothing changed
+    with pytest.raises(ValueError, match="num_envs"):
+        make(3).restore(data)
+    with pytest.raises(ValueError, match="backend"):
+        make(backend="python").restore(data)

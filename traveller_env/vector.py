@@ -383,7 +383,8 @@ class VectorEnv:
     def snapshot(self) -> bytes:
         """Every row's battle and bookkeeping, the opponents' state, the counters and the
         buffers as bytes (``vector_snapshot``'s format): ``restore`` on a vector made with the
-        same arguments continues exactly as this one would. ``backend="python"`` only."""
+        same arguments continues exactly as this one would (either backend: a snapshot restores
+        on a vector of its own backend)."""
         if not self._ready:
             raise RuntimeError("snapshot() needs a vector that has been reset() and is not "
                                "broken by a failed step")
@@ -417,14 +418,14 @@ class VectorEnv:
         for name in VECTOR_BUFFERS:
             getattr(self._buf, name)[...] = state["buffers"][name]
         self._broken = None
-        self._publish_mask()
+        self._publish_mask(recompute=True)  # the relative mask too, whichever backend wrote it
         self._ready = True
 
-    def _publish_mask(self) -> None:
+    def _publish_mask(self, recompute: bool = False) -> None:
         buf = self._buf
         if self._perm is None:
             np.copyto(self._mask_out, buf.mask.view(bool))
-        elif self._backend.publishes_relative:  # written row by row in the backend's threads
+        elif self._backend.publishes_relative and not recompute:  # the backend's threads wrote it
             np.copyto(self._mask_out, buf.relative_mask.view(bool))
         else:
             self._mask_pad[:, :-1] = buf.mask

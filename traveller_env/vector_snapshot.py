@@ -7,8 +7,10 @@
     crc32    u32      zlib.crc32 of the payload
     payload  pickle   {"backend", "num_envs", "seed", "action_labels", "buffers" (NumPy
                       copies of the vector's output arrays), "rows" (the backend's state:
-                      each row's battle as ``traveller_env.rules.snapshot`` bytes, its episode
-                      counters, seed, pending rewards, reward ledger and pickled opponents)}
+                      python: each row's battle as ``traveller_env.rules.snapshot`` bytes, its
+                      episode counters, seed, pending rewards, reward ledger and pickled
+                      opponents; core: {"core_rows": the bytes of ``VecBattles.snapshot``, the
+                      same per row with the in-core opponents' generators and plans})}
 
 The payload is a pickle (the opponents are arbitrary policy objects): restore only snapshots
 you wrote. A wrong magic, another version or a checksum mismatch is refused with a

@@ -20,8 +20,9 @@ league member (``members/<learner>_g<generation>.pt``), so the population spans 
 (earlier generations) as well as styles. ``league.json`` lists the members: name, learner,
 generation, scenario, training decisions, style, checkpoint, and (after ``rate``) rating and
 behaviour. ``train --resume`` continues a killed run in its ``--out``: the members
-``league.json`` lists are kept, an interrupted member trains again from its start, and the
-league ends as an uninterrupted run's would.
+``league.json`` lists are kept, an interrupted member continues from its trainer's resume
+checkpoint (``train.checkpoint_every`` in the config) or else trains again from its start, and
+the league ends as an uninterrupted run's would.
 
 **Rating** (``rate``). Every member and every scripted NPC named by ``--scripted`` meet in one
 round-robin tournament (``traveller_rl.tournament``: both sides, the same seeds for every
@@ -217,8 +218,8 @@ def train(config_path: Path, out: Path, seed: int, progress: bool,
           resume: bool = False) -> dict[str, Any]:
     """Train every learner for every generation (see the module docstring). With ``resume``,
     the members ``out/league.json`` lists already are kept and only the others are trained
-    (an interrupted member's run starts again), so the league ends as an uninterrupted run's
-    would."""
+    (an interrupted member's run resumes from its ``resume.ckpt`` when it wrote one, else
+    starts again), so the league ends as an uninterrupted run's would."""
     import shutil
 
     from traveller_rl.ppo import trainer as train_ppo
@@ -258,12 +259,17 @@ def train(config_path: Path, out: Path, seed: int, progress: bool,
             others = [m["checkpoint"] for m in league["members"]
                       if m["checkpoint"] != latest.get(name)]
             run_dir = out / "runs" / member
-            if resume and run_dir.exists():  # an interrupted member starts again
+            # an interrupted member continues from its resume checkpoint (with
+            # train.checkpoint_every), else starts again
+            resumable = resume and (run_dir / "resume.ckpt").is_file()
+            if resume and run_dir.exists() and not resumable:
                 shutil.rmtree(run_dir)
+            output = ["--resume", str(run_dir)] if resumable else \
+                ["--out", str(run_dir), "--overwrite"]
             flags = ["--scenario", config["scenario"], "--pool",
                      "--total-timesteps", str(config["decisions_per_generation"]),
-                     "--seed", str(seed * 1000 + gen * 100 + k), "--out", str(run_dir),
-                     "--overwrite", "--eval-vs", "rush,marksman", "--eval-every", "50",
+                     "--seed", str(seed * 1000 + gen * 100 + k), *output,
+                     "--eval-vs", "rush,marksman", "--eval-every", "50",
                      "--final-eval-battles", "0", *shared]
             if others:
                 flags += ["--pool-opponents", ",".join(others)]

@@ -3,7 +3,10 @@
 #include "traveller/vector.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
+#include <string>
+#include <utility>
 #include <thread>
 
 namespace traveller {
@@ -191,6 +194,179 @@ void VecBattles::publish(int r, Row& row, const VecOut& out) const {
 void VecBattles::set_relative(std::vector<std::int64_t> table, int n_relative) {
     relative_ = std::move(table);
     n_relative_ = n_relative;
+}
+
+// ------------------------------------------------------------------------ snapshot / restore
+namespace {
+
+constexpr char kRowsMagic[4] = {'T', 'V', 'R', 'S'};
+constexpr std::uint8_t kRowsVersion = 1;
+
+// Little-endian plain values appended to a byte string (the machines this builds for are
+// little-endian; the format says so).
+struct Writer {
+    std::string bytes;
+    template <class T>
+    void put(const T& value) {
+        bytes.append(reinterpret_cast<const char*>(&value), sizeof(T));
+    }
+    void put_bytes(const std::string& data) {
+        put(static_cast<std::uint64_t>(data.size()));
+        bytes.append(data);
+    }
+};
+
+struct Reader {
+    const std::string& bytes;
+    std::size_t at = 0;
+    void need(std::size_t n) const {
+        if (bytes.size() - at < n) {
+            throw std::invalid_argument("vector rows snapshot: cut short (read past its end)");
+        }
+    }
+    template <class T>
+    T get() {
+        need(sizeof(T));
+        T value;
+        std::memcpy(&value, bytes.data() + at, sizeof(T));
+        at += sizeof(T);
+        return value;
+    }
+    std::string get_bytes() {
+        const auto n = get<std::uint64_t>();
+        need(static_cast<std::size_t>(n));
+        std::string out = bytes.substr(at, static_cast<std::size_t>(n));
+        at += static_cast<std::size_t>(n);
+        return out;
+    }
+};
+
+}  // namespace
+
+std::string VecBattles::snapshot() const {
+    Writer w;
+    w.bytes.append(kRowsMagic, 4);
+    w.put(kRowsVersion);
+    w.put(vector_seed_);
+    w.put(skipped_);
+    w.put(static_cast<std::uint32_t>(rows_.size()));
+    w.put(static_cast<std::uint32_t>(initial_.size()));
+    for (const Row& row : rows_) {
+        w.put_bytes(row.battle->snapshot());
+        w.put(row.episode);
+        w.put(row.next_episode);
+        w.put(row.seed);
+        for (double x : row.acc) w.put(x);
+        w.put(static_cast<std::uint8_t>(row.gained));
+        for (std::uint8_t x : row.live) w.put(x);
+        for (int x : row.last_dealt) w.put(static_cast<std::int32_t>(x));
+        for (int x : row.last_taken) w.put(static_cast<std::int32_t>(x));
+        w.put(static_cast<std::int32_t>(row.last_dropouts));
+        w.put(static_cast<std::int32_t>(row.last_round));
+        for (const CorePolicy& policy : row.policies) {
+            w.put(policy.generator().state);
+            w.put(policy.generator().inc);
+            const TacticianPlan& plan = policy.plan();
+            w.put(static_cast<std::uint8_t>(plan.active));
+            w.put(static_cast<std::int32_t>(plan.n));
+            for (int a : plan.actions) w.put(static_cast<std::int32_t>(a));
+            w.put(static_cast<std::uint32_t>(plan.signature.size()));
+            for (std::int32_t x : plan.signature) w.put(x);
+        }
+    }
+    return w.bytes;
+}
+
+void VecBattles::restore(const std::string& data) {
+    struct Saved {
+        std::string battle;
+        std::int64_t episode = 0, next_episode = 0;
+        std::uint64_t seed = 0;
+        std::vector<double> acc;
+        bool gained = false;
+        std::vector<std::uint8_t> live;
+        std::vector<int> last_dealt, last_taken;
+        int last_dropouts = 0, last_round = 0;
+        std::vector<std::pair<rng::Pcg32, TacticianPlan>> policies;
+    };
+    Reader r{data};
+    r.need(5);
+    if (data.compare(0, 4, kRowsMagic, 4) != 0) {
+        throw std::invalid_argument("vector rows snapshot: not one (its magic is not TVRS)");
+    }
+    r.at = 4;
+    if (const auto version = r.get<std::uint8_t>(); version != kRowsVersion) {
+        throw std::invalid_argument("vector rows snapshot: format version " +
+                                    std::to_string(version) + "; this core reads version 1");
+    }
+    const auto seed = r.get<std::uint64_t>();
+    const auto skipped = r.get<std::int64_t>();
+    const auto n_rows = r.get<std::uint32_t>();
+    const auto n_seats = r.get<std::uint32_t>();
+    if (n_rows != rows_.size() || n_seats != initial_.size()) {
+        throw std::invalid_argument(
+            "vector rows snapshot: taken with " + std::to_string(n_rows) + " rows of " +
+            std::to_string(n_seats) + " seats; this stepper has " + std::to_string(rows_.size()) +
+            " rows of " + std::to_string(initial_.size()));
+    }
+    std::vector<Saved> saved(n_rows);
+    for (Saved& s : saved) {
+        s.battle = r.get_bytes();
+        s.episode = r.get<std::int64_t>();
+        s.next_episode = r.get<std::int64_t>();
+        s.seed = r.get<std::uint64_t>();
+        for (std::uint32_t i = 0; i < n_seats; ++i) s.acc.push_back(r.get<double>());
+        s.gained = r.get<std::uint8_t>() != 0;
+        for (std::uint32_t i = 0; i < n_seats; ++i) s.live.push_back(r.get<std::uint8_t>());
+        for (std::uint32_t i = 0; i < n_seats; ++i) s.last_dealt.push_back(r.get<std::int32_t>());
+        for (std::uint32_t i = 0; i < n_seats; ++i) s.last_taken.push_back(r.get<std::int32_t>());
+        s.last_dropouts = r.get<std::int32_t>();
+        s.last_round = r.get<std::int32_t>();
+        for (std::uint32_t i = 0; i < n_seats; ++i) {
+            rng::Pcg32 g;
+            g.state = r.get<std::uint64_t>();
+            g.inc = r.get<std::uint64_t>();
+            TacticianPlan plan;
+            plan.active = r.get<std::uint8_t>() != 0;
+            plan.n = r.get<std::int32_t>();
+            for (int& a : plan.actions) a = r.get<std::int32_t>();
+            if (plan.n < 0 || plan.n > TacticianPlan::kMax) {
+                throw std::invalid_argument("vector rows snapshot: a tactician plan of " +
+                                            std::to_string(plan.n) + " actions");
+            }
+            const auto k = r.get<std::uint32_t>();
+            r.need(static_cast<std::size_t>(k) * sizeof(std::int32_t));
+            for (std::uint32_t j = 0; j < k; ++j) plan.signature.push_back(r.get<std::int32_t>());
+            s.policies.emplace_back(g, std::move(plan));
+        }
+    }
+    if (r.at != data.size()) {
+        throw std::invalid_argument("vector rows snapshot: " + std::to_string(data.size() - r.at) +
+                                    " bytes after its end");
+    }
+    // every battle checked on a scratch copy first, so a bad one changes no row
+    Battle scratch(*rows_[0].battle);
+    for (const Saved& s : saved) scratch.restore(s.battle);
+    for (std::size_t k = 0; k < rows_.size(); ++k) {
+        Row& row = rows_[k];
+        Saved& s = saved[k];
+        row.battle->restore(s.battle);
+        row.episode = s.episode;
+        row.next_episode = s.next_episode;
+        row.seed = s.seed;
+        row.acc = std::move(s.acc);
+        row.gained = s.gained;
+        row.live = std::move(s.live);
+        row.last_dealt = std::move(s.last_dealt);
+        row.last_taken = std::move(s.last_taken);
+        row.last_dropouts = s.last_dropouts;
+        row.last_round = s.last_round;
+        for (std::size_t i = 0; i < row.policies.size(); ++i) {
+            row.policies[i].set_state(s.policies[i].first, std::move(s.policies[i].second));
+        }
+    }
+    vector_seed_ = seed;
+    skipped_ = skipped;
 }
 
 // ------------------------------------------------------------------------ RowWorkers

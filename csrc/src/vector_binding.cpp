@@ -224,6 +224,17 @@ void bind_vector(nb::module_& m) {
             }
         }, "actions"_a.none(), "forfeits"_a.none() = nb::none(), "threads"_a.none() = 1,
            "Apply one absolute action per row (int64[N]); forfeits: {row: (label, reason)}.")
+        .def("snapshot", [](const PyVec& p) {
+            const std::string data = p.vec->snapshot();
+            return nb::bytes(data.data(), data.size());
+        }, "The rows' complete state as bytes (VecBattles::snapshot; buffers excluded).")
+        .def("restore", [](PyVec& p, nb::bytes data) {
+            try {
+                p.vec->restore(std::string(data.c_str(), data.size()));
+            } catch (const std::invalid_argument& exc) {
+                bad(exc.what());
+            }
+        }, "data"_a, "Put snapshot()'s bytes back (ValueError naming the fault; nothing changes then).")
         .def("why_illegal", [](const PyVec& p, nb::handle row, nb::handle action) -> nb::object {
             const auto r = static_cast<int>(to_count(row, "row", p.vec->num_envs() - 1));
             const auto a = static_cast<int>(to_count(action, "action", p.vec->num_actions() - 1));

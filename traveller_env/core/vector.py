@@ -67,6 +67,19 @@ class CoreBackend:
         """The engine's reason why absolute ``action`` is illegal in ``row`` (or ``None``)."""
         return self._vec.why_illegal(row, action)
 
+    def snapshot(self) -> dict[str, Any]:
+        """The rows' state (``VectorEnv.snapshot``): the core's bytes (``VecBattles.snapshot``:
+        each row's battle snapshot, counters, pending rewards, reward ledger and in-core
+        opponents' generators and plans)."""
+        return {"core_rows": self._vec.snapshot()}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Put ``snapshot()``'s state back (``ValueError`` naming the fault; nothing changes
+        then)."""
+        if "core_rows" not in state:
+            raise ValueError("vector snapshot: not a core backend's rows")
+        self._vec.restore(state["core_rows"])
+
     def reset(self, seed: int, restart: bool, out: Any) -> None:
         """Start every row's next battle (see ``VectorBackend.reset``)."""
         self._vec.reset(seed, restart)

@@ -326,18 +326,12 @@ class Args:
 
 
     def check_resume(self) -> None:
-        """``--resume`` and ``--checkpoint-every``: what is supported so far (``ValueError``
+        """``--resume`` and ``--checkpoint-every`` (either backend, with or without ``--pool``):
+        their values and how they combine with ``--out`` and ``--overwrite`` (``ValueError``
         naming the flag otherwise)."""
         from traveller_rl.ppo.resume import parse_checkpoint_every
 
         parse_checkpoint_every(self.checkpoint_every)
-        for flag, value in (("--resume", self.resume),
-                            ("--checkpoint-every", self.checkpoint_every)):
-            if not value or value.strip() == "0":
-                continue
-            if self.backend != "python":
-                raise ValueError(f"{flag} needs --backend python for now: the core backend's "
-                                 "vectors cannot be saved and restored yet")
         if self.resume:
             if self.overwrite:
                 raise ValueError("--resume and --overwrite: choose one (--resume continues the "

@@ -67,7 +67,7 @@ tournament), ``config.json`` (every argument, the resolved layout, package versi
 per update: decisions, seconds, the training battles' win rate, per group when there are
 several), ``learning_curve.png`` (evaluations with intervals, training win rates dotted) and
 ``evaluation.json``; with ``--checkpoint-every``, ``resume.ckpt``, which ``--resume DIR``
-continues from (``--backend python``; see docs/training.md). The same seed
+continues from (either backend; see docs/training.md). The same seed
 and flags on one thread (``--threads 1``) give the same ``ppo.pt``, byte for byte, on either
 backend (the backends play the same battles), resumed or not.
 """

@@ -46,6 +46,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "battle.hpp"
@@ -94,6 +95,14 @@ public:
     int act(const Battle& b, int seat, const std::uint8_t* mask);
 
     const rng::Pcg32& generator() const noexcept { return rng_; }
+    // The tactician's plan of the turn in progress (inactive for the other kinds).
+    const TacticianPlan& plan() const noexcept { return plan_; }
+    // Put a saved state back (VecBattles::restore): the generator and the plan, as
+    // generator() and plan() read them.
+    void set_state(const rng::Pcg32& generator, TacticianPlan plan) {
+        rng_ = generator;
+        plan_ = std::move(plan);
+    }
 
     // Bytes this policy holds, its stored plan's state signature included.
     std::size_t memory_bytes() const noexcept {

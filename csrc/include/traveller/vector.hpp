@@ -120,6 +120,15 @@ public:
     void set_relative(std::vector<std::int64_t> table, int n_relative);
     int num_relative() const noexcept { return n_relative_; }
 
+    // The rows' complete state as bytes (format "TVRS", version 1, little-endian): the vector's
+    // seed and skip count, then per row its battle's snapshot (Battle::snapshot), episode
+    // counters, seed, pending rewards, reward ledger and each in-core opponent's generator and
+    // plan. restore() on a stepper made with the same arguments continues exactly as this one
+    // would; it checks every part first (std::invalid_argument naming the fault) and changes
+    // nothing when one is wrong. The caller's buffers are not included.
+    std::string snapshot() const;
+    void restore(const std::string& data);
+
     static constexpr int kMaxSkipped = 1000;
 
 private:
