@@ -27,6 +27,10 @@ TORCH_VERSION := 2.13.0
 TORCH ?= cpu
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 PIP = $(BIN)/pip --quiet --disable-pip-version-check
+# Every later install keeps that torch: a dependency that asks for a newer one (torchvision,
+# which BenchMARL pulls in, follows torch's releases) gets the release that matches it instead
+# of replacing torch with a multi-GB CUDA build.
+KEEP_TORCH = --constraint $(VENV)/keep-torch.txt
 # `make` prints one line per install step, then the step's time.
 STEP = @printf '==> %s\n' 
 TIMED = start=$$(date +%s); 
@@ -44,19 +48,20 @@ $(VENV)/.torch: | $(BIN)/python
 	        torch==$(TORCH_VERSION) 2>/dev/null; then \
 	    echo "    PyTorch's CPU index is unreachable: taking torch from the package registry"; \
 	    $(PIP) install torch==$(TORCH_VERSION); fi $(DONE)
+	@echo "torch==$(TORCH_VERSION)" > $(VENV)/keep-torch.txt
 	@touch $@
 
 $(DEMO_STAMP): $(VENV)/.torch pyproject.toml
 	$(STEP)"installing the build tools (scikit-build-core, nanobind, cmake, ninja if missing)"
 	@$(TIMED) $(PIP) install $(BUILD_DEPS) $(BUILD_TOOLS) $(DONE)
 	$(STEP)"installing traveller-tactics[demo] and compiling its C++ core (a minute or two)"
-	@$(TIMED) $(PIP) install --no-build-isolation -e ".[demo]" $(DONE)
+	@$(TIMED) $(PIP) install $(KEEP_TORCH) --no-build-isolation -e ".[demo]" $(DONE)
 	@echo "    .venv is $$(du -sh $(VENV) | cut -f1)"
 	@touch $@
 
 $(STAMP): $(DEMO_STAMP)
 	$(STEP)"installing every optional dependency (traveller-tactics[all]: SB3, Ray RLlib, ONNX, tests)"
-	@$(TIMED) $(PIP) install --no-build-isolation -e ".[all]" $(DONE)
+	@$(TIMED) $(PIP) install $(KEEP_TORCH) --no-build-isolation -e ".[all]" $(DONE)
 	@echo "    .venv is $$(du -sh $(VENV) | cut -f1)"
 	@touch $@
 
