@@ -1,4 +1,4 @@
-"""The checkpoint format of ``experiments/train_ppo.py``: writing a network to bytes
+"""The checkpoint format of ``traveller train ppo``: writing a network to bytes
 (``checkpoint_bytes``, ``ensemble_bytes``, ``by_side_bytes``) and reading a ``.pt`` file back
 (``read_checkpoint``, ``network_from_checkpoint``, ``arch_of`` and its kin).
 
@@ -32,7 +32,7 @@ tensors, no pickled code) holding a dict:
   of an asymmetric map, each trained for one side). It plays and evaluates like any
   checkpoint; it is not trained.
 * ``imitation``: the scripted policy it (or the checkpoint it was trained on from) was first
-  fitted to by behaviour cloning (``experiments/clone_scripted.py``); absent for policies
+  fitted to by behaviour cloning (``traveller train clone``); absent for policies
   that imitate nothing. ``train_ppo --init`` and ``widen_checkpoint`` carry it forward.
 
 Nothing in it depends on the wall clock or the run folder, so the same seed on one thread

@@ -114,7 +114,7 @@ def evaluate_range(policy: Policy, battles: int = 200, seed: int = 10_000,
     Per band: mean rounds to incapacitate (battles that never incapacitate count as the
     scenario's ``max_rounds``, a conservative floor), its 95% interval, the share
     incapacitated, the mean and most common number of aims before the first shot, and,
-    when ``optimum`` (from ``experiments/aiming_optimum.py``) is given, the ratio to it.
+    when ``optimum`` (from ``traveller_rl/recipes/optimum.py``) is given, the ratio to it.
     """
     rows = []
     for band in bands:

@@ -1,5 +1,5 @@
 """The networks of trained policies: ``ActorCritic`` (the separate actor and critic that
-``experiments/train_ppo.py`` trains), ``EnsembleNet`` (several checkpoints played as one),
+``traveller train ppo`` trains), ``EnsembleNet`` (several checkpoints played as one),
 ``SideNet`` (one network per side of the battle) and the masked logits they share.
 
 The entity actor and critic come from ``agents.entity_net`` (imported here, never the other

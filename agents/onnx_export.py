@@ -2,9 +2,9 @@
 
 Two sources, both MLPs (hidden layers each followed by tanh, then a linear head):
 
-* a ``.pt`` checkpoint of ``experiments/train_ppo.py`` (``agents.ppo_policy``): read with
+* a ``.pt`` checkpoint of ``traveller train ppo`` (``agents.ppo_policy``): read with
   ``torch.load(weights_only=True)``; slot-relative actions;
-* a sb3-contrib ``MaskablePPO`` ``.zip`` saved with ``MlpPolicy`` (``experiments/train_aiming.py``,
+* a sb3-contrib ``MaskablePPO`` ``.zip`` saved with ``MlpPolicy`` (``traveller train aiming``,
   ``train_leadership.py``): read *without unpickling anything*: its ``policy.pth`` with
   ``weights_only=True`` and its settings from the JSON ``data`` entry, plus the
   ``<model>.meta.json`` beside it (``action_targets``, ``assist``/``focus``, scenario), as

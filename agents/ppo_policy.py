@@ -1,4 +1,4 @@
-"""Trained policies: a checkpoint of ``experiments/train_ppo.py`` (a ``.pt`` file) as a ``Policy``.
+"""Trained policies: a checkpoint of ``traveller train ppo`` (a ``.pt`` file) as a ``Policy``.
 
 ``load_ppo_policy`` reads a checkpoint and ``PPOPolicy`` plays it as an NPC anywhere a policy
 name is accepted (``agents.registry.make_policy``, the tournament's ``--policies``,

@@ -1,4 +1,4 @@
-"""Trained policies: an RLlib checkpoint (``experiments/train_rllib.py``) as a ``Policy``.
+"""Trained policies: an RLlib checkpoint (``traveller train rllib``) as a ``Policy``.
 
 Anywhere a policy name is accepted (``agents.registry.make_policy``, the tournament,
 ``traveller eval``), a directory that is an RLlib checkpoint loads as an NPC:

@@ -1,5 +1,5 @@
 """Trained policies: a sb3-contrib ``MaskablePPO`` checkpoint as a ``Policy`` (``load_policy``
-also dispatches ``.pt`` checkpoints of ``experiments/train_ppo.py`` to ``agents.ppo_policy``,
+also dispatches ``.pt`` checkpoints of ``traveller train ppo`` to ``agents.ppo_policy``,
 ``.onnx`` exports to ``agents.onnx_policy`` and RLlib folders to ``agents.rllib_policy``)."""
 
 from __future__ import annotations
@@ -169,7 +169,7 @@ def load_policy(path: str | Path, scenario: ScenarioSource, deterministic: bool 
 
         return load_onnx_policy(path, scenario, deterministic=deterministic, seed=seed,
                                 name=name, assist=assist)
-    if path.suffix == ".pt":  # a checkpoint of experiments/train_ppo.py (agents.ppo_policy)
+    if path.suffix == ".pt":  # a checkpoint of traveller train ppo (agents.ppo_policy)
         from .ppo_policy import load_ppo_policy
 
         if assist is not None:

@@ -3,7 +3,7 @@
 ``TravellerMultiAgentEnv({"scenario": "duel"})`` (``traveller_env.rllib.env``) is the
 environment; ``MaskedPPOTorchRLModule`` and ``ScriptedRLModule`` (``traveller_env.rllib.modules``,
 loaded on first use since they need torch) are the modules for PPO on RLlib's new API stack.
-``experiments/train_rllib.py`` (``traveller train rllib``) puts them together. Needs the
+``traveller train rllib`` (``traveller_rl.rllib``) puts them together. Needs the
 project's ``rllib`` extra (``ray[rllib]==2.60.0``).
 """
 
