@@ -46,7 +46,6 @@ import shlex
 import sys
 import time
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,6 +58,7 @@ from agents.registry import make_policy, parse_policy_list
 from traveller_env.cli import examples_epilog, int_at_least
 from traveller_env.generate import GENERATED_PREFIX
 from traveller_env.scenario import ScenarioError, config_dir
+from traveller_rl.common import run_chunks
 
 __all__ = ["BOOTSTRAP_SAMPLES", "Suite", "aggregate", "build_parser", "cell_summaries",
            "format_leaderboard", "format_table", "load_suite", "plan_battles",
@@ -203,34 +203,10 @@ def run_benchmark(policies: Sequence[str], suite: Suite, workers: int = 1,
     plan = [b for p in policies for b in plan_battles(suite, p)]
     chunks = [plan[k:k + suite.battles_per_cell]
               for k in range(0, len(plan), suite.battles_per_cell)]
-    bar = None
-    if progress:
-        from tqdm import tqdm
+    from traveller_rl.benchmark import _play_chunk as worker  # by its importable name
 
-        bar = tqdm(total=len(plan), unit="battle", smoothing=0.05, file=sys.stderr)
-    results: list[list[dict[str, Any]]] = []
-    try:
-        if workers <= 1:
-            for chunk in chunks:
-                results.append(_play_chunk(chunk))
-                if bar is not None:
-                    bar.update(len(chunk))
-        else:
-            import multiprocessing
-
-            from traveller_rl.benchmark import _play_chunk as worker
-            from traveller_rl.tournament import _init_worker as init
-
-            ctx = multiprocessing.get_context("spawn")
-            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
-                                     initializer=init) as pool:
-                for part in pool.map(worker, chunks):
-                    results.append(part)
-                    if bar is not None:
-                        bar.update(len(part))
-    finally:
-        if bar is not None:
-            bar.close()
+    results = list(run_chunks(worker, chunks, workers, progress=progress, total=len(plan),
+                              ordered=True))
     by_policy: dict[str, list[dict[str, Any]]] = {p: [] for p in policies}
     for part in results:
         for b in part:

@@ -15,12 +15,13 @@ import json
 import os
 import tempfile
 import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 __all__ = ["PPOArgs", "PoolCheckpointCallback", "add_dataclass_args", "atomic_save_model",
            "atomic_write_bytes", "checkpoint_provenance", "learning_curve", "make_model",
-           "make_run_dir", "parse_opponents", "seed_everything", "write_json"]
+           "make_run_dir", "parse_opponents", "run_chunks", "seed_everything", "write_json"]
 
 
 @dataclasses.dataclass
@@ -377,3 +378,54 @@ def parse_opponents(text: str) -> dict[str, str]:
             raise ValueError(f"--opponents: seat {seat.strip()!r} given twice")
         out[seat.strip()] = name.strip()
     return out
+
+
+def _one_torch_thread() -> None:
+    """A worker process's start: trained policies get one torch thread each."""
+    try:
+        import torch
+
+        torch.set_num_threads(1)
+    except ImportError:  # pragma: no cover
+        pass
+
+
+def run_chunks(worker: Callable[[Any], list], chunks: Sequence[Any], workers: int = 1, *,
+               progress: bool = False, total: int | None = None, initial: int = 0,
+               ordered: bool = False) -> Iterator[list]:
+    """``worker(chunk)`` for each chunk: in this process (``workers <= 1``, in order) or in
+    ``workers`` spawned processes (each with one torch thread; ``worker`` must be importable by
+    its qualified name), yielded in chunk order when ``ordered``, else as each finishes. With
+    ``progress``, a bar counts the items of the parts returned, out of ``total``, starting at
+    ``initial`` (items already done elsewhere). Tournaments and the benchmark play here."""
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=total, initial=initial, unit="battle", smoothing=0.05)
+    try:
+        if workers <= 1:
+            parts: Iterator[list] = (worker(chunk) for chunk in chunks)
+            for part in parts:
+                if bar is not None:
+                    bar.update(len(part))
+                yield part
+            return
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
+                                 initializer=_one_torch_thread) as pool:
+            if ordered:
+                finished: Iterator[list] = pool.map(worker, chunks)
+            else:
+                futures = [pool.submit(worker, chunk) for chunk in chunks]
+                finished = (fut.result() for fut in as_completed(futures))
+            for part in finished:
+                if bar is not None:
+                    bar.update(len(part))
+                yield part
+    finally:
+        if bar is not None:
+            bar.close()

@@ -40,7 +40,6 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from itertools import combinations
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -58,6 +57,7 @@ from traveller_env.cli import (
     int_at_least,
     seed_type,
 )
+from traveller_rl.common import run_chunks
 from traveller_rl.stats import bootstrap_elo, openskill_ratings, wilson_interval
 
 __all__ = ["DEFAULT_OUT", "RESULTS_LOG", "Game", "build_games", "build_parser", "command_line",
@@ -156,15 +156,6 @@ def _run_chunk(games: list[tuple]) -> list[dict[str, Any]]:
     return [play_game(Game(*g)) for g in games]
 
 
-def _init_worker() -> None:
-    try:  # trained policies: one torch thread per worker process
-        import torch
-
-        torch.set_num_threads(1)
-    except ImportError:  # pragma: no cover
-        pass
-
-
 def _chunks(games: Sequence[Game], size: int) -> list[list[Game]]:
     groups: dict[tuple, list[Game]] = defaultdict(list)
     for g in games:
@@ -196,42 +187,15 @@ def run_tournament(policies: Sequence[str], scenarios: Sequence[str], battles: i
     kept = {game_key(r): r for r in done if game_key(r) in wanted}
     results: list[dict[str, Any]] = list(kept.values())
     chunks = _chunks([g for g in games if game_key(g) not in kept], chunk_size)
-    bar = None
-    if progress:
-        from tqdm import tqdm
+    # the worker by its importable name, whether this file runs as a script, as
+    # ``traveller_rl.tournament`` or loaded from its path by another command
+    from traveller_rl.tournament import _run_chunk as worker
 
-        bar = tqdm(total=len(games), initial=len(kept), unit="battle", smoothing=0.05)
-    try:
-        if workers <= 1:
-            for chunk in chunks:
-                part = _run_chunk([tuple(g) for g in chunk])
-                results.extend(part)
-                if record is not None:
-                    record(part)
-                if bar is not None:
-                    bar.update(len(chunk))
-        else:
-            import multiprocessing
-
-            # The worker functions by their importable names, whether this file runs as a
-            # script, as ``traveller_rl.tournament`` or loaded from its path by another command.
-            from traveller_rl.tournament import _init_worker as init
-            from traveller_rl.tournament import _run_chunk as worker
-
-            ctx = multiprocessing.get_context("spawn")
-            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
-                                     initializer=init) as pool:
-                futures = [pool.submit(worker, [tuple(g) for g in chunk]) for chunk in chunks]
-                for fut in as_completed(futures):
-                    part = fut.result()
-                    results.extend(part)
-                    if record is not None:
-                        record(part)
-                    if bar is not None:
-                        bar.update(len(part))
-    finally:
-        if bar is not None:
-            bar.close()
+    for part in run_chunks(worker, [[tuple(g) for g in chunk] for chunk in chunks], workers,
+                           progress=progress, total=len(games), initial=len(kept)):
+        results.extend(part)
+        if record is not None:
+            record(part)
     order = {sc: k for k, sc in enumerate(scenarios)}
     results.sort(key=lambda r: (order[r["scenario"]], r["side0"], r["side1"], r["index"]))
     return results
