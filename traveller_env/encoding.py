@@ -106,24 +106,38 @@ class RelativeActions:
     (``attack:enemy0``, ``direct:ally1``; see ``ObservationBuilder.slots``), so that the same
     index means the same thing from every seat. ``labels`` are the relative labels;
     ``to_absolute(agent, i)`` and ``mask(agent, absolute_mask)`` translate.
+
+    ``labels`` (a ``Layout``'s ``action_labels()``) fixes the relative labels instead of
+    deriving them from the catalogue: a label the scenario lacks (a move beyond its best, a
+    kind it has no candidate of) translates to nothing and is never allowed by the mask.
     """
 
     def __init__(self, catalogue: ActionCatalogue, slots: dict[str, list[str | None]],
-                 slot_names: list[str]) -> None:
+                 slot_names: list[str], labels: list[str] | None = None) -> None:
         self.labels: list[str] = []
         rows: list[tuple[str, int] | tuple[str, str, int]] = []
-        seen: set[str] = set()
-        for i, action in enumerate(catalogue.actions):
-            if KINDS[action.kind].args == "combatant":
-                if action.kind in seen:
-                    continue
-                seen.add(action.kind)
-                for k, name in enumerate(slot_names):
-                    self.labels.append(f"{action.kind}:{name}")
-                    rows.append((action.kind, "slot", k))
-            else:
-                self.labels.append(action.label)
-                rows.append(("fixed", i))
+        if labels is None:
+            seen: set[str] = set()
+            for i, action in enumerate(catalogue.actions):
+                if KINDS[action.kind].args == "combatant":
+                    if action.kind in seen:
+                        continue
+                    seen.add(action.kind)
+                    for k, name in enumerate(slot_names):
+                        self.labels.append(f"{action.kind}:{name}")
+                        rows.append((action.kind, "slot", k))
+                else:
+                    self.labels.append(action.label)
+                    rows.append(("fixed", i))
+        else:
+            slot_index = {name: k for k, name in enumerate(slot_names)}
+            for label in labels:
+                kind, _, arg = label.partition(":")
+                self.labels.append(label)
+                if kind in KINDS and KINDS[kind].args == "combatant":
+                    rows.append((kind, "slot", slot_index[arg]))
+                else:
+                    rows.append(("fixed", catalogue._index.get(label, catalogue.n)))
         self.n = len(self.labels)
         self._perm: dict[str, np.ndarray] = {}
         for agent, occupants in slots.items():

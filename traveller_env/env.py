@@ -24,6 +24,7 @@ from pettingzoo.utils.env_logger import EnvLogger
 
 from .encoding import ActionCatalogue, RelativeActions
 from .invariants import InvariantError, check_invariants, check_new_events
+from .layout import Layout, resolve_layout
 from .observations import VIEWS, ObservationBuilder, move_view
 from .rewards import BattleCounters, RewardLedger, RewardScorer, outcome_reward
 from .rules.battle import Battle, IllegalActionError
@@ -328,6 +329,8 @@ class TravellerEnv(AECEnv):
         self.move_view: bool = views["move_view"]
         self.aim_view: bool = views["aim_view"]
         self.attack_view: bool = views["attack_view"]
+        #: The fixed observation and action layout (``traveller_env.layout``), or ``None``.
+        self.layout: Layout | None = resolve_layout(options.pop("layout", None))
         sc = load_scenario(scenario)
         max_rounds = options.pop("max_rounds", None)
         if max_rounds is not None:
@@ -338,7 +341,11 @@ class TravellerEnv(AECEnv):
         self.render_mode = render_mode
         template = build_battle(self.scenario, seed=0)
         self._catalogue = ActionCatalogue(template)
-        self._obs_builder = ObservationBuilder(template, **views)
+        if self.layout is not None:
+            self.layout.check(template, self.scenario.name)
+        self._obs_builder = ObservationBuilder(template, **views, layout=self.layout)
+        self._views = views
+        self._layout_tables: dict[tuple, tuple[ObservationBuilder, RelativeActions]] = {}
         self.possible_agents = [c.id for c in template.combatants]
         self.agents = []
         self._side_of = {c.id: c.side for c in template.combatants}
@@ -422,10 +429,46 @@ class TravellerEnv(AECEnv):
             b = self._obs_builder
             names = ([f"ally{k}" for k in range(b.n_ally_slots)]
                      + [f"enemy{k}" for k in range(b.n_enemy_slots)])
+            labels = None if self.layout is None else self.layout.action_labels()
             rel = RelativeActions(self._catalogue, {a: b.slots(a) for a in self.possible_agents},
-                                  names)
+                                  names, labels)
             self._relative = rel
         return rel
+
+    def _layout_table(self, layout: Layout | str | Mapping,
+                      views: Mapping[str, bool]) -> tuple[ObservationBuilder, RelativeActions]:
+        """The observation builder and slot-relative actions of ``layout`` with ``views`` for
+        this env's scenario (``LayoutError`` when it does not fit), built once."""
+        resolved = resolve_layout(layout)
+        key = (resolved, *(bool(views.get(v, False)) for v in VIEWS))
+        table = self._layout_tables.get(key)
+        if table is None:
+            template = build_battle(self.scenario, seed=0)
+            resolved.check(template, self.scenario.name)
+            builder = ObservationBuilder(template, layout=resolved,
+                                         **{v: bool(views.get(v, False)) for v in VIEWS})
+            rel = RelativeActions(self._catalogue,
+                                  {a: builder.slots(a) for a in self.possible_agents},
+                                  resolved.slot_names(), resolved.action_labels())
+            table = self._layout_tables[key] = (builder, rel)
+        return table
+
+    def layout_observation(self, agent: str, layout: Layout | str | Mapping,
+                           **views: bool) -> np.ndarray:
+        """``agent``'s observation laid out by ``layout`` with ``views`` (``move_view=True``,
+        ...), whatever this env's own layout and views: for policies trained on a layout that
+        play in any env whose scenario fits it (``agents.ppo_policy``). ``LayoutError`` names
+        the limit a scenario breaks."""
+        if self.battle is None or agent not in self._side_of:
+            self._require_reset("layout_observation()")
+            self._check_agent(agent)
+        builder, _ = self._layout_table(layout, views)
+        return builder.observe(self._python_battle(), agent)
+
+    def layout_actions(self, layout: Layout | str | Mapping) -> RelativeActions:
+        """The slot-relative actions of ``layout`` for this env's scenario (its labels are the
+        layout's ``action_labels()``; ``to_absolute``/``mask`` translate for each agent)."""
+        return self._layout_table(layout, {})[1]
 
     def observation_space(self, agent: str) -> spaces.Dict:
         """The (cached) observation space; the same object on every call."""

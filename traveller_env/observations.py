@@ -13,6 +13,7 @@ import struct
 
 import numpy as np
 
+from .layout import Layout
 from .rules.actions import STANCES
 from .rules.attack import hit_probability, range_dm
 from .rules.battle import Battle
@@ -150,12 +151,14 @@ STATE_FIELDS = ("side", "in_play", "x", "y", "wound_STR", "wound_DEX", "wound_EN
                 "initiative", "hasty", "holds_bonus", "holds_penalty", "acted", "deciding")
 
 
-def move_view_squares(battle: Battle, agent: str) -> list[tuple[int, int]]:
+def move_view_squares(battle: Battle, agent: str,
+                      max_move_squares: int | None = None) -> list[tuple[int, int]]:
     """The squares the move view describes: ``agent``'s own, then the end square of each
-    move action in catalogue order (``DIRECTIONS`` x 1..``max_move_squares``), whether or not
-    that move is legal now (the action mask says that)."""
+    move action in catalogue order (``DIRECTIONS`` x 1..``max_move_squares``: the battle's
+    own unless given, as a ``Layout`` does), whether or not that move is legal now (the action
+    mask says that)."""
     x, y = battle.by_id[agent].pos
-    n = battle.max_move_squares
+    n = battle.max_move_squares if max_move_squares is None else max_move_squares
     return [(x, y)] + [(x + dx * k, y + dy * k) for dx, dy in DIRECTIONS.values()
                        for k in range(1, n + 1)]
 
@@ -185,7 +188,7 @@ def view_labels(view: str, slot_names: list[str], max_move_squares: int) -> list
     raise ValueError(f"view {view!r}: one of {', '.join(VIEWS)}")
 
 
-def move_view(battle: Battle, agent: str) -> list[float]:
+def move_view(battle: Battle, agent: str, max_move_squares: int | None = None) -> list[float]:
     """The move view of ``agent`` (``MOVE_VIEW_FIELDS`` for each of ``move_view_squares``): what
     the map offers at each square it could end a move on, asked of the map's own line-of-sight
     and cover rules (``GridMap.line_of_sight``, ``GridMap.cover_between``)."""
@@ -193,11 +196,12 @@ def move_view(battle: Battle, agent: str) -> list[float]:
     grid = battle.grid
     enemies = [c for c in battle.combatants if c.side != me.side and not c.out]
     out: list[float] = []
+    squares = move_view_squares(battle, agent, max_move_squares)
     if not enemies:
-        return [0.0] * (len(MOVE_VIEW_FIELDS) * (1 + 8 * battle.max_move_squares))
+        return [0.0] * (len(MOVE_VIEW_FIELDS) * len(squares))
     n = len(enemies)
     los, cover = grid.line_of_sight, grid.cover_between
-    for sq in move_view_squares(battle, agent):
+    for sq in squares:
         if not grid.passable(sq):
             out += (0.0, 0.0, 0.0)
             continue
@@ -213,14 +217,15 @@ def move_view(battle: Battle, agent: str) -> list[float]:
     return out
 
 
-def attack_square_view(battle: Battle, agent: str) -> list[float]:
+def attack_square_view(battle: Battle, agent: str,
+                       max_move_squares: int | None = None) -> list[float]:
     """The per-square part of ``agent``'s attack view (``ATTACK_SQUARE_FIELDS`` for each of
     ``move_view_squares``; zeros for a square off the map or a wall, and when no enemy is in
     play), asked of ``rules.attack.hit_probability``."""
     me = battle.by_id[agent]
     grid = battle.grid
     enemies = [c for c in battle.combatants if c.side != me.side and not c.out]
-    squares = move_view_squares(battle, agent)
+    squares = move_view_squares(battle, agent, max_move_squares)
     if not enemies:
         return [0.0] * (len(ATTACK_SQUARE_FIELDS) * len(squares))
     n = len(enemies)
@@ -242,15 +247,36 @@ class ObservationBuilder:
     """Builds per-agent observation vectors and the global state for one scenario."""
 
     def __init__(self, battle: Battle, move_view: bool = False, aim_view: bool = False,
-                 attack_view: bool = False) -> None:
+                 attack_view: bool = False, layout: Layout | None = None) -> None:
         self.move_view = bool(move_view)
         self.aim_view = bool(aim_view)
         self.attack_view = bool(attack_view)
+        #: The fixed layout (``traveller_env.layout``), or ``None``: the scenario's own.
+        self.layout = layout
         self.ids = [c.id for c in battle.combatants]
         sides = [[c.id for c in battle.combatants if c.side == s] for s in (0, 1)]
         self.side_of = {c.id: c.side for c in battle.combatants}
-        biggest = max(len(s) for s in sides)
-        self.n_ally_slots, self.n_enemy_slots = biggest - 1, biggest
+        state_names: list[str] = []
+        if layout is None:
+            biggest = max(len(s) for s in sides)
+            self.n_ally_slots, self.n_enemy_slots = biggest - 1, biggest
+            #: The squares per direction of the move and attack views.
+            self.max_move_squares: int = battle.max_move_squares
+            self._map_size: int | None = None  # None: divide by the battle's own map size
+            self._state_seats: list[int | None] = list(range(len(self.ids)))
+            state_names = list(self.ids)
+        else:
+            layout.check(battle)
+            self.n_ally_slots, self.n_enemy_slots = layout.allies, layout.enemies
+            self.max_move_squares = layout.max_move_squares
+            self._map_size = layout.map_size
+            self._state_seats = []
+            for s in (0, 1):
+                mine = [i for i, c in enumerate(battle.combatants) if c.side == s]
+                pad = layout.side_limit - len(mine)
+                self._state_seats += mine + [None] * pad
+                state_names += ([self.ids[i] for i in mine]
+                                + [f"side{s}.empty{k}" for k in range(pad)])
         self.n_slots = self.n_ally_slots + self.n_enemy_slots
         self._slots = {}
         for cid in self.ids:
@@ -264,13 +290,13 @@ class ObservationBuilder:
             self.labels += [f"{name}.{f}" for f in SLOT_FIELDS]
         for view in VIEWS:
             if getattr(self, view):
-                self.labels += view_labels(view, self.slot_names(), battle.max_move_squares)
+                self.labels += view_labels(view, self.slot_names(), self.max_move_squares)
         self.size = len(self.labels)
         # Native float32 (one type, so no padding): a plain cast per entry, the same bytes as
         # the standard size's rounding for values in [-1, 1], and cheaper.
         packer = struct.Struct(f"@{self.size}f")
         self._pack_into, self._pack_size = packer.pack_into, packer.size
-        self.state_labels = [f"{cid}.{f}" for cid in self.ids for f in STATE_FIELDS]
+        self.state_labels = [f"{name}.{f}" for name in state_names for f in STATE_FIELDS]
         self.state_labels += [f"phase_{p}" for p in PHASES] + ["round"]
         self.state_size = len(self.state_labels)
         self._init_spares = {c.id: max(1, c.spares) for c in battle.combatants}
@@ -333,7 +359,7 @@ class ObservationBuilder:
                 out += (0.0, 0.0)
             else:
                 out += (hit_probability(me, o, grid), hit_probability(o, me, grid))
-        return out + attack_square_view(battle, agent)
+        return out + attack_square_view(battle, agent, self.max_move_squares)
 
     def slots(self, agent: str) -> list[str | None]:
         """Who sits in each slot of ``agent``'s observation (``None``: an empty slot)."""
@@ -348,7 +374,9 @@ class ObservationBuilder:
         """
         me = battle.by_id[agent]
         grid = battle.grid
-        W, H = grid.width, grid.height
+        W = H = self._map_size
+        if W is None:
+            W, H = grid.width, grid.height
         w = me.weapon
         mx, my = me.pos
         chars, maxc = me.chars, me.max_chars
@@ -418,7 +446,7 @@ class ObservationBuilder:
             v += block[1]  # bonus, penalty, acted, hasty, Initiative
             v.append(1.0 if attacker == oid else 0.0)
         if self.move_view:
-            v += move_view(battle, agent)
+            v += move_view(battle, agent, self.max_move_squares)
         if self.aim_view:
             v += self.aim_view_entries(battle, agent)
         if self.attack_view:
@@ -436,11 +464,17 @@ class ObservationBuilder:
     def state(self, battle: Battle) -> np.ndarray:
         """The global state (every combatant's block, the phase and the round), float32."""
         out = np.zeros(self.state_size, dtype=np.float32)
-        W, H = battle.grid.width, battle.grid.height
+        W = H = self._map_size
+        if W is None:
+            W, H = battle.grid.width, battle.grid.height
         n = len(STATE_FIELDS)
         deciding = battle.current_agent
-        for i, c in enumerate(battle.combatants):
-            s = i * n
+        combatants = battle.combatants
+        for k, i in enumerate(self._state_seats):
+            if i is None:
+                continue  # a layout's empty block: zeros
+            c = combatants[i]
+            s = k * n
             row = out[s:s + n]
             row[0] = float(c.side)
             row[1] = float(not c.out)
@@ -455,7 +489,7 @@ class ObservationBuilder:
             row[14], row[15], row[16] = float(c.hasty), float(c.bonus), float(c.penalty)
             row[17] = float(c.turn_begun)
             row[18] = float(c.id == deciding)
-        tail = len(self.ids) * n
+        tail = len(self._state_seats) * n
         if battle.phase in PHASES:
             out[tail + PHASES.index(battle.phase)] = 1.0
         out[tail + 3] = battle.round / battle.options.max_rounds
