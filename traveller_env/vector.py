@@ -85,6 +85,7 @@ from . import vector_snapshot
 from .core import available as core_available
 from .encoding import ActionCatalogue, RelativeActions
 from .env import DEFAULT_BACKEND, ScenarioSource, TravellerEnv
+from .layout import LAYOUTS, Layout, resolve_layout
 from .observations import ObservationBuilder
 from .policy import Policy, make_policy
 from .rewards import BattleCounters, RewardLedger, RewardScorer
@@ -92,9 +93,16 @@ from .rules.battle import Battle
 from .rules.dice import Dice
 from .rules.rng import battle_seed, check_u64, derive_seed
 from .scenario import Scenario, build_battle
+from .scenario_set import (
+    ScenarioSet,
+    build_scenario_set,
+    is_set_source,
+    scenario_index,
+    set_sources,
+)
 from .view import BattleView
 
-__all__ = ["BACKENDS", "MAX_SKIPPED", "VectorBackend", "VectorEnv", "make",
+__all__ = ["BACKENDS", "DEFAULT_SET_LAYOUT", "MAX_SKIPPED", "VectorBackend", "VectorEnv", "make",
            "random_legal_actions"]
 
 #: Every backend name, and whether it can run here ("core" needs the compiled core built:
@@ -105,15 +113,22 @@ VECTOR_BUFFERS = ("obs", "mask", "rewards", "terminated", "truncated", "agent", 
                   "battle_seed", "winner")
 #: How many consecutive battles of one row may end before any learner seat decides.
 MAX_SKIPPED = 1000
+#: The layout of a scenario set made without one (``traveller_env.layout.LAYOUTS``).
+DEFAULT_SET_LAYOUT = "6v6"
 
 
-def make(scenario: ScenarioSource, num_envs: int = 1, seed: int = 0, backend: str = DEFAULT_BACKEND,
-         opponents: Mapping[str, str] | None = None, *, relative_actions: bool = False,
-         threads: int = 1, **options: Any) -> VectorEnv:
+def make(scenario: ScenarioSource | list, num_envs: int = 1, seed: int = 0,
+         backend: str = DEFAULT_BACKEND, opponents: Mapping[str, str] | None = None, *,
+         relative_actions: bool | None = None, threads: int = 1,
+         layout: str | Mapping | Layout | None = None, seeds: tuple[int, int] | None = None,
+         **options: Any) -> VectorEnv:
     """``num_envs`` battles of ``scenario`` stepped together (see the module docstring).
 
     Args:
-        scenario: built-in name, path, dict or ``Scenario`` (as for ``raw_env``).
+        scenario: built-in name, path, dict or ``Scenario`` (as for ``raw_env``); or a
+            *scenario set*: a generator distribution without a seed (``"gen:skirmish"``) or a
+            list of scenarios, each battle drawn from it by its battle seed
+            (``traveller_env.scenario_set``).
         num_envs: the number of battles (rows), an int >= 1.
         seed: the vector's seed, an int in ``[0, 2**64 - 1]``.
         backend: ``"python"`` (the Python engine) or ``"core"`` (the compiled core).
@@ -124,12 +139,17 @@ def make(scenario: ScenarioSource, num_envs: int = 1, seed: int = 0, backend: st
             ``action_labels`` are then the relative labels).
         threads: ``backend="core"`` only: step the rows in this many threads (contiguous
             chunks of rows; the results are identical to one thread's).
+        layout: a fixed observation and action layout (``traveller_env.layout``: a name such
+            as ``"6v6"``, a dict or a ``Layout``); a scenario set needs one (default
+            ``DEFAULT_SET_LAYOUT``) and always plays its slot-relative actions.
+        seeds: ``(lo, hi)``, both included: the generator seeds a distribution stands for
+            (default ``scenario_set.TRAINING_SEEDS``, clear of the benchmark's held-out ones).
         **options: environment options, as for ``raw_env`` (``hastening``, ``reactions``,
-            ``comms_range_m``, ``illegal_action``, ``max_rounds``).
+            ``comms_range_m``, ``illegal_action``, ``max_rounds``, the views).
     """
     return VectorEnv(scenario, num_envs=num_envs, seed=seed, backend=backend,
                      opponents=opponents, relative_actions=relative_actions, threads=threads,
-                     **options)
+                     layout=layout, seeds=seeds, **options)
 
 
 def random_legal_actions(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -211,9 +231,11 @@ class VectorEnv:
     translation, or ``None``), ``scenario``, ``seed``, ``backend``, ``battles_skipped``.
     """
 
-    def __init__(self, scenario: ScenarioSource, num_envs: int = 1, seed: int = 0,
+    def __init__(self, scenario: ScenarioSource | list, num_envs: int = 1, seed: int = 0,
                  backend: str = DEFAULT_BACKEND, opponents: Mapping[str, str] | None = None,
-                 relative_actions: bool = False, threads: int = 1, **options: Any) -> None:
+                 relative_actions: bool | None = None, threads: int = 1,
+                 layout: str | Mapping | Layout | None = None,
+                 seeds: tuple[int, int] | None = None, **options: Any) -> None:
         if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer) \
                 or num_envs < 1:
             raise ValueError(f"num_envs must be an int >= 1, got {num_envs!r}")
@@ -227,31 +249,61 @@ class VectorEnv:
         if threads > 1 and backend != "core":
             raise ValueError(f"threads={threads}: only backend='core' steps rows in several "
                              "threads; the Python backend runs in one")
-        if not isinstance(relative_actions, bool):
+        if relative_actions is not None and not isinstance(relative_actions, bool):
             raise TypeError(f"relative_actions must be True or False, got {relative_actions!r}")
         if "check_invariants" in options:
             raise ValueError("check_invariants is an option of the AEC env (raw_env), not of "
                              "the vector API: run the AEC env to check invariants")
         if "render_mode" in options:
             raise ValueError("render_mode: the vector API does not render; use the AEC env")
-        # The AEC env parses the scenario and the options, so both APIs share them exactly.
-        template = TravellerEnv(scenario, **options)
-        self.scenario: Scenario = template.scenario
+        #: The fixed layout (``traveller_env.layout``), or ``None``: the scenario's own.
+        self.layout: Layout | None = resolve_layout(layout)
         self.num_envs = int(num_envs)
-        self.possible_agents: list[str] = list(template.possible_agents)
+        #: The scenario set (``traveller_env.scenario_set``), or ``None``: one scenario.
+        self.scenario_set: ScenarioSet | None = None
+        if is_set_source(scenario):
+            if relative_actions is False:
+                raise ValueError("relative_actions=False: a scenario set always plays its "
+                                 "layout's slot-relative actions (leave it out)")
+            if self.layout is None:
+                self.layout = LAYOUTS[DEFAULT_SET_LAYOUT]
+            self.scenario_set = build_scenario_set(set_sources(scenario, seeds), self.layout,
+                                                   options)
+            template = self.scenario_set.envs[0]
+        else:
+            if seeds is not None:
+                raise ValueError("seeds: only a generator distribution without a seed "
+                                 "(gen:<name>) takes a seed range")
+            # The AEC env parses the scenario and the options, so both APIs share them exactly.
+            template = TravellerEnv(scenario, layout=self.layout, **options)
+        sset = self.scenario_set
+        self.scenario: Scenario = template.scenario
+        #: Every scenario the vector plays (one, or the set's).
+        self.scenarios: list[Scenario] = ([template.scenario] if sset is None
+                                          else [e.scenario for e in sset.envs])
+        if sset is None:
+            self.possible_agents: list[str] = list(template.possible_agents)
+            self.sides: list[str] = [s.name for s in self.scenario.sides]
+            self.agent_sides = np.array([template.side_of(a) for a in self.possible_agents],
+                                        dtype=np.int64)
+            self.absolute_action_labels: list[str] = template.action_labels
+            self._slots = {a: template.observation_slots(a) for a in self.possible_agents}
+        else:
+            limit = self.layout.side_limit
+            self.possible_agents = list(sset.agents)
+            self.sides = list(sset.side_names)
+            self.agent_sides = np.arange(2 * limit, dtype=np.int64) // limit
+            # The backends translate each row's layout action with its scenario's table.
+            self.absolute_action_labels = list(sset.action_labels)
+            self._slots = {}
         self.num_agents = len(self.possible_agents)
-        self.sides: list[str] = [s.name for s in self.scenario.sides]
-        self.agent_sides = np.array([template.side_of(a) for a in self.possible_agents],
-                                    dtype=np.int64)
         self.observation_labels: list[str] = template.observation_labels
         self.obs_dim = len(self.observation_labels)
-        self.absolute_action_labels: list[str] = template.action_labels
-        self._slots = {a: template.observation_slots(a) for a in self.possible_agents}
         self.opponents: dict[str, str] = self._resolve_opponents(opponents)
         self.learners = [a for a in self.possible_agents if a not in self.opponents]
         self.relative_actions: RelativeActions | None = None
         n_abs = len(self.absolute_action_labels)
-        if relative_actions:
+        if relative_actions and sset is None:
             self.relative_actions = template.relative_actions
             self.action_labels: list[str] = list(self.relative_actions.labels)
             self._perm = _absolute_table(self.relative_actions, self.possible_agents, n_abs)
@@ -274,11 +326,13 @@ class VectorEnv:
         if backend == "core":
             from .core.vector import CoreBackend
 
+            extra = {} if sset is None else {"scenario_set": sset}
             self._backend: VectorBackend = CoreBackend(template, self.num_envs, seat_policies,
                                                        self._buf, threads=int(threads),
-                                                       relative_table=self._perm)
+                                                       relative_table=self._perm, **extra)
         else:
-            self._backend = _PythonBackend(template, self.num_envs, seat_policies)
+            self._backend = _PythonBackend(template, self.num_envs, seat_policies,
+                                           scenario_set=sset)
         self._ready = False
         self._broken: str | None = None
 
@@ -289,7 +343,11 @@ class VectorEnv:
         return self._backend.battles_skipped
 
     def observation_slots(self, agent: str) -> list[str | None]:
-        """Which combatant sits in each slot of ``agent``'s observation."""
+        """Which combatant sits in each slot of ``agent``'s observation (a scenario set:
+        ``ValueError``, as it depends on each battle's scenario)."""
+        if self.scenario_set is not None:
+            raise ValueError("observation_slots: in a scenario set the slots depend on each "
+                             "battle's scenario; ask raw_env(scenario, layout=...) for one")
         if agent not in self._slots:
             raise ValueError(f"unknown agent {agent!r}; agents: {', '.join(self.possible_agents)}")
         return list(self._slots[agent])
@@ -389,6 +447,9 @@ class VectorEnv:
             raise RuntimeError("snapshot() needs a vector that has been reset() and is not "
                                "broken by a failed step")
         snap = getattr(self._backend, "snapshot", None)
+        if self.scenario_set is not None:
+            raise NotImplementedError("snapshot() of a vector over a scenario set is not "
+                                      "available yet; snapshot a fixed-scenario vector")
         if snap is None:
             raise NotImplementedError(
                 f"snapshot() is not available on backend={self.backend!r} yet (the core's "
@@ -476,6 +537,11 @@ class VectorEnv:
     def _refusal(self, row: int, action: int, absolute: int) -> tuple[str, str]:
         """``(label as the caller named it, reason)`` for an illegal action of ``row``."""
         label = repr(self.action_labels[action])
+        if self.scenario_set is not None:
+            label += f" (index {action})"
+            reason = self._backend.why_illegal(row, action)
+            return label, reason or "not allowed by the action mask (it names an empty slot "\
+                "or an action this battle's scenario lacks)"
         if self._perm is not None:
             if absolute >= len(self.absolute_action_labels):
                 return label + f" (index {action})", "it names an empty slot"
@@ -544,9 +610,11 @@ class _RowEnv:
 
 
 class _Shared:
-    """What every row of one vector shares: the scenario and its tables."""
+    """What every row of one vector shares about one scenario: the scenario and its tables
+    (a scenario set has one per scenario)."""
 
-    def __init__(self, template: TravellerEnv) -> None:
+    def __init__(self, template: TravellerEnv, columns: list[int] | None = None,
+                 table: np.ndarray | None = None) -> None:
         self.scenario: Scenario = template.scenario
         # The AEC env's own catalogue and builder (labels and vectors identical by design).
         self.catalogue: ActionCatalogue = template._catalogue
@@ -555,23 +623,31 @@ class _Shared:
         self.seat = {a: i for i, a in enumerate(self.ids)}
         self.side = [template.side_of(a) for a in self.ids]
         self.scorer = RewardScorer(self.scenario.rewards, self.side)
+        #: Each seat's column of the vector's rewards and ``agent`` (a set: the layout's).
+        self.column: list[int] = list(range(len(self.ids))) if columns is None else columns
+        #: A set only: ``table[seat, j]``, layout action ``j``'s absolute index (``n`` none).
+        self.table = table
+        self.table_list = None if table is None else table.tolist()
 
 
 class _Row:
     """One row: its battle and the bookkeeping the AEC env keeps per battle (its rewards'
     ``RewardLedger``, over the battle's ``BattleCounters``)."""
 
-    __slots__ = ("acc", "battle", "counters", "env", "episode", "gained", "ledger",
-                 "next_episode", "policies", "seed")
+    __slots__ = ("acc", "battle", "column_policies", "counters", "env", "episode", "gained",
+                 "ledger", "next_episode", "policies", "seed", "shared")
 
     def __init__(self, shared: _Shared, policies: list[Policy | None]) -> None:
+        self.shared = shared  # the scenario of the row's battle
         self.env = _RowEnv(shared)
+        #: The opponents by column (a set's battles seat them by their scenario's seats).
+        self.column_policies = policies
         self.policies = policies
         self.battle: Battle | None = None
         self.next_episode = 0
         self.episode = 0
         self.seed = 0
-        self.acc: list[float] = [0.0] * len(shared.ids)  # rewards not yet returned
+        self.acc: list[float] = [0.0] * len(policies)  # rewards not yet returned, by column
         self.gained = False  # acc may hold a non-zero entry
         self.counters: BattleCounters | None = None
         self.ledger: RewardLedger | None = None
@@ -613,18 +689,33 @@ class _PythonBackend:
     publishes_relative = False
 
     def __init__(self, template: TravellerEnv, num_envs: int,
-                 policy_names: list[str | None]) -> None:
-        self.shared = s = _Shared(template)
-        self.actions = s.catalogue.actions
-        self.policy_names = policy_names
+                 policy_names: list[str | None], scenario_set: ScenarioSet | None = None) -> None:
+        if scenario_set is None:
+            self.specs = [_Shared(template)]
+        else:
+            self.specs = [_Shared(env, cols, table) for env, cols, table in
+                          zip(scenario_set.envs, scenario_set.columns, scenario_set.tables,
+                              strict=True)]
+        self.shared = s = self.specs[0]
+        self.set_mode = scenario_set is not None
+        self.policy_names = policy_names  # by column
         self.rows = [_Row(s, [None if p is None else make_policy(p) for p in policy_names])
                      for _ in range(num_envs)]
+        if self.set_mode:
+            for row in self.rows:
+                row.shared = None  # each battle seats the policies by its own scenario
         self.vector_seed = 0
         self.battles_skipped = 0
 
     # ------------------------------------------------------------------ backend interface
     def why_illegal(self, row: int, action: int) -> str | None:
-        return self.rows[row].battle.why_illegal(self.actions[action])
+        the = self.rows[row]
+        spec = the.shared
+        if self.set_mode:
+            action = spec.table_list[spec.seat[the.battle.current_agent]][action]
+            if action >= spec.catalogue.n:
+                return None
+        return the.battle.why_illegal(spec.catalogue.actions[action])
 
     def reset(self, seed: int, restart: bool, out: _Buffers) -> None:
         self.vector_seed = seed
@@ -636,18 +727,22 @@ class _PythonBackend:
 
     def step(self, actions: list[int], forfeits: Mapping[int, tuple[str, str]],
              out: _Buffers) -> None:
-        acts = self.actions
         rewards = out.rewards
         actions = actions.tolist()  # Python ints index the action list fastest
+        set_mode = self.set_mode
         for r, row in enumerate(self.rows):
             b = row.battle
+            spec = row.shared
             if forfeits and r in forfeits:
                 label, reason = forfeits[r]
-                seat = self.shared.seat[b.current_agent]
+                seat = spec.seat[b.current_agent]
                 b.forfeit(label, reason)
                 self._score(row, seat)
             else:
-                b.apply(acts[actions[r]], validated=True)
+                a = actions[r]
+                if set_mode:  # the layout's action -> this scenario's (legal: it was masked)
+                    a = spec.table_list[spec.seat[b.current_agent]][a]
+                b.apply(spec.catalogue.actions[a], validated=True)
                 self._score(row)
             self._play_opponents(r, row)
             b = row.battle
@@ -710,9 +805,15 @@ class _PythonBackend:
         writes the episode and battle seed, which change only with the battle)."""
         b = row.battle
         agent = b.current_agent
+        spec = row.shared
         row.env.builder.observe(b, agent, out=out.obs[r])
-        self.shared.catalogue.mask(b, out=out.mask[r])
-        out.agent[r] = self.shared.seat[agent]
+        seat = spec.seat[agent]
+        if self.set_mode:  # the layout's (slot-relative) mask
+            absolute = np.append(spec.catalogue.mask(b), np.int8(0))
+            out.mask[r] = absolute[spec.table[seat]]
+        else:
+            spec.catalogue.mask(b, out=out.mask[r])
+        out.agent[r] = spec.column[seat]
 
     def _begin(self, r: int, row: _Row, out: _Buffers) -> None:
         """Start the row's next battle and play opponent seats up to the first learner
@@ -727,18 +828,22 @@ class _PythonBackend:
             self.battles_skipped += 1
         raise RuntimeError(f"row {r}: {MAX_SKIPPED + 1} battles in a row ended before any "
                            f"learner seat decided: check the scenario "
-                           f"{self.shared.scenario.name!r} and the opponents")
+                           f"{row.shared.scenario.name!r} and the opponents")
 
     def _start_battle(self, r: int, row: _Row) -> None:
-        s = self.shared
         row.episode = e = row.next_episode
         row.next_episode = e + 1
         row.seed = seed = battle_seed(self.vector_seed, r, e)
+        s = self.specs[scenario_index(seed, len(self.specs))]
+        if s is not row.shared:  # a scenario set: this battle plays another scenario
+            row.shared = s
+            row.env = _RowEnv(s)
+            row.policies = [row.column_policies[c] for c in s.column]
         row.battle = b = build_battle(s.scenario, dice=Dice(seed))
         row.env.battle = b
         row.counters = BattleCounters(b, s.ids)
         row.ledger = s.scorer.ledger(row.counters)
-        row.acc = [0.0] * len(s.ids)
+        row.acc = [0.0] * len(row.column_policies)
         row.gained = False
         for i, p in enumerate(row.policies):
             if p is not None:
@@ -747,9 +852,9 @@ class _PythonBackend:
     def _play_opponents(self, r: int, row: _Row) -> None:
         """Let opponent seats decide until a learner seat must, or the battle ends."""
         b = row.battle
-        seat_of = self.shared.seat
+        seat_of = row.shared.seat
         policies = row.policies
-        catalogue = self.shared.catalogue
+        catalogue = row.shared.catalogue
         while not b.done:
             agent = b.current_agent
             i = seat_of[agent]
@@ -764,10 +869,11 @@ class _PythonBackend:
                     or not 0 <= a < catalogue.n or not mask[a]:
                 reason = ("out of range" if not isinstance(a, int | np.integer)
                           or not 0 <= a < catalogue.n
-                          else b.why_illegal(self.actions[int(a)]))
-                raise ValueError(f"row {r}: opponent policy {self.policy_names[i]!r} playing "
+                          else b.why_illegal(catalogue.actions[int(a)]))
+                raise ValueError(f"row {r}: opponent policy "
+                                 f"{self.policy_names[row.shared.column[i]]!r} playing "
                                  f"{agent} chose action {a!r}, which is illegal: {reason}")
-            b.apply(self.actions[int(a)], validated=True)
+            b.apply(catalogue.actions[int(a)], validated=True)
             self._score(row)
 
     def _score(self, row: _Row, penalized: int = -1) -> None:
@@ -778,6 +884,7 @@ class _PythonBackend:
         gains, _ = row.ledger.score(row.counters, penalized)
         if gains is not None:
             acc = row.acc
+            column = row.shared.column
             for i, x in enumerate(gains):
-                acc[i] += x
+                acc[column[i]] += x
             row.gained = True
