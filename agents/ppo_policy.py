@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from traveller_env.env import ScenarioSource, TravellerEnv
+from traveller_env.layout import Layout, LayoutError, resolve_layout
 
 from .base import legal_indices
 from .checkpoint import (
@@ -73,7 +74,7 @@ class PPOPolicy:
                  name: str, deterministic: bool = True, seed: int | None = None,
                  move_view_size: int = 0, aim_view: bool = False,
                  attack_view: bool = False, network: nn.Module | None = None,
-                 obs_dim: int | None = None) -> None:
+                 obs_dim: int | None = None, layout: Layout | None = None) -> None:
         self.layers = layers
         # a torch actor (the entity architecture) instead of the NumPy layers
         self.network = network
@@ -82,6 +83,9 @@ class PPOPolicy:
         self.views = {"move_view": self.move_view_size > 0, "aim_view": bool(aim_view),
                       "attack_view": bool(attack_view)}
         self.action_labels = list(action_labels)
+        #: The fixed layout it was trained on (``traveller_env.layout``), or ``None``: then it
+        #: plays only scenarios with its training scenario's own vector sizes.
+        self.layout = layout
         self.name = name
         self.deterministic = deterministic
         self.rng = np.random.default_rng(seed)
@@ -152,8 +156,15 @@ class PPOPolicy:
             raise ValueError(f"{self.name}: the environment {type(env).__name__} has no "
                              "relative_actions translation; play this policy in a TravellerEnv")
         obs_dim = self.obs_dim
-        # Trained with a view the env lacks (or without one it has): the vector it knows.
-        observation = complete_observation(observation, env, agent, self.views)
+        if self.layout is not None and not (
+                getattr(env, "layout", None) == self.layout
+                and all(bool(getattr(env, v, False)) == on for v, on in self.views.items())):
+            # Trained on a layout: its vector and actions, whatever the env's own.
+            observation = env.layout_observation(agent, self.layout, **self.views)
+            rel = env.layout_actions(self.layout)
+        else:
+            # Trained with a view the env lacks (or without one it has): the vector it knows.
+            observation = complete_observation(observation, env, agent, self.views)
         if np.shape(observation) != (obs_dim,):
             raise ValueError(f"{self.name}: observation of shape {np.shape(observation)}, but "
                              f"the policy expects ({obs_dim},)")
@@ -175,7 +186,15 @@ def load_ppo_policy(path: str | Path, scenario: ScenarioSource, deterministic: b
     path = Path(path)
     data = read_checkpoint(path)
     views = views_of(data)
-    env = TravellerEnv(scenario, **views)
+    layout = None
+    if data.get("layout") is not None:
+        try:
+            layout = resolve_layout(dict(data["layout"]))
+            env = TravellerEnv(scenario, layout=layout, **views)
+        except LayoutError as exc:
+            raise ValueError(f"{path}: trained on a fixed layout; {exc}") from None
+    else:
+        env = TravellerEnv(scenario, **views)
     label = env.scenario.name
     trained_on = f" (trained on {data['scenario']!r})" if data.get("scenario") else ""
     want_labels = list(env.relative_actions.labels)
@@ -206,4 +225,5 @@ def load_ppo_policy(path: str | Path, scenario: ScenarioSource, deterministic: b
                    actor[f"{k}.bias"].numpy().astype(np.float64)) for k in keys]
     return PPOPolicy(layers, data["action_labels"], name or path.stem, **common,
                      move_view_size=view_sizes(env.observation_labels)["move_view"],
-                     aim_view=views["aim_view"], attack_view=views["attack_view"])
+                     aim_view=views["aim_view"], attack_view=views["attack_view"],
+                     layout=layout)

@@ -22,7 +22,7 @@ combatants, its map at most ``map_size`` squares each way and its best move at m
 breaks. Both engines build the layout's vectors themselves (``ObservationBuilder(layout=)``,
 the core's ``Observer``); the differential tests hold them to the same bytes.
 
-``LAYOUTS`` holds the named ones (``"6v6"``: up to six a side on maps up to 32 squares).
+``LAYOUTS`` holds the named ones (``"6v6"``: up to six a side on maps up to 40 squares).
 """
 
 from __future__ import annotations
@@ -124,10 +124,10 @@ class Layout:
 
 
 #: The named layouts. ``6v6``: up to six a side (five ally and six enemy slots) on maps up to
-#: 32x32 squares, moves up to 4 squares (a human's 6 m): every generated distribution and the
+#: 40x40 squares, moves up to 4 squares (a human's 6 m): every generated distribution and the
 #: built-in squad-sized scenarios fit; the long range scenarios (``duel``, ``range_*``) do not.
 LAYOUTS: dict[str, Layout] = {
-    "6v6": Layout("6v6", allies=5, enemies=6, map_size=32, max_move_squares=4),
+    "6v6": Layout("6v6", allies=5, enemies=6, map_size=40, max_move_squares=4),
 }
 
 
