@@ -60,3 +60,15 @@ def test_bench_rllib_help_names_its_measures():
     """Ray's start-up is too slow for a run here: the smoke test stops at the parser."""
     pytest.importorskip("ray")
     assert "--runners" in _run("bench_rllib", "--help").stdout
+
+
+def test_generalisation_writes_every_battle_and_the_cells(tmp_path):
+    out = tmp_path / "gap.json"
+    done = _run("generalisation", "results/league/understudy.onnx", "--battles", "4",
+                "--out", str(out))
+    data = json.loads(out.read_text())
+    row = data["policies"]["understudy"]
+    assert row["squad"]["battles"] == 4 and len(row["squad"]["records"]) == 4
+    # a 4 v 4 policy without a layout cannot play 1-6 a side draws: recorded, not lost
+    assert row["gen:skirmish (test seeds)"]["not_playable"] == 4
+    assert "| `understudy` |" in done.stdout

@@ -1,0 +1,98 @@
+"""The generalisation gap, from one command: learned policies against ``tactician`` on the
+built-in ``squad``, on held-out generated battles and on every built-in scenario that fits a
+6v6 layout, both sides (``traveller_rl.scenario_eval``: ``tactician`` in the core).
+
+    python -m experiments.generalisation results/league/understudy.onnx \
+        results/league/wanderer.onnx --battles 1000 --out results/generalisation.json
+
+Cells (each ``--battles`` battles, half on each side; a scenario set's scenarios each played
+once from each side):
+
+- ``squad``: the built-in map (the league's training map);
+- ``gen:squad`` test: ``gen:squad@10000`` ... (4 v 4 on new ground: ``scenario_set.TEST_SEEDS``,
+  never trained on, never used to pick a checkpoint);
+- ``gen:skirmish`` test: ``gen:skirmish@10000`` ... (1 to 6 a side, any kit);
+- ``built-in (fitting)``: the built-in scenarios a 6v6 layout holds, in turn.
+
+Prints a markdown table; ``--out`` writes every battle's record (scenario, side, battle seed,
+result) and the cells.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from traveller_env.scenario_set import TEST_SEEDS
+from traveller_rl.scenario_eval import load_learned, play_scenarios, summarise
+
+#: The built-in scenarios a 6v6 layout holds (duel and range_* are too long for its map).
+BUILTIN_FITTING = ("squad", "ambush", "melee", "leadership_l0", "leadership_l3",
+                   "squad_commander", "squad_commander0")
+
+
+def cells(battles: int) -> dict[str, list[str]]:
+    """Each cell's scenario list (played once from each side: ``battles // 2`` scenarios)."""
+    n = battles // 2
+    lo = TEST_SEEDS[0]
+    return {
+        "squad": ["squad"] * n,
+        "gen:squad (test seeds)": [f"gen:squad@{lo + i}" for i in range(n)],
+        "gen:skirmish (test seeds)": [f"gen:skirmish@{lo + i}" for i in range(n)],
+        "built-in (fitting)": [BUILTIN_FITTING[i % len(BUILTIN_FITTING)] for i in range(n)],
+    }
+
+
+def _fmt(cell: dict) -> str:
+    if not cell["battles"]:
+        return "n/p"
+    lo, hi = cell["win_ci95"]
+    return f"{cell['win_rate']:.3f} ({lo:.3f}-{hi:.3f})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the cells for every policy; print the table; write ``--out``."""
+    parser = argparse.ArgumentParser(prog="python -m experiments.generalisation",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("policies", nargs="+", help=".pt checkpoints or .onnx policies")
+    parser.add_argument("--battles", type=int, default=1000,
+                        help="battles per cell, even (default 1000)")
+    parser.add_argument("--opponent", default="tactician")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--backend", default="core", choices=("core", "python"))
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+    if args.battles < 2 or args.battles % 2:
+        parser.error(f"--battles {args.battles}: an even number >= 2")
+    table: dict[str, dict] = {}
+    for path in args.policies:
+        learned = load_learned(path)
+        row = {}
+        for name, scenarios in cells(args.battles).items():
+            start = time.time()
+            records = play_scenarios(learned, scenarios, args.opponent, seed=args.seed,
+                                     backend=args.backend)
+            row[name] = {**summarise(records), "seconds": round(time.time() - start, 1),
+                         "records": records}
+            print(f"{learned.name:12s} {name:28s} {_fmt(row[name])}  "
+                  f"({row[name]['seconds']} s)", file=sys.stderr)
+        table[learned.name] = row
+    names = list(cells(2))
+    print("| policy | " + " | ".join(names) + " |")
+    print("|---" * (len(names) + 1) + "|")
+    for policy, row in table.items():
+        print(f"| `{policy}` | " + " | ".join(_fmt(row[n]) for n in names) + " |")
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps({
+            "command": "python -m experiments.generalisation " + " ".join(argv or sys.argv[1:]),
+            "opponent": args.opponent, "battles_per_cell": args.battles, "seed": args.seed,
+            "test_seeds": list(TEST_SEEDS), "policies": table}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
