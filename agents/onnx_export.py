@@ -16,9 +16,12 @@ The graph is written directly with ``onnx.helper`` (opset 13: ``Gemm``, ``Tanh``
 ``Where``, ``ArgMax``), not traced by ``torch.onnx.export``: the network is known layer by
 layer, the bytes are the same for the same weights, and neither torch's deprecated TorchScript
 exporter nor its dynamo exporter (which needs onnxscript) is involved. Inputs, outputs and
-metadata are documented in ``agents.onnx_policy``. Needs ``onnx`` (the ``onnx`` extra) and,
-to read the source, torch; when onnxruntime is installed the written graph is checked against
-a NumPy forward pass of the same weights.
+metadata are documented in ``agents.onnx_policy``. A checkpoint trained on a fixed layout
+(``traveller_env.layout``, its ``layout`` key) keeps it in the file's metadata: the export
+checks it against a scenario that fits the layout (the recorded one; a distribution's first
+training draw, ``gen:squad@0``), and the loader plays it in any scenario that fits. Needs
+``onnx`` (the ``onnx`` extra) and, to read the source, torch; when onnxruntime is installed the
+written graph is checked against a NumPy forward pass of the same weights.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ from typing import Any
 import numpy as np
 
 from traveller_env.env import ScenarioSource, TravellerEnv
+from traveller_env.layout import LayoutError, resolve_layout
+from traveller_env.scenario_set import is_set_source, set_sources
 
 from .onnx_policy import (
     ACTION,
@@ -71,6 +76,8 @@ class ExportedNetwork:
     move_view: bool = False  # trained on observations with the move view
     aim_view: bool = False  # ... and with the aim view (after the move view)
     attack_view: bool = False  # ... and with the attack view (after the aim view)
+    #: The fixed layout it was trained on (``traveller_env.layout.Layout.to_dict``), or ``None``.
+    layout: dict[str, Any] | None = None
 
     @property
     def obs_dim(self) -> int:
@@ -121,11 +128,17 @@ def read_ppo_checkpoint(path: str | Path) -> ExportedNetwork:
                actor[f"{k}.bias"].numpy().astype(np.float32)) for k in keys]
     _check_chain(path, layers)
     training = {k: data[k] for k in ("decisions", "update", "seed") if k in data}
+    layout = None
+    if data.get("layout") is not None:
+        try:
+            layout = resolve_layout(dict(data["layout"])).to_dict()
+        except (LayoutError, TypeError, ValueError) as exc:
+            raise ValueError(f"{path}: its layout cannot be read: {exc}") from None
     return ExportedNetwork(layers, list(data["action_labels"]), "relative",
                            str(data.get("scenario", "")), "traveller-ppo", training=training,
                            move_view=bool(data.get("move_view", False)),
                            aim_view=bool(data.get("aim_view", False)),
-                           attack_view=bool(data.get("attack_view", False)))
+                           attack_view=bool(data.get("attack_view", False)), layout=layout)
 
 
 def _zip_entry(path: Path, archive: zipfile.ZipFile, name: str) -> bytes:
@@ -267,9 +280,12 @@ def export_onnx(policy: str | Path, out: str | Path,
     file ``out``; return the metadata written.
 
     ``scenario`` (name, path or dict) defaults to the one the checkpoint records (the first
-    of a model trained on several, ``"squad_commander,squad"``); the policy
-    is checked against it as its loader would (``ValueError`` naming the mismatch), and its
-    observation and action labels are recorded.
+    of a model trained on several, ``"squad_commander,squad"``; for a distribution such as
+    ``gen:squad``, its first training draw); the policy is checked against it as its loader
+    would (``ValueError`` naming the mismatch), and its observation and action labels are
+    recorded. A checkpoint trained on a fixed layout records it (metadata ``layout``) and is
+    checked against the scenario laid out by it (``ValueError`` naming the limit a scenario
+    beyond it breaks).
     """
     policy, out = Path(policy), Path(out)
     if policy.suffix == ".pt":
@@ -284,9 +300,15 @@ def export_onnx(policy: str | Path, out: str | Path,
     if not source:
         raise ValueError(f"{policy}: the checkpoint records no scenario (no .meta.json beside "
                          "it?): pass the scenario it plays (--scenario)")
+    layout = None if net.layout is None else resolve_layout(net.layout)
+    if layout is not None and is_set_source(source):
+        source = set_sources(source, None)[0]  # a distribution: its first training draw
     try:
         env = TravellerEnv(source, move_view=net.move_view, aim_view=net.aim_view,
-                           attack_view=net.attack_view)
+                           attack_view=net.attack_view,
+                           **({} if layout is None else {"layout": layout}))
+    except LayoutError as exc:
+        raise ValueError(f"{policy}: trained on a fixed layout; {exc}") from None
     except (ValueError, FileNotFoundError) as exc:
         raise ValueError(f"{policy}: scenario {source!r} cannot be loaded ({exc}); pass the "
                          "scenario it plays (--scenario)") from exc
@@ -318,7 +340,8 @@ def export_onnx(policy: str | Path, out: str | Path,
         "activation": "tanh", "training": _json(net.training),
         "move_view": _json(net.move_view),
         **({"aim_view": _json(True)} if net.aim_view else {}),  # absent: false
-        **({"attack_view": _json(True)} if net.attack_view else {})}
+        **({"attack_view": _json(True)} if net.attack_view else {}),
+        **({"layout": _json(net.layout)} if net.layout is not None else {})}  # absent: none
     data = onnx_bytes(net, metadata)
     _verify(out, net, data)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -23,7 +23,11 @@ The file format (written by ``agents.onnx_export``):
   ``"absolute"``), ``focus`` (JSON list of action kinds) and ``assist`` (a scripted policy's
   name) for a model trained with the SB3 bridge's ``assist``/``focus`` (its last action,
   ``delegate``, hands the decision to ``assist``), and where it came from (``source_format``,
-  ``source``, ``hidden``, ``activation``, ``training``).
+  ``source``, ``hidden``, ``activation``, ``training``); ``layout`` (a JSON object,
+  ``traveller_env.layout.Layout.to_dict``) for a policy trained on a fixed layout: its
+  observation and actions are the layout's, and it plays any scenario that fits the layout
+  (``act`` asks the env for them: ``env.layout_observation``, ``env.layout_actions``); a
+  scenario beyond the layout's limits is refused naming the limit.
 
 An ONNX file is data (a graph of standard operators and its weights): loading one runs no code
 of its author's, unlike a pickled ``.zip``. A file that is not ONNX, or whose inputs, outputs
@@ -39,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from traveller_env.env import ScenarioSource, TravellerEnv
+from traveller_env.layout import Layout, LayoutError, resolve_layout
 
 from .base import legal_indices
 from .views import VIEWS, complete_observation, view_sizes, views_of
@@ -110,7 +115,7 @@ def read_metadata(path: str | Path, session: Any = None) -> dict[str, Any]:
         raise ValueError(f"{path}: ONNX policy format version {meta['format_version']}; this "
                          f"code reads version {FORMAT_VERSION}")
     for key in ("action_labels", "observation_labels", "focus", "hidden", "training",
-                "move_view", "aim_view", "attack_view"):
+                "move_view", "aim_view", "attack_view", "layout"):
         if key not in raw:
             continue
         try:
@@ -128,6 +133,16 @@ def read_metadata(path: str | Path, session: Any = None) -> dict[str, Any]:
         meta.setdefault(view, False)
         if not isinstance(meta[view], bool):
             raise ValueError(f"{path}: metadata {view}={raw[view]!r}; allowed: true, false")
+    meta.setdefault("layout", None)
+    if meta["layout"] is not None:
+        try:
+            resolve_layout(meta["layout"])
+        except LayoutError as exc:
+            raise ValueError(f"{path}: metadata layout: {exc}") from None
+        if meta["action_targets"] != "relative":
+            raise ValueError(f"{path}: metadata layout needs action_targets='relative' (a "
+                             f"layout's actions are slot-relative), got "
+                             f"{meta['action_targets']!r}")
     meta.setdefault("focus", [])
     meta.setdefault("assist", "")
     if meta["focus"] and (not meta["assist"] or labels[-1] != DELEGATE):
@@ -177,6 +192,8 @@ class OnnxPolicy:
     by ``reset``. A model trained with ``assist``/``focus`` decides only its focus actions and
     hands the others (or any it delegates) to the scripted ``assist`` policy named in the file
     (or the ``assist`` given). ``threads``: onnxruntime's intra-op threads (1 suits an NPC).
+    A policy trained on a fixed layout (``layout``) plays any scenario that fits it, reading
+    the layout's observation and actions from the env whatever the env's own.
     """
 
     needs_observation = True
@@ -198,6 +215,9 @@ class OnnxPolicy:
         self.aim_view: bool = meta["aim_view"]
         self.attack_view: bool = meta["attack_view"]
         self.views = views_of(meta)  # what complete_observation rebuilds in other envs
+        #: The fixed layout it was trained on (``traveller_env.layout``), or ``None``: then it
+        #: plays only scenarios with its export scenario's own vector sizes.
+        self.layout: Layout | None = resolve_layout(meta["layout"])
         self.move_view_size = 0  # entries the env's observation may lack (set by the check)
         _check_graph(self.path, self.session, self.obs_dim, self.n_actions)
         self._check_scenario(scenario)
@@ -212,8 +232,15 @@ class OnnxPolicy:
 
     def _check_scenario(self, scenario: ScenarioSource) -> None:
         """``ValueError`` unless the file's observation and actions are the scenario's."""
-        env = TravellerEnv(scenario, move_view=self.move_view, aim_view=self.aim_view,
-                           attack_view=self.attack_view)
+        views = {"move_view": self.move_view, "aim_view": self.aim_view,
+                 "attack_view": self.attack_view}
+        if self.layout is not None:
+            try:
+                env = TravellerEnv(scenario, layout=self.layout, **views)
+            except LayoutError as exc:
+                raise ValueError(f"{self.path}: trained on a fixed layout; {exc}") from None
+        else:
+            env = TravellerEnv(scenario, **views)
         label = env.scenario.name
         meta = self.metadata
         self.move_view_size = view_sizes(env.observation_labels)["move_view"]
@@ -294,21 +321,36 @@ class OnnxPolicy:
         p = np.where(legal, np.exp(z - z[legal].max()), 0.0)
         return int(self.rng.choice(self.n_actions, p=p / p.sum()))
 
+    def _reads_layout(self, env: Any) -> bool:
+        """Whether ``env``'s own observation and actions differ from the policy's layout's
+        (then ``act`` asks the env for the layout's)."""
+        return self.layout is not None and not (
+            getattr(env, "layout", None) == self.layout
+            and all(bool(getattr(env, v, False)) == on for v, on in self.views.items()))
+
+    def _relative_actions(self, env: Any) -> Any:
+        """The slot-relative translation of ``env`` for this policy: the layout's when it
+        reads one (``env.layout_actions``), else ``env.relative_actions``."""
+        env = getattr(env, "unwrapped", env)
+        if self._reads_layout(env):
+            return env.layout_actions(self.layout)
+        rel = getattr(env, "relative_actions", None)
+        if rel is None:
+            raise ValueError(f"{self.name}: the environment {type(env).__name__} has no "
+                             "relative_actions translation; play this policy in a TravellerEnv")
+        return rel
+
     def model_mask(self, action_mask: np.ndarray, agent: str, env: Any) -> np.ndarray:
         """The environment's (absolute) mask in the policy's action space (without the
         delegate action)."""
         if not self.relative:
             return np.asarray(action_mask)
-        rel = getattr(getattr(env, "unwrapped", env), "relative_actions", None)
-        if rel is None:
-            raise ValueError(f"{self.name}: the environment {type(env).__name__} has no "
-                             "relative_actions translation; play this policy in a TravellerEnv")
-        return rel.mask(agent, np.asarray(action_mask))
+        return self._relative_actions(env).mask(agent, np.asarray(action_mask))
 
     def to_env_action(self, index: int, agent: str, env: Any) -> int:
         """The environment's action index for the policy's action ``index``."""
         if self.relative:
-            return getattr(env, "unwrapped", env).relative_actions.to_absolute(agent, index)
+            return self._relative_actions(env).to_absolute(agent, index)
         return int(index)
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray, agent: str,
@@ -316,15 +358,20 @@ class OnnxPolicy:
         """The policy's action for ``agent`` as an index of the environment's (absolute)
         actions."""
         env = getattr(env, "unwrapped", env)
-        # Exported with a view the env lacks (or without one it has): the vector it knows.
-        observation = complete_observation(observation, env, agent, self.views)
+        if self._reads_layout(env):
+            # Trained on a layout: its vector (and actions), whatever the env's own.
+            observation = env.layout_observation(agent, self.layout, **self.views)
+        else:
+            # Exported with a view the env lacks (or without one it has): the vector it knows.
+            observation = complete_observation(observation, env, agent, self.views)
         mask = self.model_mask(action_mask, agent, env)
         if not self.focus:
             return self.to_env_action(self.choose(observation, mask), agent, env)
         # an assist/focus model (agents.trained.AssistedPolicy): its focus actions, or delegate
         focus_mask = self._focus_masks.get(id(env))
         if focus_mask is None:
-            labels = env.relative_actions.labels if self.relative else env.action_labels
+            labels = (self._relative_actions(env).labels if self.relative
+                      else env.action_labels)
             focus_mask = np.array([lbl.split(":")[0] in self.focus for lbl in labels])
             self._focus_masks[id(env)] = focus_mask
         mine = mask.astype(bool) & focus_mask

@@ -54,6 +54,9 @@ def run(args: argparse.Namespace) -> int:
     kind = "slot-relative" if meta["action_targets"] == "relative" else "absolute"
     focus = json.loads(meta["focus"])
     extra = f", focus {','.join(focus)} assisted by {meta['assist']}" if focus else ""
+    if "layout" in meta:
+        extra += (f", layout {json.loads(meta['layout'])['name']} (plays every scenario that "
+                  "fits it)")
     print(f"wrote {args.onnx}: {meta['source_format']} policy for scenario "
           f"{meta['scenario']!r}, observation [batch, {meta['obs_dim']}], "
           f"{meta['n_actions']} {kind} actions, tanh MLP {hidden}{extra}")

@@ -21,7 +21,9 @@ interval (battles resampled within each cell, ``BOOTSTRAP_SAMPLES`` times; rliab
 stratified bootstrap over the one run). Draws count as not won.
 
 **Not playable.** A learned policy plays only scenarios of its observation and action layout
-(its ONNX file is checked against each scenario: ``agents.onnx_policy``). A battle whose
+(its ONNX file is checked against each scenario: ``agents.onnx_policy``); one trained on a
+fixed layout (``traveller_env.layout``) plays every scenario that fits it, and the loader names
+the limit a scenario beyond it breaks. A battle whose
 scenario the policy or the opponent cannot play is recorded as ``not_playable`` with the
 reason (the loader's message, naming the sizes), not played; a cell with no playable battle
 shows ``n/p``, and the aggregate is taken over the playable cells only and says how many of
