@@ -42,6 +42,11 @@ def lockstep(sc, seed: int, *, illegal_rate: float = 0.0, steps: int = 100_000,
         assert info_c == info_p and core.infos == py.infos, (n, agent)
         assert core.rewards == py.rewards and core.terminations == py.terminations, n
         assert core.state().tobytes() == py.state().tobytes(), n
+        if options.get("layout") is not None:  # the layout's relative actions, from both masks
+            rel_p, rel_c = py.relative_actions, core.relative_actions
+            assert rel_c.labels == rel_p.labels
+            assert np.array_equal(rel_c.mask(agent, obs_c["action_mask"]),
+                                  rel_p.mask(agent, obs_p["action_mask"])), (n, agent)
         if term_p or trunc_p:
             action = None
         elif policies is not None:
@@ -84,6 +89,54 @@ def test_the_aim_and_attack_views_are_the_same_on_the_core_aec_env(view, seed):
     for agent in env.possible_agents:  # the view alone, asked of an env without it
         alone = getattr(env, f"{view}_vector")(agent)
         assert alone.tobytes() == twin.observe(agent)["observation"][-len(alone):].tobytes()
+
+
+#: Scenarios within the "6v6" layout: built-in and generated (3-6 a side, maps 10-30 squares).
+LAYOUT_SCENARIOS = ("squad", "ambush", "melee", "gen:skirmish@3", "gen:skirmish@11",
+                    "gen:squad@2", "gen:ambush@5")
+
+
+@pytest.mark.parametrize("name", LAYOUT_SCENARIOS)
+@pytest.mark.parametrize("views", [False, True])
+def test_a_fixed_layout_gives_the_same_aec_steps(name, views):
+    """``layout="6v6"``: the core's observer pads the slots and the state, scales positions by
+    the layout's map size and describes the layout's squares per direction, entry for entry as
+    ``ObservationBuilder(layout=)``; the relative masks over the layout's labels agree."""
+    from traveller_env.layout import LAYOUTS
+
+    n = lockstep(name, seed=sum(map(ord, name)) % 97, layout="6v6", steps=150,
+                 move_view=views, aim_view=views, attack_view=views)
+    assert n > 10
+    env = traveller_env.raw_env(name, backend="core", layout="6v6", move_view=views)
+    env.reset(seed=1)
+    assert len(env.relative_actions.labels) == len(LAYOUTS["6v6"].action_labels())
+
+
+def test_a_scenario_outside_the_layout_is_refused_by_the_core_too():
+    """Python callers check with ``Layout.check``; the core checks again at its boundary and
+    names the limit (a malformed layout too)."""
+    from traveller_env.core.engine import CoreBattle, flatten_scenario
+    from traveller_env.layout import Layout
+
+    flat = flatten_scenario("duel")
+    battle = traveller_env.core.require().Battle
+    with pytest.raises(ValueError, match=r"Battle.create: the scenario does not fit the "
+                                         r"layout: its map is 240x5 squares; the layout's limit "
+                                         r"is 32x32 \(map_size\)"):
+        battle.create(seed=0, record_events=False, layout=(5, 6, 32, 4), **flat)
+    with pytest.raises(ValueError, match=r"side 1 has 4 combatants; the layout's limit is 2 a "
+                                         r"side \(1 ally and 6 enemy slots\); a combatant "
+                                         r"moves 4 squares; the layout's limit is 3"):
+        CoreBattle("squad", 0, layout=Layout("tiny", allies=1, enemies=6, map_size=32,
+                                             max_move_squares=3))
+    with pytest.raises(ValueError, match=r"Battle.create: layout: enemies must be an int in "
+                                         r"\[1, 64\], got 0"):
+        battle.create(seed=0, record_events=False, layout=(5, 0, 32, 4), **flat)
+    with pytest.raises(ValueError, match=r"Battle.create: layout must be None or a tuple "
+                                         r"\(allies, enemies, map_size, max_move_squares\)"):
+        battle.create(seed=0, record_events=False, layout=[5, 6, 32, 4], **flat)
+    with pytest.raises(TypeError, match=r"Battle.create: layout.map_size must be an int"):
+        battle.create(seed=0, record_events=False, layout=(5, 6, 32.0, 4), **flat)
 
 
 @pytest.mark.parametrize("name", traveller_env.builtin_scenarios())

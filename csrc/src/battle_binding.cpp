@@ -14,6 +14,7 @@
 
 #include <cmath>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -171,6 +172,26 @@ BattleSpec parse_battle(std::shared_ptr<Grid> grid, nb::handle ints_obj, nb::han
     return spec;
 }
 
+std::optional<ObsLayout> parse_layout(nb::handle layout, const char* fn) {
+    if (layout.is_none()) return std::nullopt;
+    if (!PyTuple_Check(layout.ptr()) || PyTuple_GET_SIZE(layout.ptr()) != 4) {
+        bad(std::string(fn) + ": layout must be None or a tuple (allies, enemies, map_size, "
+            "max_move_squares) of ints, got " + py_repr(layout));
+    }
+    auto field = [&](int k, const char* name) {
+        const std::string what = std::string(fn) + ": layout." + name;
+        return static_cast<int>(to_count(PyTuple_GET_ITEM(layout.ptr(), k), what.c_str(), 1000));
+    };
+    ObsLayout out;
+    out.allies = field(0, "allies");
+    out.enemies = field(1, "enemies");
+    out.map_size = field(2, "map_size");
+    out.max_move_squares = field(3, "max_move_squares");
+    const std::string why = out.malformed();
+    if (!why.empty()) bad(std::string(fn) + ": " + why);
+    return out;
+}
+
 namespace {
 
 PyBattle make_battle(std::shared_ptr<Grid> grid, nb::handle ints_obj, nb::handle floats_obj,
@@ -178,7 +199,8 @@ PyBattle make_battle(std::shared_ptr<Grid> grid, nb::handle ints_obj, nb::handle
                      std::vector<std::string> damage_dice, std::vector<std::string> sides,
                      bool hastening, bool reactions, double comms_range_m, nb::handle max_rounds,
                      nb::handle seed, bool record_events, bool move_view, bool aim_view,
-                     bool attack_view) {
+                     bool attack_view, nb::handle layout_obj) {
+    const std::optional<ObsLayout> layout = parse_layout(layout_obj, "Battle.create");
     BattleSpec spec = parse_battle(grid, ints_obj, floats_obj, std::move(ids), std::move(weapons),
                                    std::move(damage_dice), std::move(sides), hastening, reactions,
                                    comms_range_m, max_rounds);
@@ -187,8 +209,12 @@ PyBattle make_battle(std::shared_ptr<Grid> grid, nb::handle ints_obj, nb::handle
     out.grid = spec.grid;
     out.battle = std::make_unique<Battle>(spec.grid, std::move(spec.combatants),
                                           std::move(spec.names), spec.options, s, record_events);
-    out.observer = std::make_unique<const Observer>(*out.battle, move_view, aim_view,
-                                                    attack_view);
+    try {
+        out.observer = std::make_unique<const Observer>(*out.battle, move_view, aim_view,
+                                                        attack_view, layout);
+    } catch (const std::invalid_argument& e) {
+        bad(std::string("Battle.create: ") + e.what());
+    }
     out.scratch.assign(static_cast<std::size_t>(out.battle->num_actions()), 0);
     return out;
 }
@@ -448,7 +474,8 @@ void bind_battle(nb::module_& m) {
         .def_static("create", &make_battle, "grid"_a, "ints"_a.none(), "floats"_a.none(), "ids"_a,
                     "weapons"_a, "damage_dice"_a, "side_names"_a, "hastening"_a, "reactions"_a,
                     "comms_range_m"_a, "max_rounds"_a.none(), "seed"_a.none(), "record_events"_a,
-                    "move_view"_a = false, "aim_view"_a = false, "attack_view"_a = false)
+                    "move_view"_a = false, "aim_view"_a = false, "attack_view"_a = false,
+                    "layout"_a.none() = nb::none())
         .def_prop_ro("num_actions", [](const PyBattle& p) { return p.battle->num_actions(); })
         .def_prop_ro("max_move_squares", [](const PyBattle& p) { return p.battle->max_move_squares(); })
         .def_prop_ro("done", [](const PyBattle& p) { return p.battle->done(); })
@@ -525,7 +552,7 @@ void bind_battle(nb::module_& m) {
                 out.observer = p.observer;
             } else {
                 out.observer = std::make_shared<const Observer>(
-                    ob.with_views(mv, av, kv, p.battle->max_move_squares()));
+                    ob.with_views(mv, av, kv));
             }
             out.scratch = p.scratch;
             return out;

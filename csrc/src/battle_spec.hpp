@@ -6,10 +6,12 @@
 #include <nanobind/nanobind.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "traveller/battle.hpp"
+#include "traveller/observation.hpp"
 
 namespace traveller::binding {
 
@@ -26,5 +28,11 @@ BattleSpec parse_battle(std::shared_ptr<Grid> grid, nanobind::handle ints_obj,
                         std::vector<std::string> weapons, std::vector<std::string> damage_dice,
                         std::vector<std::string> sides, bool hastening, bool reactions,
                         double comms_range_m, nanobind::handle max_rounds);
+
+// A fixed observation layout from Python: None (nullopt: the scenario's own) or a tuple of
+// four ints (allies, enemies, map_size, max_move_squares), each checked for its range
+// (ObsLayout::malformed); a ValueError naming `fn` and the field otherwise. Whether a scenario
+// fits it is the Observer's check.
+std::optional<ObsLayout> parse_layout(nanobind::handle layout, const char* fn);
 
 }  // namespace traveller::binding

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <stdexcept>
 
 namespace traveller {
 
@@ -38,13 +39,14 @@ int enemies_in_play(const Battle& b, const Combatant& me) noexcept {
 }
 
 // observations.move_view_squares: square k is the observer's own (k = 0), then direction
-// (k - 1) / max_move_squares, (k - 1) % max_move_squares + 1 squares on. False off the map or on
-// a wall (GridMap.passable), where both views write zeros.
-bool view_square(const Battle& b, const Combatant& me, int k, int& x, int& y) noexcept {
+// (k - 1) / per_dir, (k - 1) % per_dir + 1 squares on (per_dir: the view's squares per
+// direction). False off the map or on a wall (GridMap.passable), where both views write zeros.
+bool view_square(const Battle& b, const Combatant& me, int per_dir, int k, int& x,
+                 int& y) noexcept {
     x = me.x;
     y = me.y;
     if (k > 0) {
-        const int dir = (k - 1) / b.max_move_squares(), steps = (k - 1) % b.max_move_squares() + 1;
+        const int dir = (k - 1) / per_dir, steps = (k - 1) % per_dir + 1;
         x += kDirDx[dir] * steps;
         y += kDirDy[dir] * steps;
     }
@@ -53,36 +55,111 @@ bool view_square(const Battle& b, const Combatant& me, int k, int& x, int& y) no
 
 }  // namespace
 
-void Observer::set_size(int max_move_squares) noexcept {
+// ------------------------------------------------------------------------ the layout
+std::string ObsLayout::malformed() const {
+    struct Field {
+        const char* name;
+        int value, low, high;
+    };
+    const Field fields[] = {{"allies", allies, 0, 64},
+                            {"enemies", enemies, 1, 64},
+                            {"map_size", map_size, 1, 1000},
+                            {"max_move_squares", max_move_squares, 1, 64}};
+    for (const Field& f : fields) {
+        if (f.value < f.low || f.value > f.high) {
+            return std::string("layout: ") + f.name + " must be an int in [" +
+                   std::to_string(f.low) + ", " + std::to_string(f.high) + "], got " +
+                   std::to_string(f.value);
+        }
+    }
+    return {};
+}
+
+std::string ObsLayout::problems(const Battle& b) const {
+    std::string out;
+    auto add = [&out](const std::string& problem) {
+        if (!out.empty()) out += "; ";
+        out += problem;
+    };
+    int per_side[2] = {0, 0};
+    for (int i = 0; i < b.num_combatants(); ++i) ++per_side[b.combatant(i).side];
+    for (int s = 0; s < 2; ++s) {
+        if (per_side[s] > side_limit()) {
+            add("side " + std::to_string(s) + " has " + std::to_string(per_side[s]) +
+                " combatants; the layout's limit is " + std::to_string(side_limit()) +
+                " a side (" + std::to_string(allies) + " ally and " + std::to_string(enemies) +
+                " enemy slots)");
+        }
+    }
+    const int w = b.grid().width(), h = b.grid().height();
+    if (w > map_size || h > map_size) {
+        add("its map is " + std::to_string(w) + "x" + std::to_string(h) +
+            " squares; the layout's limit is " + std::to_string(map_size) + "x" +
+            std::to_string(map_size) + " (map_size)");
+    }
+    if (b.max_move_squares() > max_move_squares) {
+        add("a combatant moves " + std::to_string(b.max_move_squares()) +
+            " squares; the layout's limit is " + std::to_string(max_move_squares) +
+            " (max_move_squares)");
+    }
+    return out;
+}
+
+// ------------------------------------------------------------------------ the observer
+void Observer::set_size() noexcept {
     size_ = kSelfFields + n_slots_ * kSlotFields;
-    if (move_view_) size_ += kMoveViewFields * (1 + kNumDirs * max_move_squares);
+    if (move_view_) size_ += kMoveViewFields * (1 + kNumDirs * view_squares_);
     if (aim_view_) size_ += kAimViewFields * n_slots_;
     if (attack_view_) {
         size_ += kAttackViewFields * n_slots_
-                 + kAttackSquareFields * (1 + kNumDirs * max_move_squares);
+                 + kAttackSquareFields * (1 + kNumDirs * view_squares_);
     }
 }
 
-Observer Observer::with_views(bool move_view, bool aim_view, bool attack_view,
-                              int max_move_squares) const {
+Observer Observer::with_views(bool move_view, bool aim_view, bool attack_view) const {
     Observer twin(*this);
     twin.move_view_ = move_view;
     twin.aim_view_ = aim_view;
     twin.attack_view_ = attack_view;
-    twin.set_size(max_move_squares);
+    twin.set_size();
     return twin;
 }
 
-Observer::Observer(const Battle& b, bool move_view, bool aim_view, bool attack_view)
-    : move_view_(move_view), aim_view_(aim_view), attack_view_(attack_view) {
+Observer::Observer(const Battle& b, bool move_view, bool aim_view, bool attack_view,
+                   const std::optional<ObsLayout>& layout)
+    : move_view_(move_view), aim_view_(aim_view), attack_view_(attack_view), layout_(layout) {
     n_ = b.num_combatants();
     int per_side[2] = {0, 0};
     for (int i = 0; i < n_; ++i) ++per_side[b.combatant(i).side];
-    const int biggest = std::max(per_side[0], per_side[1]);
-    n_ally_slots_ = biggest - 1;
-    n_slots_ = n_ally_slots_ + biggest;
-    set_size(b.max_move_squares());
-    state_size_ = n_ * kStateFields + 4;
+    int n_enemy_slots = 0;
+    if (layout_) {
+        std::string why = layout_->malformed();
+        if (why.empty()) {
+            why = layout_->problems(b);
+            if (!why.empty()) why = "the scenario does not fit the layout: " + why;
+        }
+        if (!why.empty()) throw std::invalid_argument(why);
+        n_ally_slots_ = layout_->allies;
+        n_enemy_slots = layout_->enemies;
+        view_squares_ = layout_->max_move_squares;
+        map_size_ = layout_->map_size;
+        for (int s = 0; s < 2; ++s) {  // ObservationBuilder._state_seats
+            for (int i = 0; i < n_; ++i) {
+                if (b.combatant(i).side == s) state_seats_.push_back(i);
+            }
+            state_seats_.insert(state_seats_.end(),
+                                static_cast<std::size_t>(layout_->side_limit() - per_side[s]), -1);
+        }
+    } else {
+        const int biggest = std::max(per_side[0], per_side[1]);
+        n_ally_slots_ = biggest - 1;
+        n_enemy_slots = biggest;
+        view_squares_ = b.max_move_squares();
+        for (int i = 0; i < n_; ++i) state_seats_.push_back(i);
+    }
+    n_slots_ = n_ally_slots_ + n_enemy_slots;
+    set_size();
+    state_size_ = static_cast<int>(state_seats_.size()) * kStateFields + 4;
     slots_.assign(static_cast<std::size_t>(n_ * n_slots_), -1);
     for (int seat = 0; seat < n_; ++seat) {
         const int side = b.combatant(seat).side;
@@ -113,7 +190,7 @@ void Observer::observe(const Battle& b, int seat, float* out) const noexcept {
     const Combatant& me = b.combatant(seat);
     const Fixed& mine = fixed_[static_cast<std::size_t>(seat)];
     const Grid& g = b.grid();
-    const double W = g.width(), H = g.height();
+    const double W = map_size_ ? map_size_ : g.width(), H = map_size_ ? map_size_ : g.height();
     const Weapon& w = me.weapon;
     const bool ranged = !w.melee;
     const Phase phase = b.phase();
@@ -247,7 +324,7 @@ float* Observer::write_attack_view(const Battle& b, int seat, float* o) const no
         *o++ = f32(hit_probability(c, me, seat, g, c.x, c.y, me.x, me.y));
     }
     // observations.attack_square_view
-    const int squares = 1 + kNumDirs * b.max_move_squares();
+    const int squares = 1 + kNumDirs * view_squares_;
     const int n = enemies_in_play(b, me);
     if (n == 0) {
         std::fill(o, o + kAttackSquareFields * squares, 0.0f);
@@ -256,7 +333,7 @@ float* Observer::write_attack_view(const Battle& b, int seat, float* o) const no
     const double count = n;
     for (int k = 0; k < squares; ++k) {
         int x, y;
-        if (!view_square(b, me, k, x, y)) {
+        if (!view_square(b, me, view_squares_, k, x, y)) {
             *o++ = 0.0f;
             *o++ = 0.0f;
             continue;
@@ -277,7 +354,7 @@ float* Observer::write_attack_view(const Battle& b, int seat, float* o) const no
 float* Observer::write_move_view(const Battle& b, int seat, float* o) const noexcept {
     const Combatant& me = b.combatant(seat);
     const Grid& g = b.grid();
-    const int squares = 1 + kNumDirs * b.max_move_squares();
+    const int squares = 1 + kNumDirs * view_squares_;
     const int n = enemies_in_play(b, me);
     if (n == 0) {
         std::fill(o, o + kMoveViewFields * squares, 0.0f);
@@ -286,7 +363,7 @@ float* Observer::write_move_view(const Battle& b, int seat, float* o) const noex
     const double count = n;
     for (int k = 0; k < squares; ++k) {
         int x, y;
-        if (!view_square(b, me, k, x, y)) {
+        if (!view_square(b, me, view_squares_, k, x, y)) {
             *o++ = 0.0f;
             *o++ = 0.0f;
             *o++ = 0.0f;
@@ -310,14 +387,21 @@ float* Observer::write_move_view(const Battle& b, int seat, float* o) const noex
 }
 
 void Observer::state(const Battle& b, float* out) const noexcept {
-    const double W = b.grid().width(), H = b.grid().height();
+    const double W = map_size_ ? map_size_ : b.grid().width();
+    const double H = map_size_ ? map_size_ : b.grid().height();
     const int deciding = b.decider();
+    const int blocks = static_cast<int>(state_seats_.size());
     // np.clip(out, -1, 1) after the float32 assignment: the same as clamping before the cast
     // (the cast is monotonic and -1, 1 are exact).
-    for (int i = 0; i < n_; ++i) {
+    for (int k = 0; k < blocks; ++k) {
+        float* row = out + k * kStateFields;
+        const int i = state_seats_[static_cast<std::size_t>(k)];
+        if (i < 0) {  // a layout's empty block: zeros
+            std::fill(row, row + kStateFields, 0.0f);
+            continue;
+        }
         const Combatant& c = b.combatant(i);
         const Fixed& f = fixed_[static_cast<std::size_t>(i)];
-        float* row = out + i * kStateFields;
         row[0] = static_cast<float>(unit(c.side));
         row[1] = flag(!c.out);
         row[2] = f32(unit(c.x / W));
@@ -336,7 +420,7 @@ void Observer::state(const Battle& b, float* out) const noexcept {
         row[17] = flag(c.turn_begun);
         row[18] = flag(i == deciding);
     }
-    float* tail = out + n_ * kStateFields;
+    float* tail = out + blocks * kStateFields;
     const Phase phase = b.phase();
     tail[0] = flag(phase == Phase::haste);
     tail[1] = flag(phase == Phase::turn);

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ..layout import Layout
 from ..observations import ObservationBuilder
 from ..rules.battle import Battle, BattleSummary, IllegalActionError
 from ..rules.dice import Dice
@@ -116,11 +117,12 @@ class CoreBattleState:
 
     def __init__(self, scenario: Any, seed: int, catalogue: Any, *,
                  prepared: _Prepared | None = None, move_view: bool = False,
-                 aim_view: bool = False, attack_view: bool = False) -> None:
+                 aim_view: bool = False, attack_view: bool = False,
+                 layout: Layout | None = None) -> None:
         if prepared is None:
             prepared = _Prepared(scenario, catalogue)
         self.core = CoreBattle(scenario, seed, flat=prepared.flat, move_view=move_view,
-                               aim_view=aim_view, attack_view=attack_view)
+                               aim_view=aim_view, attack_view=attack_view, layout=layout)
         self._b = self.core._b
         self._scenario = scenario
         self._seed = seed
@@ -297,7 +299,8 @@ class CoreEngine:
 
 class CoreEngineFactory:
     """Makes the ``CoreEngine`` of each ``reset`` of one env (what every battle of the env
-    shares, the scenario's flat data and the catalogue's indices, prepared once)."""
+    shares, the scenario's flat data and the catalogue's indices, prepared once). The core's
+    observations are laid out by ``builder.layout`` (the env's ``layout``), as the builder's."""
 
     def __init__(self, scenario: Scenario, catalogue: Any, builder: ObservationBuilder, *,
                  move_view: bool = False, aim_view: bool = False,
@@ -305,7 +308,8 @@ class CoreEngineFactory:
         self._scenario = scenario
         self._catalogue = catalogue
         self._prepared = _Prepared(scenario, catalogue)
-        self._views = {"move_view": move_view, "aim_view": aim_view, "attack_view": attack_view}
+        self._views = {"move_view": move_view, "aim_view": aim_view, "attack_view": attack_view,
+                       "layout": builder.layout}
         self._dim = len(builder.labels)
         self._n = catalogue.n
 

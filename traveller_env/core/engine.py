@@ -28,13 +28,15 @@ from typing import Any
 
 import numpy as np
 
+from ..layout import Layout
 from ..rules.checks import skill_level
 from ..rules.kinds import KINDS
 from ..rules.reactions import DODGE_SKILL, UNARMED_SKILL
 from ..rules.sequencing import TACTICS_SKILL, has_military_tactics
 from . import require
 
-__all__ = ["CORE_KINDS", "FLOAT_COLUMNS", "INT_COLUMNS", "CoreBattle", "flatten_scenario"]
+__all__ = ["CORE_KINDS", "FLOAT_COLUMNS", "INT_COLUMNS", "CoreBattle", "core_layout",
+           "flatten_scenario"]
 
 #: The action kinds the core implements, in catalogue order.
 CORE_KINDS = ("end_turn", "move", "stance", "draw", "reload", "aim", "attack", "leadership",
@@ -106,6 +108,17 @@ def flatten_scenario(scenario: Any) -> dict[str, Any]:
     }
 
 
+def core_layout(layout: Layout | None) -> tuple[int, int, int, int] | None:
+    """A ``Layout`` as the core takes it: ``(allies, enemies, map_size, max_move_squares)``, or
+    ``None`` for none (the core checks the fields' ranges and the scenario's fit again)."""
+    if layout is None:
+        return None
+    if not isinstance(layout, Layout):
+        raise TypeError(f"layout must be a traveller_env.layout.Layout or None, got "
+                        f"{type(layout).__name__} (resolve names with layout.resolve_layout)")
+    return (layout.allies, layout.enemies, layout.map_size, layout.max_move_squares)
+
+
 @functools.lru_cache(maxsize=64)
 def _grid(width: int, height: int, terrain: str) -> Any:
     # Maps are immutable: battles of one scenario share one core Grid (and its LOS tables).
@@ -121,19 +134,23 @@ class CoreBattle:
     ``forfeit(label, reason)`` the penalize mode's do-nothing default, ``observe(agent)`` and
     ``state()`` the observation vector and the global state (``traveller_env.observations``;
     ``move_view=True`` appends the move view, ``ObservationBuilder(move_view=True)``, and
-    ``aim_view=True`` the aim view after it, ``attack_view=True`` the attack view last).
+    ``aim_view=True`` the aim view after it, ``attack_view=True`` the attack view last;
+    ``layout``, a ``traveller_env.layout.Layout``, lays them out as
+    ``ObservationBuilder(layout=)`` does: ``ValueError`` naming the limit when the scenario
+    does not fit it).
     """
 
     def __init__(self, scenario: str | Path | Mapping[str, Any] | Any, seed: int,
                  record_events: bool = True, *, flat: dict[str, Any] | None = None,
                  move_view: bool = False, aim_view: bool = False,
-                 attack_view: bool = False) -> None:
+                 attack_view: bool = False, layout: Layout | None = None) -> None:
         check_kinds()
         if flat is None:  # ``flat``: flatten_scenario(scenario), when the caller keeps it
             flat = flatten_scenario(scenario)
         self._attach(require().Battle.create(seed=seed, record_events=record_events,
                                              move_view=move_view, aim_view=aim_view,
-                                             attack_view=attack_view, **flat),
+                                             attack_view=attack_view,
+                                             layout=core_layout(layout), **flat),
                      flat["ids"], flat["side_names"])
 
     def _attach(self, handle: Any, ids: list[str], side_names: list[str],

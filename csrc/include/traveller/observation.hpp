@@ -18,12 +18,22 @@
 // (ObservationBuilder.state_labels): kStateFields entries (STATE_FIELDS order) per combatant in
 // scenario order, then the three phase flags and the round.
 //
+// With a fixed layout (ObsLayout, traveller_env/layout.py Layout): layout.allies ally and
+// layout.enemies enemy slots (filled as above, the rest empty); every position divided by
+// layout.map_size instead of the map's width and height; layout.max_move_squares squares per
+// direction in the move and attack views (squares beyond the scenario's best move described all
+// the same); the state holds 2 * side_limit blocks, side 0's combatants in scenario order padded
+// with empty (zero) blocks to side_limit, then side 1's likewise. A scenario that does not fit
+// (Layout.problems) is refused with std::invalid_argument naming the limit.
+//
 // An Observer holds the per-scenario tables (slots, starting characteristics and spare
 // magazines, skill DMs). Build it from a battle at its start (before any action: the starting
 // characteristics are the "max" the wounds are measured against, as Combatant.max_chars in
 // Python); it then serves every battle of that scenario. observe() and state() allocate nothing.
 #pragma once
 
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "battle.hpp"
@@ -40,17 +50,38 @@ inline constexpr int kAttackSquareFields = 2;  // len(ATTACK_SQUARE_FIELDS), per
 inline constexpr double kInitScale = 30.0;
 inline constexpr double kPoolScale = 10.0;
 
+// A fixed observation layout (traveller_env/layout.py Layout, the name aside).
+struct ObsLayout {
+    int allies = 0;            // ally slots, [0, 64]
+    int enemies = 0;           // enemy slots, [1, 64]
+    int map_size = 0;          // positions divided by this, [1, 1000]
+    int max_move_squares = 0;  // squares per direction of the move and attack views, [1, 64]
+    // The most combatants a side may have (Layout.side_limit).
+    int side_limit() const noexcept { return allies + 1 < enemies ? allies + 1 : enemies; }
+    // Layout.__post_init__'s range checks: empty when valid, else what is wrong.
+    std::string malformed() const;
+    // Layout.problems for battle b, joined by "; " (empty: it fits).
+    std::string problems(const Battle& b) const;
+};
+
 class Observer {
 public:
+    // `layout`: the fixed layout, or nullopt for the scenario's own (std::invalid_argument when
+    // it is malformed or b does not fit it).
     explicit Observer(const Battle& b, bool move_view = false, bool aim_view = false,
-                      bool attack_view = false);
+                      bool attack_view = false,
+                      const std::optional<ObsLayout>& layout = std::nullopt);
 
-    // This observer with other views (the same scenario's tables: a battle's copy mid-battle
-    // cannot rebuild them, its characteristics are no longer the starting ones).
-    Observer with_views(bool move_view, bool aim_view, bool attack_view, int max_move_squares) const;
+    // This observer with other views (the same scenario's tables and layout: a battle's copy
+    // mid-battle cannot rebuild them, its characteristics are no longer the starting ones).
+    Observer with_views(bool move_view, bool aim_view, bool attack_view) const;
     bool move_view() const noexcept { return move_view_; }
     bool aim_view() const noexcept { return aim_view_; }
     bool attack_view() const noexcept { return attack_view_; }
+    const std::optional<ObsLayout>& layout() const noexcept { return layout_; }
+    // Squares per direction of the move and attack views (the battle's best move, or the
+    // layout's max_move_squares).
+    int view_squares() const noexcept { return view_squares_; }
 
     int size() const noexcept { return size_; }              // len(ObservationBuilder.labels)
     int state_size() const noexcept { return state_size_; }  // ObservationBuilder.state_size
@@ -69,7 +100,7 @@ public:
     void state(const Battle& b, float* out) const noexcept;
 
 private:
-    void set_size(int max_move_squares) noexcept;
+    void set_size() noexcept;
 
     struct Fixed {               // per combatant, fixed for the scenario
         double max_chars[3];     // starting STR, DEX, END
@@ -93,7 +124,11 @@ private:
     int n_slots_ = 0;
     int size_ = 0;
     int state_size_ = 0;
-    std::vector<int> slots_;  // [n_ * n_slots_], -1 empty
+    int view_squares_ = 0;
+    int map_size_ = 0;  // 0: divide positions by the map's width and height
+    std::optional<ObsLayout> layout_;
+    std::vector<int> slots_;        // [n_ * n_slots_], -1 empty
+    std::vector<int> state_seats_;  // the combatant of each state block, -1 empty
     std::vector<Fixed> fixed_;
 };
 
