@@ -61,14 +61,15 @@ def scenarios() -> dict[str, Any]:
 def run_vector(scenario: Any, num_envs: int, decisions: int, seed: int = 0,
                backend: str = "python", threads: int = 1,
                opponents: dict[str, str] | None = None,
-               relative_actions: bool = False, wall: bool = False) -> dict[str, float]:
+               relative_actions: bool | None = False, wall: bool = False,
+               **make_kw: Any) -> dict[str, float]:
     """One timed run: decisions per second inside ``step``, the sampler's time per decision,
     how many steps, decisions and finished battles it covered. With ``threads`` > 1 (or
-    ``wall``) the time is wall-clock (CPU time would add the threads up). ``opponents`` and
-    ``relative_actions`` as for ``vector.make`` (the trainer's vectors: in-core opponents,
-    relative actions)."""
+    ``wall``) the time is wall-clock (CPU time would add the threads up). ``opponents``,
+    ``relative_actions`` and ``make_kw`` (``layout``, ``seeds``) as for ``vector.make`` (the
+    trainer's vectors: in-core opponents, relative actions, scenario sets)."""
     v = vector.make(scenario, num_envs=num_envs, seed=seed, backend=backend, threads=threads,
-                    opponents=opponents, relative_actions=relative_actions)
+                    opponents=opponents, relative_actions=relative_actions, **make_kw)
     rng = np.random.default_rng(seed)
     _, mask, _ = v.reset()
     for _ in range(WARMUP_STEPS):
@@ -182,6 +183,44 @@ def thread_scaling(scenario: Any, opponent: str, num_envs: int, decisions: int,
             "fraction_of_linear": {str(k): v / (base * k) for k, v in rates.items()}}
 
 
+#: The scenario set measured against the fixed squad (``set_vs_fixed``): a distribution, its
+#: seed range (both included) and the layout.
+SET_CASE = ("gen:squad", (0, 999), "6v6")
+
+
+def set_vs_fixed(num_envs: int, decisions: int, repeats: int = 3,
+                 opponent: str = "tactician") -> dict[str, Any]:
+    """The core vector over the scenario set ``SET_CASE`` (every battle's scenario drawn from
+    its seed: a row rebuilds its battle, bookkeeping and policies when the scenario changes)
+    against the fixed squad, both with ``opponent`` inside (red) and slot-relative actions
+    (the trainer's vectors): the fixed squad as is and on the set's layout. The three run in
+    turn in each of ``repeats`` rounds (CPU time, one thread); the medians and each one's ratio
+    to the fixed squad's, round by round. Building the set (its scenarios drawn, their tables)
+    is not timed."""
+    source, seeds, layout = SET_CASE
+    cases = {"fixed squad": ("squad", {"relative_actions": True}),
+             f"fixed squad layout {layout}": ("squad", {"relative_actions": True,
+                                                         "layout": layout}),
+             f"set {source}@{seeds[0]}-{seeds[1]} layout {layout}":
+                 (source, {"relative_actions": None, "layout": layout, "seeds": seeds})}
+    runs: dict[str, list[dict]] = {name: [] for name in cases}
+    for r in range(repeats):
+        for name, (sc, kw) in cases.items():
+            runs[name].append(run_vector(sc, num_envs, decisions, seed=r, backend="core",
+                                         opponents={"red": opponent}, **kw))
+    base = [x["decisions_per_s"] for x in runs["fixed squad"]]
+    out: dict[str, Any] = {"num_envs": num_envs, "opponent": opponent, "clock": "cpu",
+                           "repeats": repeats, "cases": {}}
+    for name, case_runs in runs.items():
+        rates = [x["decisions_per_s"] for x in case_runs]
+        out["cases"][name] = {
+            "decisions_per_s": statistics.median(rates), "repeats": rates,
+            "battles_ended_per_repeat": [x["battles_ended"] for x in case_runs],
+            "ratio_to_fixed_squad": statistics.median(v / w for v, w in zip(rates, base,
+                                                                             strict=True))}
+    return out
+
+
 def run_all(decisions: int, repeats: int, backends: tuple[str, ...] = ("python",),
             sizes: tuple[int, ...] = SIZES, reference: bool = False,
             threads: int = 1) -> dict[str, Any]:
@@ -262,6 +301,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "counts, comma-separated, e.g. 1,2 (wall-clock, alternating)")
     parser.add_argument("--scaling-envs", type=int, default=4096,
                         help="rows of the --scaling vectors (default: %(default)s)")
+    parser.add_argument("--set", action="store_true",
+                        help="instead of the cases: the core vector over the scenario set "
+                        f"{SET_CASE[0]} seeds {SET_CASE[1][0]}-{SET_CASE[1][1]} (layout "
+                        f"{SET_CASE[2]}) against the fixed squad, red = tactician in both, "
+                        "and their ratio")
+    parser.add_argument("--set-envs", type=int, default=256,
+                        help="rows of the --set vectors (default: %(default)s)")
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
     return parser
 
@@ -272,7 +318,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.decisions < 1 or args.repeats < 1:
         raise SystemExit("--decisions and --repeats must be at least 1")
     backends = tuple(args.backend or ("core", "python"))
-    if args.scaling:
+    if args.set:
+        section = {"set_vs_fixed": set_vs_fixed(args.set_envs, args.decisions, args.repeats)}
+        for name, case in section["set_vs_fixed"]["cases"].items():
+            print(f"vector core {name} vs tactician N={args.set_envs}: "
+                  f"{case['decisions_per_s']:>10,.0f} decisions/s, "
+                  f"{case['ratio_to_fixed_squad']:.2f}x the fixed squad", flush=True)
+    elif args.scaling:
         counts = [int(k) for k in args.scaling.split(",")]
         section = {}
         for scenario, opponent in (("duel", "rush"), ("squad", "tactician")):

@@ -11,40 +11,125 @@
 
 namespace traveller {
 
+VecBattles::Spec VecBattles::make_spec(std::shared_ptr<const Grid> grid,
+                                       std::vector<Combatant> initial, Names names,
+                                       RulesOptions options, RewardSpec rewards) {
+    Spec sp;
+    sp.grid = std::move(grid);
+    sp.initial = std::move(initial);
+    sp.names = std::move(names);
+    sp.options = options;
+    sp.rewards = rewards;
+    for (const Combatant& c : sp.initial) sp.side.push_back(c.side);
+    return sp;
+}
+
 VecBattles::VecBattles(std::shared_ptr<const Grid> grid, std::vector<Combatant> initial,
                        Names names, RulesOptions options, RewardSpec rewards,
                        std::vector<int> opponents, int num_envs, bool move_view, bool aim_view,
-                       bool attack_view)
-    : grid_(std::move(grid)),
-      initial_(std::move(initial)),
-      rewards_(rewards),
-      opponents_(std::move(opponents)) {
-    const std::size_t n = initial_.size();
-    if (opponents_.size() != n) throw std::invalid_argument("VecBattles: one opponent per seat");
-    if (num_envs < 1) throw std::invalid_argument("VecBattles: num_envs must be >= 1");
-    side_.resize(n);
-    for (std::size_t i = 0; i < n; ++i) side_[i] = initial_[i].side;
-    rows_.resize(static_cast<std::size_t>(num_envs));
-    for (Row& row : rows_) {
-        row.battle = std::make_unique<Battle>(grid_, initial_, names, options, 0, false);
-        row.acc.assign(n, 0.0);
-        row.g.assign(n, 0.0);
-        row.live.assign(n, 1);
-        row.last_dealt.assign(n, 0);
-        row.last_taken.assign(n, 0);
-        for (std::size_t s = 0; s < n; ++s) {
-            const int k = opponents_[s] < 0 ? 0 : opponents_[s];
-            row.policies.emplace_back(static_cast<PolicyKind>(k));
-        }
+                       bool attack_view, const std::optional<ObsLayout>& layout) {
+    if (opponents.size() != initial.size()) {
+        throw std::invalid_argument("VecBattles: one opponent per seat");
     }
-    n_actions_ = rows_[0].battle->num_actions();
-    for (Row& row : rows_) row.scratch_mask.assign(static_cast<std::size_t>(n_actions_), 0);
-    observer_ = std::make_unique<Observer>(*rows_[0].battle, move_view, aim_view, attack_view);
+    if (num_envs < 1) throw std::invalid_argument("VecBattles: num_envs must be >= 1");
+    Spec sp = make_spec(std::move(grid), std::move(initial), std::move(names), options, rewards);
+    const Battle first(sp.grid, sp.initial, sp.names, sp.options, 0, false);
+    sp.observer = std::make_unique<Observer>(first, move_view, aim_view, attack_view, layout);
+    sp.n_actions = first.num_actions();
+    sp.opponents = std::move(opponents);
+    for (int i = 0; i < sp.seats(); ++i) sp.column.push_back(i);
+    num_columns_ = sp.seats();
+    max_actions_ = sp.n_actions;
+    specs_.push_back(std::move(sp));
+    rows_.resize(static_cast<std::size_t>(num_envs));
+    for (Row& row : rows_) enter(row, 0, 0);
+}
+
+VecBattles::VecBattles(std::vector<VecScenario> scenarios, const ObsLayout& layout,
+                       int n_relative, std::vector<int> opponents, int num_envs, bool move_view,
+                       bool aim_view, bool attack_view)
+    : set_mode_(true), num_columns_(2 * layout.side_limit()), n_relative_(n_relative) {
+    if (scenarios.empty()) throw std::invalid_argument("VecBattles: an empty scenario set");
+    if (num_envs < 1) throw std::invalid_argument("VecBattles: num_envs must be >= 1");
+    if (n_relative < 1) throw std::invalid_argument("VecBattles: n_relative must be >= 1");
+    if (static_cast<int>(opponents.size()) != num_columns_) {
+        throw std::invalid_argument("VecBattles: one opponent per layout column");
+    }
+    specs_.reserve(scenarios.size());
+    for (std::size_t k = 0; k < scenarios.size(); ++k) {
+        VecScenario& in = scenarios[k];
+        Spec sp = make_spec(std::move(in.grid), std::move(in.initial), std::move(in.names),
+                            in.options, in.rewards);
+        const Battle first(sp.grid, sp.initial, sp.names, sp.options, 0, false);
+        try {
+            sp.observer = std::make_unique<Observer>(first, move_view, aim_view, attack_view,
+                                                     layout);
+        } catch (const std::invalid_argument& e) {
+            throw std::invalid_argument("scenarios[" + std::to_string(k) + "]: " + e.what());
+        }
+        sp.n_actions = first.num_actions();
+        const auto seats = static_cast<std::size_t>(sp.seats());
+        if (in.columns.size() != seats ||
+            in.relative.size() != seats * static_cast<std::size_t>(n_relative)) {
+            throw std::invalid_argument("VecBattles: scenarios[" + std::to_string(k) +
+                                        "]: one column and one table row per seat");
+        }
+        sp.column = std::move(in.columns);
+        sp.relative = std::move(in.relative);
+        for (std::int64_t x : sp.relative) {
+            if (x < 0 || x > sp.n_actions) {
+                throw std::invalid_argument(
+                    "tables[" + std::to_string(k) + "] values must lie in [0, " +
+                    std::to_string(sp.n_actions) + "] (" + std::to_string(sp.n_actions) +
+                    ": an action the scenario lacks), got " + std::to_string(x));
+            }
+        }
+        for (int c : sp.column) sp.opponents.push_back(opponents[static_cast<std::size_t>(c)]);
+        max_actions_ = std::max(max_actions_, sp.n_actions);
+        specs_.push_back(std::move(sp));
+    }
+    rows_.resize(static_cast<std::size_t>(num_envs));
+    for (Row& row : rows_) enter(row, 0, 0);
+}
+
+void VecBattles::enter(Row& row, int k, std::uint64_t seed) {
+    const Spec& sp = specs_[static_cast<std::size_t>(k)];
+    row.spec = k;
+    row.battle = std::make_unique<Battle>(sp.grid, sp.initial, sp.names, sp.options, seed, false);
+    const auto n = static_cast<std::size_t>(sp.seats());
+    row.acc.assign(n, 0.0);
+    row.g.assign(n, 0.0);
+    row.live.assign(n, 1);
+    row.last_dealt.assign(n, 0);
+    row.last_taken.assign(n, 0);
+    row.policies.clear();
+    for (std::size_t s = 0; s < n; ++s) {
+        const int kind = sp.opponents[s] < 0 ? 0 : sp.opponents[s];
+        row.policies.emplace_back(static_cast<PolicyKind>(kind));
+    }
+    row.scratch_mask.resize(static_cast<std::size_t>(max_actions_), 0);
+}
+
+int VecBattles::absolute_action(int row, int action) const {
+    const Row& the = rows_[static_cast<std::size_t>(row)];
+    if (!set_mode_) return action;
+    const Spec& sp = specs_[static_cast<std::size_t>(the.spec)];
+    const int seat = the.battle->decider();
+    if (seat < 0) return -1;
+    const std::int64_t a = sp.relative[static_cast<std::size_t>(seat) *
+                                           static_cast<std::size_t>(n_relative_) +
+                                       static_cast<std::size_t>(action)];
+    return a < sp.n_actions ? static_cast<int>(a) : -1;
 }
 
 std::size_t VecBattles::memory_bytes() const noexcept {
     std::size_t n = sizeof(*this) + rows_.capacity() * sizeof(Row) +
-                    initial_.capacity() * sizeof(Combatant);
+                    specs_.capacity() * sizeof(Spec);
+    for (const Spec& sp : specs_) {
+        n += sp.initial.capacity() * sizeof(Combatant) +
+             (sp.side.capacity() + sp.column.capacity() + sp.opponents.capacity()) * sizeof(int) +
+             sp.relative.capacity() * sizeof(std::int64_t);
+    }
     for (const Row& row : rows_) {
         n += row.battle->memory_bytes() + (row.acc.capacity() + row.g.capacity()) * sizeof(double) +
              row.live.capacity() + row.scratch_mask.capacity() +
@@ -77,11 +162,12 @@ StepRefusal VecBattles::step(const std::int64_t* actions, const std::uint8_t* fo
     // Every row's action is checked before any is applied, against the mask this stepper
     // published for the row (out.mask: the caller's private copy, never handed to users).
     const int n = num_envs();
+    const int width = num_actions();
     for (int r = 0; r < n; ++r) {
         if (forfeit && forfeit[r]) continue;
         const std::int64_t a = actions[r];
-        if (a < 0 || a >= n_actions_ ||
-            !out.mask[static_cast<std::size_t>(r) * static_cast<std::size_t>(n_actions_) +
+        if (a < 0 || a >= width ||
+            !out.mask[static_cast<std::size_t>(r) * static_cast<std::size_t>(width) +
                       static_cast<std::size_t>(a)]) {
             StepRefusal refusal;
             refusal.row = r;
@@ -144,12 +230,20 @@ bool VecBattles::step_row(int r, Row& row, std::int64_t action, bool forfeit,
         b.forfeit(*label, *reason);
         score(row, seat);
     } else {
-        b.apply(static_cast<int>(action));
+        // (legal: it was in the published mask, so a set's action names one of this battle's)
+        b.apply(absolute_action(r, static_cast<int>(action)));
         score(row, -1);
     }
     if (!play_opponents(row)) return false;
-    const std::size_t na = initial_.size();
-    float* rewards = out.rewards + static_cast<std::size_t>(r) * na;
+    float* rewards = out.rewards + static_cast<std::size_t>(r) * static_cast<std::size_t>(num_columns_);
+    // The rewards not yet returned, each seat's into its column (the caller zeroed the rest).
+    auto pay = [&row, rewards](const Spec& sp) {
+        for (std::size_t i = 0; i < row.acc.size(); ++i) {
+            rewards[static_cast<std::size_t>(sp.column[i])] = static_cast<float>(row.acc[i]);
+        }
+        std::fill(row.acc.begin(), row.acc.end(), 0.0);
+        row.gained = false;
+    };
     if (b.done()) {
         if (b.truncated()) {
             out.truncated[r] = true;
@@ -158,15 +252,13 @@ bool VecBattles::step_row(int r, Row& row, std::int64_t action, bool forfeit,
         }
         out.winner[r] = static_cast<std::int8_t>(b.winner());
         if (row.gained) {
-            for (std::size_t i = 0; i < na; ++i) rewards[i] = static_cast<float>(row.acc[i]);
+            pay(specs_[static_cast<std::size_t>(row.spec)]);
+        } else {
+            std::fill(row.acc.begin(), row.acc.end(), 0.0);
         }
-        std::fill(row.acc.begin(), row.acc.end(), 0.0);
-        row.gained = false;
         if (!begin(r, row, out, skipped)) return false;
     } else if (row.gained) {
-        for (std::size_t i = 0; i < na; ++i) rewards[i] = static_cast<float>(row.acc[i]);
-        std::fill(row.acc.begin(), row.acc.end(), 0.0);
-        row.gained = false;
+        pay(specs_[static_cast<std::size_t>(row.spec)]);
     }
     publish(r, row, out);
     return true;
@@ -175,24 +267,36 @@ bool VecBattles::step_row(int r, Row& row, std::int64_t action, bool forfeit,
 // ------------------------------------------------------------------------ internals
 void VecBattles::publish(int r, Row& row, const VecOut& out) const {
     const Battle& b = *row.battle;
+    const Spec& sp = specs_[static_cast<std::size_t>(row.spec)];
     const int seat = b.decider();
-    observer_->observe(b, seat, out.obs + static_cast<std::size_t>(r) *
-                                             static_cast<std::size_t>(observer_->size()));
-    std::uint8_t* mask = out.mask + static_cast<std::size_t>(r) * static_cast<std::size_t>(n_actions_);
+    const Observer& ob = *sp.observer;
+    ob.observe(b, seat, out.obs + static_cast<std::size_t>(r) * static_cast<std::size_t>(ob.size()));
+    out.agent[r] = sp.column[static_cast<std::size_t>(seat)];
+    const std::size_t k = static_cast<std::size_t>(n_relative_);
+    std::uint8_t* rel = nullptr;
+    std::uint8_t* mask = nullptr;
+    if (set_mode_) {  // the absolute mask only in the row's scratch; the relative one published
+        mask = row.scratch_mask.data();
+        rel = out.mask + static_cast<std::size_t>(r) * k;
+    } else {
+        mask = out.mask + static_cast<std::size_t>(r) * static_cast<std::size_t>(sp.n_actions);
+        if (out.relative_mask && n_relative_ > 0) rel = out.relative_mask + static_cast<std::size_t>(r) * k;
+    }
     b.legal_mask(mask);
-    out.agent[r] = seat;
-    if (out.relative_mask && n_relative_ > 0) {
-        const std::size_t k = static_cast<std::size_t>(n_relative_);
-        const std::int64_t* table = relative_.data() + static_cast<std::size_t>(seat) * k;
-        std::uint8_t* rel = out.relative_mask + static_cast<std::size_t>(r) * k;
+    if (rel != nullptr) {
+        const std::int64_t* table = sp.relative.data() + static_cast<std::size_t>(seat) * k;
         for (std::size_t j = 0; j < k; ++j) {
-            rel[j] = table[j] < n_actions_ ? mask[table[j]] : std::uint8_t{0};
+            rel[j] = table[j] < sp.n_actions ? mask[table[j]] : std::uint8_t{0};
         }
     }
 }
 
 void VecBattles::set_relative(std::vector<std::int64_t> table, int n_relative) {
-    relative_ = std::move(table);
+    if (set_mode_) {
+        throw std::logic_error("VecBattles::set_relative: a scenario set publishes its relative "
+                               "mask already");
+    }
+    specs_[0].relative = std::move(table);
     n_relative_ = n_relative;
 }
 
@@ -244,13 +348,17 @@ struct Reader {
 }  // namespace
 
 std::string VecBattles::snapshot() const {
+    if (set_mode_) {
+        throw std::logic_error("vector rows snapshot: not available for a vector over a scenario "
+                               "set yet (only for one scenario)");
+    }
     Writer w;
     w.bytes.append(kRowsMagic, 4);
     w.put(kRowsVersion);
     w.put(vector_seed_);
     w.put(skipped_);
     w.put(static_cast<std::uint32_t>(rows_.size()));
-    w.put(static_cast<std::uint32_t>(initial_.size()));
+    w.put(static_cast<std::uint32_t>(specs_[0].seats()));
     for (const Row& row : rows_) {
         w.put_bytes(row.battle->snapshot());
         w.put(row.episode);
@@ -278,6 +386,11 @@ std::string VecBattles::snapshot() const {
 }
 
 void VecBattles::restore(const std::string& data) {
+    if (set_mode_) {
+        throw std::logic_error("vector rows snapshot: restore is not available for a vector over "
+                               "a scenario set yet (only for one scenario)");
+    }
+    const std::size_t seats = static_cast<std::size_t>(specs_[0].seats());
     struct Saved {
         std::string battle;
         std::int64_t episode = 0, next_episode = 0;
@@ -303,11 +416,11 @@ void VecBattles::restore(const std::string& data) {
     const auto skipped = r.get<std::int64_t>();
     const auto n_rows = r.get<std::uint32_t>();
     const auto n_seats = r.get<std::uint32_t>();
-    if (n_rows != rows_.size() || n_seats != initial_.size()) {
+    if (n_rows != rows_.size() || n_seats != seats) {
         throw std::invalid_argument(
             "vector rows snapshot: taken with " + std::to_string(n_rows) + " rows of " +
             std::to_string(n_seats) + " seats; this stepper has " + std::to_string(rows_.size()) +
-            " rows of " + std::to_string(initial_.size()));
+            " rows of " + std::to_string(seats));
     }
     std::vector<Saved> saved(n_rows);
     for (Saved& s : saved) {
@@ -453,7 +566,16 @@ void VecBattles::start_battle(int r, Row& row) {
     row.next_episode += 1;
     row.seed = rng::battle_seed(vector_seed_, static_cast<std::uint64_t>(r),
                                 static_cast<std::uint64_t>(row.episode));
-    row.battle->restart(initial_, row.seed);
+    // scenario_set.scenario_index: 0 for a set of one
+    const std::uint64_t count = specs_.size();
+    const int k = count == 1 ? 0
+                             : static_cast<int>(rng::derive_seed(row.seed, kScenarioStream) % count);
+    const Spec& sp = specs_[static_cast<std::size_t>(k)];
+    if (k == row.spec) {
+        row.battle->restart(sp.initial, row.seed);
+    } else {
+        enter(row, k, row.seed);  // another scenario: its own battle, bookkeeping and policies
+    }
     std::fill(row.live.begin(), row.live.end(), 1);
     const Summary& s = row.battle->summary();
     std::copy(s.damage_dealt.begin(), s.damage_dealt.end(), row.last_dealt.begin());
@@ -462,20 +584,21 @@ void VecBattles::start_battle(int r, Row& row) {
     row.last_round = row.battle->round();
     std::fill(row.acc.begin(), row.acc.end(), 0.0);
     row.gained = false;
-    for (std::size_t i = 0; i < opponents_.size(); ++i) {
-        if (opponents_[i] >= 0) row.policies[i].reset(rng::derive_seed(row.seed, 1 + i));
+    for (std::size_t i = 0; i < sp.opponents.size(); ++i) {
+        if (sp.opponents[i] >= 0) row.policies[i].reset(rng::derive_seed(row.seed, 1 + i));
     }
 }
 
 bool VecBattles::play_opponents(Row& row) {
     Battle& b = *row.battle;
+    const Spec& sp = specs_[static_cast<std::size_t>(row.spec)];
     while (!b.done()) {
         const int seat = b.decider();
-        if (opponents_[static_cast<std::size_t>(seat)] < 0) return true;
+        if (sp.opponents[static_cast<std::size_t>(seat)] < 0) return true;
         std::uint8_t* mask = row.scratch_mask.data();
         b.legal_mask(mask);
         const int a = row.policies[static_cast<std::size_t>(seat)].act(b, seat, mask);
-        if (a < 0 || a >= n_actions_ || !mask[a]) return false;  // never, by the policies' tests
+        if (a < 0 || a >= sp.n_actions || !mask[a]) return false;  // never, by the policies' tests
         b.apply(a);
         score(row, -1);
     }
@@ -486,7 +609,10 @@ bool VecBattles::play_opponents(Row& row) {
 void VecBattles::score(Row& row, int penalized) {
     const Battle& b = *row.battle;
     const Summary& s = b.summary();
-    const std::size_t n = initial_.size();
+    const Spec& sp = specs_[static_cast<std::size_t>(row.spec)];
+    const RewardSpec& rw = sp.rewards;
+    const std::vector<int>& side = sp.side;
+    const std::size_t n = side.size();
     std::vector<double>& g = row.g;
     bool any = false, dones = false;
     auto need = [&] {
@@ -495,25 +621,25 @@ void VecBattles::score(Row& row, int penalized) {
             any = true;
         }
     };
-    if (rewards_.damage_dealt != 0.0 || rewards_.damage_taken != 0.0) {
+    if (rw.damage_dealt != 0.0 || rw.damage_taken != 0.0) {
         for (std::size_t i = 0; i < n; ++i) {
             const int d = s.damage_dealt[i] - row.last_dealt[i];
             if (d) {
                 need();
-                give(row, static_cast<int>(i), rewards_.damage_dealt * d);
+                give(row, static_cast<int>(i), rw.damage_dealt * d);
             }
             const int t = s.damage_taken[i] - row.last_taken[i];
             if (t) {
                 need();
-                give(row, static_cast<int>(i), rewards_.damage_taken * t);
+                give(row, static_cast<int>(i), rw.damage_taken * t);
             }
         }
     }
-    if (rewards_.per_round != 0.0 && b.round() > row.last_round) {
+    if (rw.per_round != 0.0 && b.round() > row.last_round) {
         need();
         for (std::size_t i = 0; i < n; ++i) {
             if (row.live[i] && !b.combatant(static_cast<int>(i)).out) {
-                g[i] += rewards_.per_round * (b.round() - row.last_round);
+                g[i] += rw.per_round * (b.round() - row.last_round);
             }
         }
     }
@@ -525,11 +651,11 @@ void VecBattles::score(Row& row, int penalized) {
         for (std::size_t i = 0; i < n; ++i) {
             if (!row.live[i]) continue;
             if (winner < 0) {
-                g[i] += rewards_.draw;
-            } else if (side_[i] == winner) {
-                g[i] += rewards_.win;
+                g[i] += rw.draw;
+            } else if (side[i] == winner) {
+                g[i] += rw.win;
             } else {
-                g[i] += rewards_.loss;
+                g[i] += rw.loss;
             }
         }
     }
@@ -556,11 +682,14 @@ void VecBattles::score(Row& row, int penalized) {
 
 void VecBattles::give(Row& row, int i, double amount) {
     if (amount == 0.0) return;
+    const Spec& sp = specs_[static_cast<std::size_t>(row.spec)];
+    const RewardSpec& rw = sp.rewards;
+    const std::vector<int>& side = sp.side;
     std::vector<double>& g = row.g;
-    if (rewards_.shared) {
-        const int mine = side_[static_cast<std::size_t>(i)];
+    if (rw.shared) {
+        const int mine = side[static_cast<std::size_t>(i)];
         for (std::size_t j = 0; j < g.size(); ++j) {
-            if (row.live[j] && side_[j] == mine) g[j] += amount;
+            if (row.live[j] && side[j] == mine) g[j] += amount;
         }
     } else if (row.live[static_cast<std::size_t>(i)]) {
         g[static_cast<std::size_t>(i)] += amount;

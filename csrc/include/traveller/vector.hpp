@@ -1,11 +1,21 @@
-// Batched battles: N battles of one scenario stepped per call into caller-owned buffers
-// (traveller_env/vector.py's contract; its _PythonBackend is the reference this mirrors).
+// Batched battles: N battles stepped per call into caller-owned buffers (traveller_env/vector.py's
+// contract; its _PythonBackend is the reference this mirrors).
 //
 // Each row holds one Battle, restarted in place when it ends (Battle::restart: nothing is
 // allocated per step or per reset), the reward bookkeeping of the AEC env (TravellerEnv._score,
 // term for term and in the same order, so the float sums agree to the bit) and the in-core
 // opponents of its seats. The caller (the binding) has checked every index and buffer; the
 // legality of the learner actions is checked here again, for all rows before any is applied.
+//
+// Over a scenario set (the second constructor; traveller_env/scenario_set.py): K scenarios that
+// fit one layout. Battle e of row r keeps its seed battle_seed(vector_seed, r, e) and plays
+// scenario derive_seed(seed, kScenarioStream) % K; a row whose next battle plays another
+// scenario rebuilds its Battle, bookkeeping and policies (the same scenario: restarted in
+// place). The seats are the layout's columns (side * side_limit + rank within the side), the
+// mask written is over the layout's slot-relative actions and step() takes those, translated
+// with the row's scenario's table (seat x relative -> absolute; num_actions of that scenario
+// for an action it lacks, never legal). Rewards are scored per scenario seat as above and
+// written to the seat's column (empty columns 0).
 #pragma once
 
 #include <condition_variable>
@@ -14,6 +24,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,11 +42,26 @@ struct RewardSpec {
     bool shared = true;
 };
 
+// One scenario of a set, as the constructor takes it.
+struct VecScenario {
+    std::shared_ptr<const Grid> grid;
+    std::vector<Combatant> initial;  // before Initiative, as the Battle constructor takes them
+    Names names;
+    RulesOptions options;
+    RewardSpec rewards;
+    std::vector<int> columns;           // per seat: its layout column
+    std::vector<std::int64_t> relative;  // [seats * n_relative]: the absolute index, or
+                                         // num_actions for an action the scenario lacks
+};
+
+// The sub-stream of a battle seed that picks its scenario (scenario_set.SCENARIO_STREAM).
+inline constexpr std::uint64_t kScenarioStream = 0x53434E;
+
 // Where step/reset write (rows x columns, C-contiguous; checked by the binding).
 struct VecOut {
     float* obs = nullptr;               // [N, obs_dim]
-    std::uint8_t* mask = nullptr;       // [N, n_actions]
-    float* rewards = nullptr;           // [N, num_agents]
+    std::uint8_t* mask = nullptr;       // [N, num_actions()] (a set: the relative actions)
+    float* rewards = nullptr;           // [N, num_agents()] (a set: by layout column)
     bool* terminated = nullptr;         // [N]
     bool* truncated = nullptr;          // [N]
     std::int64_t* agent = nullptr;      // [N]
@@ -83,19 +109,35 @@ struct StepRefusal {
 
 class VecBattles {
 public:
-    // `opponents[seat]`: the in-core policy playing that seat, or nullopt-like kind -1 (learner).
+    // One scenario. `opponents[seat]`: the in-core policy kind playing that seat, -1 a learner.
     VecBattles(std::shared_ptr<const Grid> grid, std::vector<Combatant> initial, Names names,
                RulesOptions options, RewardSpec rewards, std::vector<int> opponents,
                int num_envs, bool move_view = false, bool aim_view = false,
-               bool attack_view = false);
+               bool attack_view = false, const std::optional<ObsLayout>& layout = std::nullopt);
+    // A scenario set under `layout` (see the file comment): `opponents[column]` as above, per
+    // layout column (2 * side_limit). The caller has checked the columns and tables; a scenario
+    // that does not fit the layout is refused (std::invalid_argument naming it).
+    VecBattles(std::vector<VecScenario> scenarios, const ObsLayout& layout, int n_relative,
+               std::vector<int> opponents, int num_envs, bool move_view, bool aim_view,
+               bool attack_view);
 
     int num_envs() const noexcept { return static_cast<int>(rows_.size()); }
-    int num_agents() const noexcept { return static_cast<int>(initial_.size()); }
-    int num_actions() const noexcept { return n_actions_; }
-    int obs_dim() const noexcept { return observer_->size(); }
+    // The reward columns: the scenario's seats, or a set's layout columns.
+    int num_agents() const noexcept { return num_columns_; }
+    // The width of the mask and the range of step()'s actions: the scenario's catalogue, or a
+    // set's relative actions.
+    int num_actions() const noexcept { return set_mode_ ? n_relative_ : specs_[0].n_actions; }
+    int obs_dim() const noexcept { return specs_[0].observer->size(); }
+    bool set_mode() const noexcept { return set_mode_; }
+    int num_scenarios() const noexcept { return static_cast<int>(specs_.size()); }
     std::int64_t battles_skipped() const noexcept { return skipped_; }
     const Battle& battle(int row) const { return *rows_[static_cast<std::size_t>(row)].battle; }
-    const Observer& observer() const noexcept { return *observer_; }
+    // The scenario row's battle plays (an index into the set; 0 for one scenario).
+    int scenario(int row) const { return rows_[static_cast<std::size_t>(row)].spec; }
+    // Row's action (as step() takes it: a set's relative action) as an index into its battle's
+    // catalogue, -1 when its scenario lacks it. The caller checks 0 <= action < num_actions().
+    int absolute_action(int row, int action) const;
+    const Observer& observer() const noexcept { return *specs_[0].observer; }
     // Bytes the rows hold (battles, bookkeeping, policies), the caller's buffers and the
     // shared map excluded.
     std::size_t memory_bytes() const noexcept;
@@ -114,9 +156,10 @@ public:
                      const std::vector<std::string>* reasons, const VecOut& out, int threads,
                      int* stuck);
 
-    // Publish each row's mask over slot-relative actions too (into out.relative_mask):
-    // table[seat * n_relative + j] is relative action j's absolute index for that seat, or
-    // num_actions() for an empty slot (never legal). The caller has checked the table.
+    // One scenario only: publish each row's mask over slot-relative actions too (into
+    // out.relative_mask): table[seat * n_relative + j] is relative action j's absolute index for
+    // that seat, or num_actions() for an empty slot (never legal). The caller has checked the
+    // table.
     void set_relative(std::vector<std::int64_t> table, int n_relative);
     int num_relative() const noexcept { return n_relative_; }
 
@@ -125,14 +168,32 @@ public:
     // counters, seed, pending rewards, reward ledger and each in-core opponent's generator and
     // plan. restore() on a stepper made with the same arguments continues exactly as this one
     // would; it checks every part first (std::invalid_argument naming the fault) and changes
-    // nothing when one is wrong. The caller's buffers are not included.
+    // nothing when one is wrong. The caller's buffers are not included. Not available over a
+    // scenario set yet (std::logic_error).
     std::string snapshot() const;
     void restore(const std::string& data);
 
     static constexpr int kMaxSkipped = 1000;
 
 private:
+    // What the rows of one scenario share (every row's, or a set's k-th).
+    struct Spec {
+        std::shared_ptr<const Grid> grid;
+        std::vector<Combatant> initial;
+        Names names;
+        RulesOptions options;
+        RewardSpec rewards;
+        std::vector<int> side;       // per seat
+        std::vector<int> column;     // per seat: its reward column and out.agent value
+        std::vector<int> opponents;  // per seat: an in-core policy kind, -1 a learner
+        std::unique_ptr<Observer> observer;
+        std::vector<std::int64_t> relative;  // [seats * n_relative_] (empty: none)
+        int n_actions = 0;
+        int seats() const noexcept { return static_cast<int>(initial.size()); }
+    };
+
     struct Row {
+        int spec = 0;  // the scenario of the battle
         std::unique_ptr<Battle> battle;
         std::int64_t episode = 0, next_episode = 0;
         std::uint64_t seed = 0;
@@ -141,9 +202,15 @@ private:
         std::vector<std::uint8_t> live;
         std::vector<int> last_dealt, last_taken;
         int last_dropouts = 0, last_round = 0;
-        std::vector<CorePolicy> policies;  // one per seat (used only where opponents_[seat] >= 0)
+        std::vector<CorePolicy> policies;  // one per seat (used only where opponents[seat] >= 0)
         std::vector<std::uint8_t> scratch_mask;
     };
+
+    // A new Battle of specs_[k] for the row (seeded `seed`), its bookkeeping sized to its seats
+    // and its policies.
+    void enter(Row& row, int k, std::uint64_t seed);
+    static Spec make_spec(std::shared_ptr<const Grid> grid, std::vector<Combatant> initial,
+                          Names names, RulesOptions options, RewardSpec rewards);
 
     bool begin(int r, Row& row, const VecOut& out, std::int64_t& skipped);
     void start_battle(int r, Row& row);
@@ -154,17 +221,13 @@ private:
     bool step_row(int r, Row& row, std::int64_t action, bool forfeit, const std::string* label,
                   const std::string* reason, const VecOut& out, std::int64_t& skipped);
 
-    std::shared_ptr<const Grid> grid_;
-    std::vector<Combatant> initial_;
-    RewardSpec rewards_;
-    std::vector<int> opponents_;
-    std::vector<int> side_;
+    std::vector<Spec> specs_;
+    bool set_mode_ = false;
+    int num_columns_ = 0;
+    int max_actions_ = 0;  // the largest catalogue of the scenarios (the rows' scratch masks)
     std::vector<Row> rows_;
-    std::unique_ptr<Observer> observer_;
     std::uint64_t vector_seed_ = 0;
     std::int64_t skipped_ = 0;
-    int n_actions_ = 0;
-    std::vector<std::int64_t> relative_;
     int n_relative_ = 0;
     RowWorkers workers_;
 };
