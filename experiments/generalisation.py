@@ -16,6 +16,10 @@ once from each side):
 
 Prints a markdown table; ``--out`` writes every battle's record (scenario, side, battle seed,
 result) and the cells.
+
+**Picking a checkpoint** without touching the test seeds: ``--select RUN/pool --last 10``
+plays the last ten checkpoints of a run on ``--battles`` battles drawn from the validation
+seeds (``scenario_set.VALIDATION_SEEDS``) and prints them ranked (``--out``: the ranking).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import sys
 import time
 from pathlib import Path
 
-from traveller_env.scenario_set import TEST_SEEDS
+from traveller_env.scenario_set import TEST_SEEDS, VALIDATION_SEEDS
 from traveller_rl.scenario_eval import load_learned, play_scenarios, summarise
 
 #: The built-in scenarios a 6v6 layout holds (duel and range_* are too long for its map).
@@ -46,6 +50,21 @@ def cells(battles: int) -> dict[str, list[str]]:
     }
 
 
+def select(pool: Path, last: int, distribution: str, battles: int, opponent: str,
+           seed: int, backend: str) -> list[dict]:
+    """The last ``last`` checkpoints of ``pool`` ranked by their win rate on ``battles``
+    battles drawn from ``distribution``'s validation seeds."""
+    paths = sorted(pool.glob("*.pt"))[-last:]
+    scenarios = [f"{distribution}@{VALIDATION_SEEDS[0] + i}" for i in range(battles // 2)]
+    ranked = []
+    for path in paths:
+        cell = summarise(play_scenarios(load_learned(path), scenarios, opponent, seed=seed,
+                                        backend=backend))
+        ranked.append({"checkpoint": str(path), **cell})
+        print(f"{path.name}  {_fmt(cell)}", file=sys.stderr)
+    return sorted(ranked, key=lambda c: -(c["win_rate"] or 0.0))
+
+
 def _fmt(cell: dict) -> str:
     if not cell["battles"]:
         return "n/p"
@@ -57,7 +76,13 @@ def main(argv: list[str] | None = None) -> int:
     """Run the cells for every policy; print the table; write ``--out``."""
     parser = argparse.ArgumentParser(prog="python -m experiments.generalisation",
                                      description=__doc__.splitlines()[0])
-    parser.add_argument("policies", nargs="+", help=".pt checkpoints or .onnx policies")
+    parser.add_argument("policies", nargs="*", help=".pt checkpoints or .onnx policies")
+    parser.add_argument("--select", type=Path, metavar="POOL",
+                        help="rank a run's last checkpoints (its pool/ folder) on validation "
+                             "seeds instead")
+    parser.add_argument("--last", type=int, default=10)
+    parser.add_argument("--distribution", default="gen:squad",
+                        help="--select: the distribution whose validation seeds to play")
     parser.add_argument("--battles", type=int, default=1000,
                         help="battles per cell, even (default 1000)")
     parser.add_argument("--opponent", default="tactician")
@@ -67,6 +92,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.battles < 2 or args.battles % 2:
         parser.error(f"--battles {args.battles}: an even number >= 2")
+    if args.select is not None:
+        ranked = select(args.select, args.last, args.distribution, args.battles,
+                        args.opponent, args.seed, args.backend)
+        for c in ranked:
+            print(f"{c['checkpoint']}  {_fmt(c)}")
+        if args.out:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps({"validation_seeds": list(VALIDATION_SEEDS),
+                                            "ranked": ranked}, indent=1) + "\n")
+        return 0
+    if not args.policies:
+        parser.error("name at least one policy (or --select a run's pool)")
     table: dict[str, dict] = {}
     for path in args.policies:
         learned = load_learned(path)
