@@ -102,7 +102,7 @@ def test_a_scenario_set_with_views_and_reward_terms_agrees():
 
 def test_the_core_set_checks_what_python_passes():
     """``VecBattles.create_set`` checks the layout, the tables, the columns and the opponents
-    at the boundary, naming the argument; over a set the snapshot is refused for now."""
+    at the boundary, naming the argument; its snapshot restores."""
     from traveller_env.core import require
     from traveller_env.core.engine import core_layout, flatten_scenario
     from traveller_env.layout import LAYOUTS
@@ -138,8 +138,9 @@ def test_the_core_set_checks_what_python_passes():
     with pytest.raises(ValueError, match=r"scenarios\[1\]: missing the key 'grid'"):
         create(**{**args, "scenarios": [args["scenarios"][0], {}]})
     v.reset()
-    with pytest.raises(RuntimeError, match="not available for a vector over a scenario set"):
-        v._backend._vec.snapshot()
+    rows = v._backend._vec.snapshot()  # over a set too (tests/test_set_snapshot.py)
+    v._backend._vec.restore(rows)
+    assert v._backend._vec.snapshot() == rows
 
 
 def test_in_core_tactician_and_leader_opponents_agree():

@@ -328,3 +328,31 @@ def test_a_core_backend_run_killed_at_a_random_moment_resumes_to_the_same_bytes(
     flags = [f for f in RUN if f not in ("--backend", "python")]
     flags[flags.index("red=rush")] = "red=tactician"
     _kill_resume_and_compare([*flags, "--env-threads", "2"], tmp_path)
+
+
+# A tiny run on a distribution: every battle's scenario drawn from gen:squad seeds 0-9.
+SET_RUN = ["--scenario", "gen:squad", "--layout", "6v6", "--scenario-seeds", "0-9",
+           "--total-timesteps", "1536", "--seed", "3", "--num-envs", "8", "--num-steps", "32",
+           "--eval-every", "3", "--eval-vs", "rush", "--eval-battles", "2", "--eval-envs", "2",
+           "--final-eval-battles", "0", "--threads", "1", "--no-progress"]
+
+
+@pytest.mark.parametrize(("backend", "opponent"), [("python", "rush"), ("core", "tactician")])
+def test_a_run_on_a_distribution_killed_at_a_random_moment_resumes_to_the_same_bytes(
+        tmp_path, backend, opponent):
+    """Vectors over a scenario set snapshot too (each row's scenario with its battle): a
+    ``--scenario gen:squad`` run killed at a random moment and resumed ends with the
+    uninterrupted run's ``ppo.pt``, byte for byte, on either backend; so does one stopped
+    after its third update and resumed from its second (the restore always runs)."""
+    from traveller_env import vector
+
+    if vector.BACKENDS[backend] != "available":
+        pytest.skip("no compiled core here")
+    flags = [*SET_RUN, "--backend", backend, "--opponents", f"red={opponent}"]
+    whole, _ = _kill_resume_and_compare(flags, tmp_path)
+    stopped = tmp_path / "stopped"
+    assert _train([*flags, "--out", str(stopped), "--checkpoint-every", "2",
+                   "--stop-after-updates", "3"]) == 0
+    assert _train([*flags, "--resume", str(stopped)]) == 0
+    assert (stopped / "ppo.pt").read_bytes() == (whole / "ppo.pt").read_bytes()
+    assert _updates(stopped / "training.jsonl") == _updates(whole / "training.jsonl")

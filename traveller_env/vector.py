@@ -74,6 +74,7 @@ there is never a silent fallback.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import pickle
 from collections.abc import Mapping
@@ -442,35 +443,33 @@ class VectorEnv:
         """Every row's battle and bookkeeping, the opponents' state, the counters and the
         buffers as bytes (``vector_snapshot``'s format): ``restore`` on a vector made with the
         same arguments continues exactly as this one would (either backend: a snapshot restores
-        on a vector of its own backend)."""
+        on a vector of its own backend; over a scenario set, each row's scenario too)."""
         if not self._ready:
             raise RuntimeError("snapshot() needs a vector that has been reset() and is not "
                                "broken by a failed step")
         snap = getattr(self._backend, "snapshot", None)
-        if self.scenario_set is not None:
-            raise NotImplementedError("snapshot() of a vector over a scenario set is not "
-                                      "available yet; snapshot a fixed-scenario vector")
         if snap is None:
             raise NotImplementedError(
-                f"snapshot() is not available on backend={self.backend!r} yet (the core's "
-                "VecBattles has no save/restore of its rows and in-core opponents); use "
-                "backend='python'")
+                f"snapshot() is not available on backend={self.backend!r}; use "
+                "backend='python' or 'core'")
         buf = self._buf
         state = {"backend": self.backend, "num_envs": self.num_envs, "seed": self.seed,
-                 "action_labels": list(self.action_labels),
+                 "action_labels": list(self.action_labels), "set": self._set_record(),
                  "buffers": {name: getattr(buf, name).copy() for name in VECTOR_BUFFERS},
                  "rows": snap()}
         return vector_snapshot.encode(state)
 
     def restore(self, data: bytes) -> None:
-        """Put a ``snapshot()`` back: this vector must have been made with the same scenario,
-        ``num_envs``, backend and actions (``ValueError`` naming the difference)."""
+        """Put a ``snapshot()`` back: this vector must have been made with the same scenario
+        (or scenario set), ``num_envs``, backend and actions (``ValueError`` naming the
+        difference; nothing changes then)."""
         state = vector_snapshot.decode(data)
         for key, mine in (("backend", self.backend), ("num_envs", self.num_envs),
                           ("action_labels", list(self.action_labels))):
             if state[key] != mine:
                 raise ValueError(f"vector snapshot: taken with another {key} "
                                  f"({state[key]!r}; this vector: {mine!r})")
+        self._check_set(state.get("set"))  # absent: a snapshot from before sets, one scenario
         restore = getattr(self._backend, "restore", None)
         if restore is None:
             raise NotImplementedError(f"restore() is not available on backend={self.backend!r}")
@@ -481,6 +480,35 @@ class VectorEnv:
         self._broken = None
         self._publish_mask(recompute=True)  # the relative mask too, whichever backend wrote it
         self._ready = True
+
+    def _set_record(self) -> dict[str, Any] | None:
+        """What a snapshot records of the scenario set (``None``: one scenario): its size, its
+        layout's name and a hash of its scenarios' names, in order."""
+        if self.scenario_set is None:
+            return None
+        names = "\n".join(s.name for s in self.scenarios)
+        return {"size": len(self.scenarios), "layout": self.layout.name,
+                "names_sha256": hashlib.sha256(names.encode()).hexdigest()}
+
+    def _check_set(self, saved: dict[str, Any] | None) -> None:
+        """``ValueError`` when a snapshot's scenario set (``_set_record``) is not this
+        vector's: one scenario against a set, or another set."""
+        mine = self._set_record()
+
+        def what(record: dict[str, Any] | None) -> str:
+            return ("one scenario" if record is None else
+                    f"a scenario set of {record['size']} scenarios on layout "
+                    f"{record['layout']!r}")
+
+        if (saved is None) != (mine is None) or (
+                saved is not None and (saved["size"], saved["layout"])
+                != (mine["size"], mine["layout"])):
+            raise ValueError(f"vector snapshot: taken over {what(saved)}; this vector plays "
+                             f"{what(mine)}")
+        if saved is not None and saved["names_sha256"] != mine["names_sha256"]:
+            raise ValueError(f"vector snapshot: taken over another scenario set of "
+                             f"{saved['size']} scenarios (its scenarios' names differ from "
+                             "this vector's: another distribution, seed range or list)")
 
     def _publish_mask(self, recompute: bool = False) -> None:
         buf = self._buf
@@ -656,28 +684,76 @@ class _Row:
 def _row_objects(row: _Row) -> dict[str, Any]:
     """The objects of a row that its opponents may hold references to, by a stable name: a
     snapshot refers to them by name (they are rebuilt on restore, not pickled)."""
-    env = row.env
-    return {"env": env, "battle": row.battle, "env_builder": env.builder, "shared": env._shared,
+    return _objects(row.env, row.battle)
+
+
+def _objects(env: _RowEnv, battle: Battle | None) -> dict[str, Any]:
+    """``_row_objects`` of a row playing ``battle`` in ``env``."""
+    return {"env": env, "battle": battle, "env_builder": env.builder, "shared": env._shared,
             "builder": env._shared.builder, "catalogue": env._shared.catalogue}
 
 
-def _dump_policies(row: _Row) -> bytes:
-    """The row's opponent policies pickled, with references to the row's own objects (its env,
-    battle, shared tables) written as names (``_row_objects``)."""
-    names = {id(obj): name for name, obj in _row_objects(row).items()}
-    buffer = io.BytesIO()
-    pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
-    pickler.persistent_id = lambda obj: names.get(id(obj))
-    pickler.dump(row.policies)
-    return buffer.getvalue()
+class _PolicyPickler:
+    """Pickles a row's opponent policies by column (``row.column_policies``) with the
+    vector's objects written as names, and reads them back bound to a (restored) row's:
 
+    - the row's own objects (``_row_objects``: its env, battle and shared tables) by name;
+    - any scenario's tables (``_Shared``, its builder and catalogue) by the scenario's index;
+    - over a set, an env of an earlier battle that a policy still holds (scripted policies
+      keep the env they last acted in, to cache its labels) as a fresh env of that scenario
+      with no battle, and such an env's battle as ``None``: a policy that compares its
+      reference with the env it is handed sees the same difference either way.
+    """
 
-def _load_policies(data: bytes, row: _Row) -> list[Policy | None]:
-    """``_dump_policies``' inverse, the names bound to this row's (restored) objects."""
-    objects = _row_objects(row)
-    unpickler = pickle.Unpickler(io.BytesIO(data))
-    unpickler.persistent_load = objects.__getitem__
-    return unpickler.load()
+    def __init__(self, specs: list[_Shared]) -> None:
+        self.specs = specs
+        self.names: dict[int, tuple] = {}
+        self.index: dict[int, int] = {}
+        for k, spec in enumerate(specs):
+            self.index[id(spec)] = k
+            for part, obj in (("shared", spec), ("builder", spec.builder),
+                              ("catalogue", spec.catalogue)):
+                self.names[id(obj)] = ("spec", k, part)
+
+    def dump(self, row: _Row) -> bytes:
+        """The row's ``column_policies`` pickled (see the class docstring)."""
+        own = {id(obj): name for name, obj in _row_objects(row).items()}
+
+        def persistent_id(obj: Any) -> Any:
+            name = own.get(id(obj))
+            if name is not None:
+                return name
+            name = self.names.get(id(obj))
+            if name is not None:
+                return name
+            if isinstance(obj, _RowEnv):
+                return ("env", self.index[id(obj._shared)])
+            if isinstance(obj, Battle):
+                return ("battle",)
+            return None
+
+        buffer = io.BytesIO()
+        pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
+        pickler.persistent_id = persistent_id
+        pickler.dump(row.column_policies)
+        return buffer.getvalue()
+
+    def load(self, data: bytes, objects: dict[str, Any]) -> list[Policy | None]:
+        """``dump``'s inverse, the row's names bound to ``objects`` (``_objects``)."""
+        def persistent_load(pid: Any) -> Any:
+            if isinstance(pid, str):
+                return objects[pid]
+            if pid[0] == "spec":
+                spec = self.specs[pid[1]]
+                return {"shared": spec, "builder": spec.builder,
+                        "catalogue": spec.catalogue}[pid[2]]
+            if pid[0] == "env":
+                return _RowEnv(self.specs[pid[1]])
+            return None  # an earlier battle
+
+        unpickler = pickle.Unpickler(io.BytesIO(data))
+        unpickler.persistent_load = persistent_load
+        return unpickler.load()
 
 
 class _PythonBackend:
@@ -765,37 +841,66 @@ class _PythonBackend:
             self._publish(r, row, out)
 
     def snapshot(self) -> dict[str, Any]:
-        """The rows' state (``VectorEnv.snapshot``): each battle's snapshot bytes, the
-        episode counters and seeds, the rewards not yet returned, the reward ledger and the
-        opponent policies (pickled: their generators and plans)."""
+        """The rows' state (``VectorEnv.snapshot``): each battle's snapshot bytes and scenario
+        (an index into ``specs``), the episode counters and seeds, the rewards not yet
+        returned, the reward ledger and the opponent policies by column (pickled: their
+        generators and plans)."""
+        index = {id(spec): k for k, spec in enumerate(self.specs)}
+        pickler = _PolicyPickler(self.specs)
         rows = []
         for row in self.rows:
             ledger = row.ledger
             rows.append({
+                "scenario": index[id(row.shared)],
                 "battle": row.battle.snapshot(), "episode": row.episode,
                 "next_episode": row.next_episode, "seed": row.seed, "acc": list(row.acc),
                 "gained": row.gained,
                 "ledger": (list(ledger.live), ledger.last_round, ledger.last_dropouts,
                            ledger.last_damage),
-                "policies": _dump_policies(row)})
+                "policies": pickler.dump(row)})
         return {"vector_seed": self.vector_seed, "battles_skipped": self.battles_skipped,
                 "rows": rows}
 
     def restore(self, state: dict[str, Any]) -> None:
-        """Rebuild the rows from ``snapshot()``'s state (each battle restored from its bytes)."""
-        s = self.shared
-        for row, saved in zip(self.rows, state["rows"], strict=True):
+        """Rebuild the rows from ``snapshot()``'s state: each row's scenario (over a set: its
+        env, and its policies seated by that scenario's columns), its battle restored from its
+        bytes, its counters, ledger and policies. Every row is rebuilt before any changes, so
+        a bad one (``ValueError``) changes nothing."""
+        if "core_rows" in state or "rows" not in state:
+            raise ValueError("vector snapshot: not a Python backend's rows")
+        saved_rows = state["rows"]
+        if len(saved_rows) != len(self.rows):
+            raise ValueError(f"vector snapshot: {len(saved_rows)} rows; this vector has "
+                             f"{len(self.rows)}")
+        pickler = _PolicyPickler(self.specs)
+        built = []
+        for r, (row, saved) in enumerate(zip(self.rows, saved_rows, strict=True)):
+            k = saved.get("scenario", 0)  # absent: a snapshot from before sets
+            if not isinstance(k, int) or not 0 <= k < len(self.specs):
+                raise ValueError(f"vector snapshot: row {r} plays scenario {k!r}; this vector "
+                                 f"has {len(self.specs)}")
+            s = self.specs[k]
+            env = row.env if s is row.shared else _RowEnv(s)
             b = build_battle(s.scenario, dice=Dice(saved["seed"]))
             b.restore(saved["battle"])
-            row.battle = b
-            row.env.battle = b
-            row.counters = BattleCounters(b, s.ids)
-            row.ledger = ledger = s.scorer.ledger(row.counters)
+            counters = BattleCounters(b, s.ids)
+            ledger = s.scorer.ledger(counters)
             live, ledger.last_round, ledger.last_dropouts, ledger.last_damage = saved["ledger"]
+            if len(live) != len(ledger.live) or len(saved["acc"]) != len(row.column_policies):
+                raise ValueError(f"vector snapshot: row {r}'s ledger or rewards do not fit its "
+                                 f"scenario {s.scenario.name!r}")
             ledger.live[:] = live
+            columns = pickler.load(saved["policies"], _objects(env, b))
+            built.append((s, env, b, counters, ledger, columns))
+        for row, saved, (s, env, b, counters, ledger, columns) in zip(
+                self.rows, saved_rows, built, strict=True):
+            row.shared, row.env = s, env
+            row.battle = env.battle = b
+            row.counters, row.ledger = counters, ledger
             row.episode, row.next_episode = saved["episode"], saved["next_episode"]
             row.seed, row.acc, row.gained = saved["seed"], list(saved["acc"]), saved["gained"]
-            row.policies = _load_policies(saved["policies"], row)
+            row.column_policies = columns
+            row.policies = ([columns[c] for c in s.column] if self.set_mode else columns)
         self.vector_seed = state["vector_seed"]
         self.battles_skipped = state["battles_skipped"]
 

@@ -5,16 +5,22 @@
     magic    4 bytes  b"TVSN"
     version  u8       1
     crc32    u32      zlib.crc32 of the payload
-    payload  pickle   {"backend", "num_envs", "seed", "action_labels", "buffers" (NumPy
-                      copies of the vector's output arrays), "rows" (the backend's state:
-                      python: each row's battle as ``traveller_env.rules.snapshot`` bytes, its
-                      episode counters, seed, pending rewards, reward ledger and pickled
-                      opponents; core: {"core_rows": the bytes of ``VecBattles.snapshot``, the
+    payload  pickle   {"backend", "num_envs", "seed", "action_labels", "set" (``None`` for
+                      one scenario; over a scenario set its "size", "layout" name and
+                      "names_sha256", a hash of its scenarios' names in order; absent in
+                      snapshots from before sets), "buffers" (NumPy copies of the vector's
+                      output arrays), "rows" (the backend's state: python: each row's
+                      scenario (an index into the set, 0 for one scenario; absent before
+                      sets), battle as ``traveller_env.rules.snapshot`` bytes, episode
+                      counters, seed, pending rewards, reward ledger and pickled opponents by
+                      column; core: {"core_rows": the bytes of ``VecBattles.snapshot``, the
                       same per row with the in-core opponents' generators and plans})}
 
 The payload is a pickle (the opponents are arbitrary policy objects): restore only snapshots
 you wrote. A wrong magic, another version or a checksum mismatch is refused with a
-``ValueError`` naming it, before anything is unpickled.
+``ValueError`` naming it, before anything is unpickled; ``VectorEnv.restore`` then refuses a
+snapshot of another backend, ``num_envs``, action labels or scenario set (one scenario
+against a set, another set) naming the difference.
 """
 
 from __future__ import annotations

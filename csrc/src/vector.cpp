@@ -304,7 +304,7 @@ void VecBattles::set_relative(std::vector<std::int64_t> table, int n_relative) {
 namespace {
 
 constexpr char kRowsMagic[4] = {'T', 'V', 'R', 'S'};
-constexpr std::uint8_t kRowsVersion = 1;
+constexpr std::uint8_t kRowsVersion = 2;
 
 // Little-endian plain values appended to a byte string (the machines this builds for are
 // little-endian; the format says so).
@@ -348,17 +348,20 @@ struct Reader {
 }  // namespace
 
 std::string VecBattles::snapshot() const {
-    if (set_mode_) {
-        throw std::logic_error("vector rows snapshot: not available for a vector over a scenario "
-                               "set yet (only for one scenario)");
-    }
     Writer w;
     w.bytes.append(kRowsMagic, 4);
     w.put(kRowsVersion);
     w.put(vector_seed_);
     w.put(skipped_);
     w.put(static_cast<std::uint32_t>(rows_.size()));
-    w.put(static_cast<std::uint32_t>(specs_[0].seats()));
+    w.put(static_cast<std::uint32_t>(set_mode_ ? 0 : specs_[0].seats()));
+    // the set section (version 2): each row's scenario and its seat count
+    w.put(static_cast<std::uint8_t>(set_mode_));
+    w.put(static_cast<std::uint32_t>(specs_.size()));
+    for (const Row& row : rows_) {
+        w.put(static_cast<std::uint32_t>(row.spec));
+        w.put(static_cast<std::uint32_t>(row.acc.size()));
+    }
     for (const Row& row : rows_) {
         w.put_bytes(row.battle->snapshot());
         w.put(row.episode);
@@ -386,12 +389,9 @@ std::string VecBattles::snapshot() const {
 }
 
 void VecBattles::restore(const std::string& data) {
-    if (set_mode_) {
-        throw std::logic_error("vector rows snapshot: restore is not available for a vector over "
-                               "a scenario set yet (only for one scenario)");
-    }
-    const std::size_t seats = static_cast<std::size_t>(specs_[0].seats());
     struct Saved {
+        int spec = 0;
+        std::uint32_t seats = 0;
         std::string battle;
         std::int64_t episode = 0, next_episode = 0;
         std::uint64_t seed = 0;
@@ -408,34 +408,84 @@ void VecBattles::restore(const std::string& data) {
         throw std::invalid_argument("vector rows snapshot: not one (its magic is not TVRS)");
     }
     r.at = 4;
-    if (const auto version = r.get<std::uint8_t>(); version != kRowsVersion) {
+    const auto version = r.get<std::uint8_t>();
+    if (version != 1 && version != kRowsVersion) {
         throw std::invalid_argument("vector rows snapshot: format version " +
-                                    std::to_string(version) + "; this core reads version 1");
+                                    std::to_string(version) + "; this core reads versions 1 and " +
+                                    std::to_string(kRowsVersion));
     }
     const auto seed = r.get<std::uint64_t>();
     const auto skipped = r.get<std::int64_t>();
     const auto n_rows = r.get<std::uint32_t>();
     const auto n_seats = r.get<std::uint32_t>();
-    if (n_rows != rows_.size() || n_seats != seats) {
+    const auto mine = static_cast<std::uint32_t>(set_mode_ ? 0 : specs_[0].seats());
+    std::vector<Saved> saved;
+    if (version == 1) {  // one scenario's rows (before scenario sets)
+        if (set_mode_) {
+            throw std::invalid_argument("vector rows snapshot: format version 1 holds the rows "
+                                        "of one scenario; this stepper plays a scenario set");
+        }
+    } else {
+        const bool set = r.get<std::uint8_t>() != 0;
+        const auto n_scenarios = r.get<std::uint32_t>();
+        if (set != set_mode_) {
+            throw std::invalid_argument(
+                std::string("vector rows snapshot: taken over ") +
+                (set ? "a scenario set of " + std::to_string(n_scenarios) + " scenarios"
+                     : std::string("one scenario")) +
+                "; this stepper plays " +
+                (set_mode_ ? "a scenario set of " + std::to_string(specs_.size()) + " scenarios"
+                           : std::string("one scenario")));
+        }
+        if (n_scenarios != specs_.size()) {
+            throw std::invalid_argument(
+                "vector rows snapshot: taken over a set of " + std::to_string(n_scenarios) +
+                " scenarios; this stepper's set has " + std::to_string(specs_.size()));
+        }
+    }
+    if (n_rows != rows_.size() || n_seats != mine) {
         throw std::invalid_argument(
             "vector rows snapshot: taken with " + std::to_string(n_rows) + " rows of " +
             std::to_string(n_seats) + " seats; this stepper has " + std::to_string(rows_.size()) +
-            " rows of " + std::to_string(seats));
+            " rows of " + std::to_string(mine));
     }
-    std::vector<Saved> saved(n_rows);
+    saved.resize(n_rows);
+    for (std::size_t k = 0; k < saved.size(); ++k) {
+        Saved& s = saved[k];
+        if (version == 1) {
+            s.seats = n_seats;
+            continue;
+        }
+        const auto spec = r.get<std::uint32_t>();
+        s.seats = r.get<std::uint32_t>();
+        if (spec >= specs_.size()) {
+            throw std::invalid_argument("vector rows snapshot: row " + std::to_string(k) +
+                                        " plays scenario " + std::to_string(spec) +
+                                        " of a set of " + std::to_string(specs_.size()));
+        }
+        s.spec = static_cast<int>(spec);
+        const auto seats = static_cast<std::uint32_t>(specs_[spec].seats());
+        if (s.seats != seats) {
+            throw std::invalid_argument(
+                "vector rows snapshot: row " + std::to_string(k) + " has " +
+                std::to_string(s.seats) + " seats; scenario " + std::to_string(spec) +
+                " of this stepper has " + std::to_string(seats));
+        }
+    }
     for (Saved& s : saved) {
+        const std::uint32_t n = s.seats;
         s.battle = r.get_bytes();
         s.episode = r.get<std::int64_t>();
         s.next_episode = r.get<std::int64_t>();
         s.seed = r.get<std::uint64_t>();
-        for (std::uint32_t i = 0; i < n_seats; ++i) s.acc.push_back(r.get<double>());
+        for (std::uint32_t i = 0; i < n; ++i) s.acc.push_back(r.get<double>());
         s.gained = r.get<std::uint8_t>() != 0;
-        for (std::uint32_t i = 0; i < n_seats; ++i) s.live.push_back(r.get<std::uint8_t>());
-        for (std::uint32_t i = 0; i < n_seats; ++i) s.last_dealt.push_back(r.get<std::int32_t>());
-        for (std::uint32_t i = 0; i < n_seats; ++i) s.last_taken.push_back(r.get<std::int32_t>());
+        for (std::uint32_t i = 0; i < n; ++i) s.live.push_back(r.get<std::uint8_t>());
+        for (std::uint32_t i = 0; i < n; ++i) s.last_dealt.push_back(r.get<std::int32_t>());
+        for (std::uint32_t i = 0; i < n; ++i) s.last_taken.push_back(r.get<std::int32_t>());
         s.last_dropouts = r.get<std::int32_t>();
         s.last_round = r.get<std::int32_t>();
-        for (std::uint32_t i = 0; i < n_seats; ++i) {
+        for (std::uint32_t i = 0; i < n; ++i) {
             rng::Pcg32 g;
             g.state = r.get<std::uint64_t>();
             g.inc = r.get<std::uint64_t>();
@@ -457,12 +507,21 @@ void VecBattles::restore(const std::string& data) {
         throw std::invalid_argument("vector rows snapshot: " + std::to_string(data.size() - r.at) +
                                     " bytes after its end");
     }
-    // every battle checked on a scratch copy first, so a bad one changes no row
-    Battle scratch(*rows_[0].battle);
-    for (const Saved& s : saved) scratch.restore(s.battle);
+    // every battle checked on a scratch battle of its scenario first, so a bad one changes no
+    // row
+    std::vector<std::unique_ptr<Battle>> scratch(specs_.size());
+    for (const Saved& s : saved) {
+        auto& b = scratch[static_cast<std::size_t>(s.spec)];
+        if (!b) {
+            const Spec& sp = specs_[static_cast<std::size_t>(s.spec)];
+            b = std::make_unique<Battle>(sp.grid, sp.initial, sp.names, sp.options, 0, false);
+        }
+        b->restore(s.battle);
+    }
     for (std::size_t k = 0; k < rows_.size(); ++k) {
         Row& row = rows_[k];
         Saved& s = saved[k];
+        if (row.spec != s.spec) enter(row, s.spec, s.seed);  // its scenario's battle and seats
         row.battle->restore(s.battle);
         row.episode = s.episode;
         row.next_episode = s.next_episode;

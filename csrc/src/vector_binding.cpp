@@ -413,26 +413,18 @@ void bind_vector(nb::module_& m) {
            "Apply one action per row (int64[N]: absolute, or a set's relative ones); forfeits: "
            "{row: (label, reason)}.")
         .def("snapshot", [](const PyVec& p) {
-            if (p.vec->set_mode()) {
-                throw std::logic_error("VecBattles.snapshot: not available for a vector over a "
-                                       "scenario set yet (only for one scenario)");
-            }
             const std::string data = p.vec->snapshot();
             return nb::bytes(data.data(), data.size());
-        }, "The rows' complete state as bytes (VecBattles::snapshot; buffers excluded). Not "
-           "available over a scenario set yet (RuntimeError).")
+        }, "The rows' complete state as bytes (VecBattles::snapshot, format TVRS version 2; "
+           "buffers excluded), over one scenario or a set.")
         .def("restore", [](PyVec& p, nb::bytes data) {
-            if (p.vec->set_mode()) {
-                throw std::logic_error("VecBattles.restore: not available for a vector over a "
-                                       "scenario set yet (only for one scenario)");
-            }
             try {
                 p.vec->restore(std::string(data.c_str(), data.size()));
             } catch (const std::invalid_argument& exc) {
                 bad(exc.what());
             }
-        }, "data"_a, "Put snapshot()'s bytes back (ValueError naming the fault; nothing changes "
-           "then). Not available over a scenario set yet (RuntimeError).")
+        }, "data"_a, "Put snapshot()'s bytes back (version 2, or version 1 over one scenario; "
+           "ValueError naming the fault; nothing changes then).")
         .def("why_illegal", [](const PyVec& p, nb::handle row, nb::handle action) -> nb::object {
             const auto r = static_cast<int>(to_count(row, "row", p.vec->num_envs() - 1));
             const auto a = static_cast<int>(to_count(action, "action", p.vec->num_actions() - 1));

@@ -98,8 +98,8 @@ class CoreBackend:
 
     def snapshot(self) -> dict[str, Any]:
         """The rows' state (``VectorEnv.snapshot``): the core's bytes (``VecBattles.snapshot``:
-        each row's battle snapshot, counters, pending rewards, reward ledger and in-core
-        opponents' generators and plans). Not available over a scenario set yet."""
+        each row's scenario, battle snapshot, counters, pending rewards, reward ledger and
+        in-core opponents' generators and plans), over one scenario or a set."""
         return {"core_rows": self._vec.snapshot()}
 
     def restore(self, state: dict[str, Any]) -> None:

@@ -163,13 +163,16 @@ public:
     void set_relative(std::vector<std::int64_t> table, int n_relative);
     int num_relative() const noexcept { return n_relative_; }
 
-    // The rows' complete state as bytes (format "TVRS", version 1, little-endian): the vector's
-    // seed and skip count, then per row its battle's snapshot (Battle::snapshot), episode
-    // counters, seed, pending rewards, reward ledger and each in-core opponent's generator and
-    // plan. restore() on a stepper made with the same arguments continues exactly as this one
-    // would; it checks every part first (std::invalid_argument naming the fault) and changes
-    // nothing when one is wrong. The caller's buffers are not included. Not available over a
-    // scenario set yet (std::logic_error).
+    // The rows' complete state as bytes (format "TVRS", version 2, little-endian): the vector's
+    // seed and skip count, the number of rows and the scenario's seats (0 over a set), the set
+    // section (a set flag, the number of scenarios, each row's scenario index and seat count),
+    // then per row its battle's snapshot (Battle::snapshot), episode counters, seed, pending
+    // rewards, reward ledger and each in-core opponent's generator and plan (sized by the row's
+    // seats). restore() on a stepper made with the same arguments continues exactly as this one
+    // would (a set's row gets a Battle of its saved scenario first); it checks every part first
+    // (std::invalid_argument naming the fault) and changes nothing when one is wrong. It reads
+    // version 1 too (no set section: one scenario's rows) for a stepper over one scenario. The
+    // caller's buffers are not included.
     std::string snapshot() const;
     void restore(const std::string& data);
 
