@@ -26,6 +26,27 @@ the two trainers on one machine at one moment. The core backend runs once per
 and every row once per ``--ppo-device`` (``cpu``, ``cuda``): each row gives its decisions per
 second and the shares of battles (env), inference and updates.
 
+**Overlap** (``--ppo-overlap off,on``): the core rows run once per mode, without and with the
+trainer's ``--overlap`` (two halves of the rows in turns: one half's battles in a background
+thread while the policy chooses the other half's actions). ``--ppo-repeats R`` runs every
+core row R times in alternating rounds (each configuration once per round, so a busy spell
+of the shared machine falls on all of them alike) and reports the median; each row also
+gives its ratio to the first core row of its scenario (the first ``--ppo-env-threads`` count,
+without overlap), its decisions per second in every round, and ``others_cpu``: the cores
+other processes used during each run (from ``/proc/stat``, Linux), so a round taken while the
+machine was busy can be told apart (``--ppo-wait-quiet S``: before each run, wait up to S
+seconds for a quiet spell). With ``--overlap`` the environment share is the time the
+trainer waited for a half's battles (the part nothing overlapped), and the inference share
+its time choosing actions (beside the battles); ``rollout_decisions_per_second`` is the
+decisions over the time of both (the rollouts without the updates, the part that battle
+threads and overlap can speed up). The comparison of the performance docs:
+
+    python -m experiments.bench_train --skip-maskable --skip-free --ppo-scenarios squad \
+        --ppo-backends core --ppo-opponents red=tactician --ppo-fast-num-envs 1024 \
+        --ppo-fast-num-steps 16 --ppo-fast-decisions 262144 --ppo-env-threads 1,2 \
+        --ppo-overlap off,on --ppo-repeats 5 --ppo-wait-quiet 120 \\
+        --json results/bench_overlap.json
+
     python -m experiments.bench_train --timesteps 20000 --json runs/bench_train.json
 """
 
@@ -33,7 +54,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
+import statistics
 import time
 from pathlib import Path
 from typing import Any
@@ -151,9 +174,64 @@ def build_parser() -> argparse.ArgumentParser:
                         "%(default)s)")
     parser.add_argument("--ppo-opponents", default="red=random",
                         help="train_ppo --opponents (default: %(default)s)")
+    parser.add_argument("--ppo-overlap", default="off",
+                        help="train_ppo --overlap on the core backend: off, on, or off,on for "
+                        "a row of each (default: %(default)s)")
+    parser.add_argument("--ppo-repeats", type=int, default=1,
+                        help="runs of every core row, in alternating rounds; the median is "
+                        "reported (default: %(default)s)")
+    parser.add_argument("--ppo-wait-quiet", type=float, default=0.0,
+                        help="before each train_ppo run, wait up to this many seconds for a "
+                        "2-second spell in which other processes use under 0.1 core (a "
+                        "shared machine; 0: never wait; default: %(default)s)")
     parser.add_argument("--skip-maskable", action="store_true",
                         help="skip MaskablePPO (the train_ppo rows only, no ratio)")
+    parser.add_argument("--skip-free", action="store_true",
+                        help="skip the free environment's rows (the trainer's ceiling)")
     return parser
+
+
+def overlap_modes(text: str) -> list[bool]:
+    """The ``--ppo-overlap`` list: ``off`` -> False, ``on`` -> True (``SystemExit`` naming the
+    flag otherwise)."""
+    modes = [m.strip() for m in text.split(",") if m.strip()]
+    if not modes or any(m not in ("off", "on") for m in modes):
+        raise SystemExit(f"bench_train: error: --ppo-overlap: expected off, on or off,on, got "
+                         f"{text!r}")
+    return [m == "on" for m in modes]
+
+
+def busy_seconds() -> float | None:
+    """CPU seconds every process of the machine has run so far (``/proc/stat``: user, nice,
+    system, irq, softirq, steal), or ``None`` where there is no ``/proc/stat``."""
+    try:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    except OSError:
+        return None
+    ticks = os.sysconf("SC_CLK_TCK")
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(f) for f in fields[:8])
+    return (user + nice + system + irq + softirq + steal) / ticks
+
+
+def own_seconds() -> float:
+    """CPU seconds this process (every thread) has run so far."""
+    t = os.times()
+    return t.user + t.system
+
+
+def wait_quiet(limit: float, cores: float = 0.1, spell: float = 2.0) -> float:
+    """Wait up to ``limit`` seconds for a ``spell`` of seconds in which the other processes
+    use less than ``cores`` cores; returns the seconds waited (at once without
+    ``/proc/stat``)."""
+    start = time.perf_counter()
+    while time.perf_counter() - start < limit:
+        busy, own = busy_seconds(), own_seconds()
+        if busy is None:
+            break
+        time.sleep(spell)
+        if (busy_seconds() - busy) - (own_seconds() - own) < cores * spell:
+            break
+    return time.perf_counter() - start
 
 
 def maskable_ppo(scenario: str, timesteps: int, n_envs: int) -> dict[str, float]:
@@ -229,10 +307,13 @@ class FreeVector:
 
 def train_ppo_figures(scenario: str, backend: str, decisions: int, num_envs: int,
                       num_steps: int, threads: int, env_threads: int = 1,
-                      device: str = "cpu", opponents: str = "red=random") -> dict[str, Any]:
+                      device: str = "cpu", opponents: str = "red=random",
+                      overlap: bool = False) -> dict[str, Any]:
     """``traveller_rl/ppo/trainer.py`` for ``decisions`` learner decisions against
-    ``opponents`` (no evaluation, run folder in a temporary directory): its own timers.
-    Backend ``"free"`` trains on ``FreeVector`` instead (the learner-only ceiling)."""
+    ``opponents`` (no evaluation, run folder in a temporary directory): its own timers, and
+    ``others_cpu``, the cores other processes used meanwhile (``None`` without
+    ``/proc/stat``). Backend ``"free"`` trains on ``FreeVector`` instead (the learner-only
+    ceiling). ``overlap``: the trainer's ``--overlap`` (core backend)."""
     import contextlib
     import io
     import tempfile
@@ -246,23 +327,43 @@ def train_ppo_figures(scenario: str, backend: str, decisions: int, num_envs: int
                     seed=0, out=tmp, backend="python" if backend == "free" else backend,
                     num_envs=num_envs, num_steps=num_steps, env_threads=env_threads,
                     device=device, threads=threads, eval_every=0, eval_battles=0,
-                    final_eval_battles=0, progress=False)
+                    final_eval_battles=0, progress=False, overlap=overlap)
         prepared = None
         if backend == "free":
             prepared = ([Group(FreeVector(scenario, num_envs), 0, num_envs, "learn", 0,
                                "free", "free")], {})
+        busy, own, start = busy_seconds(), own_seconds(), time.perf_counter()
         with contextlib.redirect_stdout(io.StringIO()):
             train(args, prepared)
+        wall = time.perf_counter() - start
+        others = (None if busy is None else
+                  max(0.0, (busy_seconds() - busy) - (own_seconds() - own)) / wall)
         result = json.loads((Path(tmp) / "evaluation.json").read_text())
     return {"scenario": scenario, "backend": backend, "num_envs": num_envs,
             "num_steps": num_steps, "threads": threads,
             "env_threads": env_threads_of(args) if backend == "core" else 1,
-            "device": str(resolve_device(device)), "decisions": result["decisions"],
+            "device": str(resolve_device(device)), "overlap": overlap,
+            "others_cpu": others, "decisions": result["decisions"],
             "seconds": result["train_seconds"],
             "decisions_per_second": result["decisions_per_second"],
             "env_share": result["time_shares"]["env"],
             "inference_share": result["time_shares"]["inference"],
-            "update_share": result["time_shares"]["update"]}
+            "update_share": result["time_shares"]["update"],
+            # the rollouts alone: decisions over the time spent in battles and inference
+            "rollout_decisions_per_second": result["decisions"] / (
+                result["train_seconds"] * (result["time_shares"]["env"]
+                                           + result["time_shares"]["inference"]))}
+
+
+def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run with the median decisions per second (the lower middle one of an even count),
+    with every run's figure (``rounds``) and other processes' cores (``rounds_others_cpu``)."""
+    ordered = sorted(runs, key=lambda r: r["decisions_per_second"])
+    row = dict(ordered[(len(ordered) - 1) // 2])
+    row["rounds"] = [r["decisions_per_second"] for r in runs]
+    row["rounds_others_cpu"] = [r["others_cpu"] for r in runs]
+    row["median_decisions_per_second"] = statistics.median(row["rounds"])
+    return row
 
 
 def ppo_backends(text: str) -> list[str]:
@@ -290,6 +391,10 @@ def main(argv: list[str] | None = None) -> int:
 
     env_threads = [int(k) for k in args.ppo_env_threads.split(",") if k.strip()]
     devices = [d.strip() for d in args.ppo_device.split(",") if d.strip()]
+    overlaps = overlap_modes(args.ppo_overlap)
+    if args.ppo_repeats < 1:
+        raise SystemExit(f"bench_train: error: --ppo-repeats must be at least 1, got "
+                         f"{args.ppo_repeats}")
     sb3: dict[str, float] = {"fps": float("nan"), "env_share": float("nan"),
                              "env_us_per_step": float("nan")}
     alone: dict[str, float] = {}
@@ -320,28 +425,46 @@ def main(argv: list[str] | None = None) -> int:
         if not args.skip_maskable:
             print(f"{scenario:<10}{'MaskablePPO (1 env)':<34}{'':>10}{ref['fps']:>13,.0f}"
                   f"{ref['env_share']:>11.1%}{'':>11}{'':>9}{'1.0x':>16}")
-        for backend in [*backends, "free"]:
+        for backend in [*backends, *([] if args.skip_free else ["free"])]:
             n, t, d = ((args.ppo_num_envs, args.ppo_num_steps, args.ppo_decisions)
                        if backend == "python" else
                        (args.ppo_fast_num_envs, args.ppo_fast_num_steps,
                         args.ppo_fast_decisions))
-            for k in env_threads if backend == "core" else [1]:
-                for device in devices:
-                    row = train_ppo_figures(scenario, backend, d, n, t, args.ppo_threads,
-                                            env_threads=k, device=device,
-                                            opponents=args.ppo_opponents)
-                    row["maskable_ppo_fps"] = ref["fps"]
-                    row["maskable_ppo_env_share"] = ref["env_share"]
-                    row["ratio_to_maskable_ppo"] = row["decisions_per_second"] / ref["fps"]
-                    rows.append(row)
-                    label = ("train_ppo (free env" if backend == "free"
-                             else f"train_ppo ({backend}") + (
-                        f", {row['env_threads']} env thr" if backend == "core" else "") + (
-                        f", {row['device']})")
-                    print(f"{'':<10}{label:<34}{f'{n} x {t}':>10}"
-                          f"{row['decisions_per_second']:>13,.0f}{row['env_share']:>11.1%}"
-                          f"{row['inference_share']:>11.1%}{row['update_share']:>9.1%}"
-                          f"{row['ratio_to_maskable_ppo']:>15.1f}x", flush=True)
+            configs = [(k, device, ov) for k in env_threads for device in devices
+                       for ov in overlaps] if backend == "core" else \
+                [(1, device, False) for device in devices]
+            repeats = args.ppo_repeats if backend == "core" else 1
+            runs: dict[tuple, list[dict[str, Any]]] = {c: [] for c in configs}
+            for _ in range(repeats):  # alternating rounds: each configuration once per round
+                for k, device, ov in configs:
+                    wait_quiet(args.ppo_wait_quiet)
+                    runs[(k, device, ov)].append(train_ppo_figures(
+                        scenario, backend, d, n, t, args.ppo_threads, env_threads=k,
+                        device=device, opponents=args.ppo_opponents, overlap=ov))
+            first = None
+            for config in configs:
+                row = median_run(runs[config])
+                first = first or row["decisions_per_second"]
+                row["ratio_to_first"] = row["decisions_per_second"] / first
+                row["maskable_ppo_fps"] = ref["fps"]
+                row["maskable_ppo_env_share"] = ref["env_share"]
+                row["ratio_to_maskable_ppo"] = row["decisions_per_second"] / ref["fps"]
+                rows.append(row)
+                label = ("train_ppo (free env" if backend == "free"
+                         else f"train_ppo ({backend}") + (
+                    f", {row['env_threads']} env thr" if backend == "core" else "") + (
+                    ", overlap" if row["overlap"] else "") + f", {row['device']})"
+                print(f"{'':<10}{label:<34}{f'{n} x {t}':>10}"
+                      f"{row['decisions_per_second']:>13,.0f}{row['env_share']:>11.1%}"
+                      f"{row['inference_share']:>11.1%}{row['update_share']:>9.1%}"
+                      f"{row['ratio_to_maskable_ppo']:>15.1f}x", flush=True)
+                if repeats > 1:
+                    print(f"{'':<12}{row['ratio_to_first']:.2f}x the first row (rollouts "
+                          f"alone: {row['rollout_decisions_per_second']:,.0f}/s); rounds: "
+                          + ", ".join(f"{x:,.0f}" for x in row["rounds"])
+                          + ("; other processes' cores: "
+                             + ", ".join(f"{c:.2f}" for c in row["rounds_others_cpu"])
+                             if None not in row["rounds_others_cpu"] else ""), flush=True)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({

@@ -200,6 +200,12 @@ class Args:
     env_threads: int = 0
     """threads stepping the battles (--backend core; the results are identical for any count):
     0 picks one per available core, at most 8; 1 steps every row on the calling thread"""
+    overlap: bool = False
+    """step the rows in two halves that take turns (--backend core, --threads 1): while the
+    core steps one half in a background thread, the policy chooses the other half's actions,
+    so battles and inference overlap. Reproducible for a seed, but not the run without it: the
+    second half's battles are a vector of their own, with other battle seeds (see
+    docs/performance.md for what it gains)"""
     device: str = "cpu"
     """where the network runs (rollout buffers, inference, updates): 'cpu', 'cuda' or 'auto'
     (cuda when torch sees a GPU). Checkpoints load on either; only cpu is byte-reproducible"""
@@ -273,6 +279,7 @@ class Args:
         if self.init and (self.critic != "mlp" or self.attention):
             raise ValueError("--critic and --attention shape a new network; with --init the "
                              "network is the checkpoint's")
+        self.check_overlap()
         if self.pool and self.opponents:
             raise ValueError("--pool and --opponents exclude each other: with --pool the "
                              "opponents are the pool's (add scripted ones with --pool-scripted)")
@@ -325,6 +332,22 @@ class Args:
         hidden_sizes(self.hidden)
 
 
+    def check_overlap(self) -> None:
+        """``--overlap``: with the core, one torch thread and at least two rows (``ValueError``
+        naming the flag otherwise)."""
+        if not self.overlap:
+            return
+        if self.backend != "core":
+            raise ValueError(f"--overlap needs --backend core (got {self.backend!r}): the "
+                             "python backend holds the interpreter while it steps, so nothing "
+                             "would overlap")
+        if self.threads != 1:
+            raise ValueError(f"--overlap needs --threads 1 (got {self.threads}): torch threads "
+                             "beside the battle threads contend for the same cores")
+        if self.num_envs < 2:
+            raise ValueError(f"--overlap splits the rows in two halves: --num-envs must be at "
+                             f"least 2, got {self.num_envs}")
+
     def check_resume(self) -> None:
         """``--resume`` and ``--checkpoint-every`` (either backend, with or without ``--pool``):
         their values and how they combine with ``--out`` and ``--overwrite`` (``ValueError``
@@ -354,7 +377,8 @@ HELP_GROUPS: dict[str, tuple[str, ...]] = {
     "reward shaping": ("style", "knockouts", "potential"),
     "observation views": ("move_view", "aim_view", "attack_view"),
     "budget": ("total_timesteps", "stop_after_updates", "max_train_seconds", "seed",
-               "backend", "num_envs", "num_steps", "threads", "env_threads", "device"),
+               "backend", "num_envs", "num_steps", "threads", "env_threads", "overlap",
+               "device"),
     "PPO hyperparameters": ("lr", "anneal_lr", "epochs", "minibatches", "gamma", "gae_lambda",
                             "clip_coef", "ent_coef", "vf_coef", "max_grad_norm"),
     "network": ("init", "hidden", "arch", "embed", "critic", "attention"),

@@ -94,9 +94,14 @@ class BattleStats:
         """One more learner decision in each of ``rows``' battles."""
         self.length[rows] += 1
 
-    def rewarded(self, rewards: np.ndarray, row_side: np.ndarray) -> None:
+    def rewarded(self, rewards: np.ndarray, row_side: np.ndarray,
+                 rows: np.ndarray | None = None) -> None:
         """Add a step's rewards (``[rows, seats]``) to the learner side's return of each row
-        with a learner side."""
+        with a learner side (``rows``: only those rows were stepped)."""
+        if rows is not None:
+            sided = rows[row_side[rows] >= 0]
+            self.ret[sided] += (rewards[sided] * self.side_weight[row_side[sided]]).sum(axis=1)
+            return
         has_side = row_side >= 0
         self.ret[has_side] += (rewards[has_side]
                                * self.side_weight[row_side[has_side]]).sum(axis=1)

@@ -145,9 +145,21 @@ class SeatRollout:
         self.size = start + n
         return idx
 
-    def credit(self, rewards: np.ndarray, ended: np.ndarray) -> None:
+    def credit(self, rewards: np.ndarray, ended: np.ndarray,
+               rows: np.ndarray | None = None) -> None:
         """After a step: add ``rewards`` ``[rows, seats]`` to each seat's pending transition,
-        and close every pending transition of the rows whose battle ended (``ended`` ``[rows]``)."""
+        and close every pending transition of the rows whose battle ended (``ended`` ``[rows]``).
+        ``rows`` (indices): only those rows were stepped; the others are left as they are."""
+        if rows is not None:
+            pending = self.pending[rows]
+            live = pending >= 0
+            self.reward[pending[live]] += rewards[rows][live]
+            closed = rows[ended[rows]]
+            if len(closed):
+                closing = self.pending[closed]
+                self.done[closing[closing >= 0]] = True
+                self.pending[closed] = -1
+            return
         live = self.pending >= 0
         # (row, seat) pairs are distinct, so are their pending transitions: a plain += is exact.
         self.reward[self.pending[live]] += rewards[live]

@@ -212,6 +212,9 @@ def build_groups(args: Args) -> list[Group]:
     n = args.num_envs
     scenarios = scenario_list(args)
     probe = make_vector(args, 0, 1, None, "--scenario")[0]
+    make = make_vector
+    if getattr(args, "overlap", False):  # each group's rows as two vectors, stepped in turns
+        from traveller_rl.ppo.overlap import halved_vector as make
     check_compatible(args, probe, scenarios)
     if len(scenarios) > 1 and args.pool:
         raise ValueError("--pool trains on one --scenario; several scenarios train against "
@@ -224,8 +227,8 @@ def build_groups(args: Args) -> list[Group]:
         groups, start = [], 0
         for k, (name, rows) in enumerate(zip(scenarios, split_rows(n, len(scenarios)),
                                              strict=True)):
-            venv, backend = make_vector(args, derive_seed(args.seed, 0 if k == 0 else 100 + k),
-                                        rows, opponents or None, "--opponents", scenario=name)
+            venv, backend = make(args, derive_seed(args.seed, 0 if k == 0 else 100 + k),
+                                 rows, opponents or None, "--opponents", scenario=name)
             sides = {int(venv.agent_sides[venv.possible_agents.index(a)])
                      for a in venv.learners}
             side = sides.pop() if len(sides) == 1 else -1
@@ -249,8 +252,7 @@ def build_groups(args: Args) -> list[Group]:
         raise ValueError(f"--pool-scripted-share {args.pool_scripted_share} leaves no row for "
                          "the pool of past checkpoints: lower it")
     groups = []
-    venv, backend = make_vector(args, derive_seed(args.seed, 0), n - n_scripted, None,
-                                "--scenario")
+    venv, backend = make(args, derive_seed(args.seed, 0), n - n_scripted, None, "--scenario")
     groups.append(Group(venv, 0, n - n_scripted, "pool", -1, "vs pool", backend))
     start = n - n_scripted
     cell_rows = (split_rows(n_scripted, len(cells)) if shares is None
@@ -261,8 +263,8 @@ def build_groups(args: Args) -> list[Group]:
                          "share: raise --num-envs or --pool-scripted-share")
     for i, ((name, side), rows) in enumerate(zip(cells, cell_rows, strict=True)):
         opponents = {other: name for j, other in enumerate(sides) if j != side}
-        venv, backend = make_vector(args, derive_seed(args.seed, 1 + i), rows, opponents,
-                                    "--pool-scripted", fallback=True)
+        venv, backend = make(args, derive_seed(args.seed, 1 + i), rows, opponents,
+                             "--pool-scripted", fallback=True)
         groups.append(Group(venv, start, start + rows, "scripted", side,
                             f"vs {name} as {sides[side]}", backend))
         start += rows
@@ -348,10 +350,13 @@ class RowBatch:
     def gather(self, results: list[tuple]) -> None:
         """Copy the groups' ``reset`` or ``step`` results into the rows."""
         for g, res in zip(self.groups, results, strict=True):
-            sl = slice(g.start, g.stop)
-            self.obs[sl], self.mask[sl] = res[0], res[1]
-            self.agent[sl] = res[-1]["agent"]
-            if len(res) == 6:
-                self.rewards[sl] = res[2]
-                self.ended[sl] = res[3] | res[4]
-                self.winner[sl] = res[5]["winner"]
+            self.fill(slice(g.start, g.stop), res)
+
+    def fill(self, sl: slice, res: tuple) -> None:
+        """Copy one vector's ``reset`` or ``step`` results into rows ``sl``."""
+        self.obs[sl], self.mask[sl] = res[0], res[1]
+        self.agent[sl] = res[-1]["agent"]
+        if len(res) == 6:
+            self.rewards[sl] = res[2]
+            self.ended[sl] = res[3] | res[4]
+            self.winner[sl] = res[5]["winner"]

@@ -12,7 +12,9 @@ network in one batch; the action is drawn from the masked softmax (an illegal ac
 probability exactly 0: ``ppo_common.sample_masked``). After ``--num-steps`` steps, GAE is
 computed per seat and the policy is updated for ``--epochs`` epochs of ``--minibatches``
 minibatches (clipped surrogate, clipped value loss, entropy bonus, gradient-norm clipping,
-learning rate annealed to 0 over ``--total-timesteps``).
+learning rate annealed to 0 over ``--total-timesteps``). With ``--overlap`` the rows are two
+halves that take turns, one half's battles stepped in a background thread while the network
+chooses the other half's actions (``traveller_rl.ppo.overlap``).
 
 **GAE per seat** (``ppo_common.SeatRollout``). A decision is a transition of the seat that made
 it; its reward is everything the vector credits to that seat (``rewards[row, seat]``, at every
@@ -80,7 +82,7 @@ import json
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -157,15 +159,55 @@ from traveller_rl.ppo.update import UpdateSettings, ppo_update, resolve_device
 
 # the trainer's own names, and the ones that lived here before it was split by
 # responsibility and are imported from here still
-__all__ = ["EVAL_SEED", "KNOCKOUT_TERMS", "MOVE_VIEW_TERMS", "OUTPUTS", "POOL_SAMPLING",
-           "POTENTIAL_TERMS", "STYLE_TERMS", "Args", "Group", "KnockoutReward", "PositionPotential",
-           "StyleShaping", "apportion", "build_groups", "build_parser", "check_checkpoints",
-           "check_compatible", "checkpoint_columns", "default_backend", "draw_sides",
-           "final_evaluation", "learner_obs_dim", "learner_views", "load_fitting", "main",
-           "make_eval_vectors", "make_network", "make_vector", "names_list", "observation_columns",
-           "parse_knockouts", "parse_opponents", "parse_potential", "parse_side_shares",
-           "parse_style", "parse_terms", "prepare", "run", "run_folder", "save_checkpoint",
-           "scenario_list", "split_rows", "train", "trained_views", "vector_views", "write_config"]
+__all__ = [
+    "EVAL_SEED",
+    "KNOCKOUT_TERMS",
+    "MOVE_VIEW_TERMS",
+    "OUTPUTS",
+    "POOL_SAMPLING",
+    "POTENTIAL_TERMS",
+    "STYLE_TERMS",
+    "Args",
+    "Chosen",
+    "Group",
+    "KnockoutReward",
+    "PositionPotential",
+    "StyleShaping",
+    "apportion",
+    "build_groups",
+    "build_parser",
+    "check_checkpoints",
+    "check_compatible",
+    "checkpoint_columns",
+    "default_backend",
+    "draw_sides",
+    "final_evaluation",
+    "learner_obs_dim",
+    "learner_views",
+    "load_fitting",
+    "main",
+    "make_eval_vectors",
+    "make_network",
+    "make_vector",
+    "names_list",
+    "observation_columns",
+    "parse_knockouts",
+    "parse_opponents",
+    "parse_potential",
+    "parse_side_shares",
+    "parse_style",
+    "parse_terms",
+    "prepare",
+    "run",
+    "run_folder",
+    "save_checkpoint",
+    "scenario_list",
+    "split_rows",
+    "train",
+    "trained_views",
+    "vector_views",
+    "write_config",
+]
 
 #: The files a run writes in its folder (besides the folders tb/ and pool/).
 OUTPUTS = ("config.json", "ppo.pt", "progress.jsonl", "training.jsonl", "evaluation.json",
@@ -176,6 +218,17 @@ RESUMED_LOGS = ("progress.jsonl", "training.jsonl")
 BATCH_ARRAYS = ("obs", "mask", "agent", "rewards", "ended", "winner", "side", "group")
 
 
+class Chosen(NamedTuple):
+    """One step's choice for some rows: ``actions`` (one per row of the batch; those of the
+    rows not chosen for are 0), the learner's ``rows``, and with ``--style`` each of those
+    rows' deciding seat and style reward (added once the step is done)."""
+
+    actions: np.ndarray
+    rows: np.ndarray
+    style_seat: np.ndarray | None = None
+    style_reward: np.ndarray | None = None
+
+
 def prepare(args: Args) -> tuple[list[Group], dict[str, list[tuple[Any, int]]]]:
     """Check the arguments and build the training and evaluation vectors (``ValueError``
     naming the flag on bad input)."""
@@ -184,6 +237,10 @@ def prepare(args: Args) -> tuple[list[Group], dict[str, list[tuple[Any, int]]]]:
     if args.resume:  # the checkpoint is there and the flags match it, before any battle
         check_resume(args, read_checkpoint(Path(args.resume)))
     groups = build_groups(args)
+    if args.overlap:
+        from traveller_rl.ppo.overlap import check_halves
+
+        check_halves(groups)
     check_checkpoints(args, groups[0].venv)
     eval_vectors = make_eval_vectors(args, groups[0].venv.sides) if args.eval_battles else {}
     return groups, eval_vectors
@@ -233,7 +290,14 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
                         decisions)
 
     # ---- the rows, and the pool of frozen past selves (pool mode)
-    batch = RowBatch(groups, obs_dim)
+    pipeline = None
+    if args.overlap:  # two halves of the rows, stepped in turns beside the inference
+        from traveller_rl.ppo.overlap import HalvedBatch, Pipeline
+
+        batch = HalvedBatch(groups, obs_dim)
+        pipeline = Pipeline(batch)
+    else:
+        batch = RowBatch(groups, obs_dim)
     pool_rows = next((g for g in groups if g.kind == "pool"), None)
     pool = None
     if pool_rows is not None:
@@ -336,6 +400,64 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
                                             for k, v in history[-1]["eval"].items()))
 
     agent_sides = first.agent_sides
+
+    def decide(part: np.ndarray | None) -> Chosen:
+        """Choose the actions of the rows in ``part`` (``None``: every row) and record the
+        learner's decisions: the learner's seats sample from the policy, the pool's play
+        frozen."""
+        nonlocal decisions
+        full_t = torch.from_numpy(batch.obs)
+        obs_t = torch.from_numpy(batch.learner_obs)
+        mask_t = torch.from_numpy(batch.mask)
+        every = np.arange(n) if part is None else part
+        whole = part is None and pool is None  # every row is a learner's: no gathering copy
+        if pool is None:
+            rows, others = every, every[:0]
+        else:
+            learner = ((pool.member[every] < 0)
+                       | (agent_sides[batch.agent[every]] == batch.side[every]))
+            rows, others = every[learner], every[~learner]
+        actions = np.zeros(n, dtype=np.int64)
+        with torch.no_grad():
+            o, m = (obs_t, mask_t) if whole else (obs_t[rows], mask_t[rows])
+            o, m = o.to(device), m.to(device)  # no copy on the CPU
+            a, logp = sample_masked(net.actor(o), m, gen)
+            value = net.value(o)
+            a, logp, value = a.cpu(), logp.cpu(), value.cpu()
+            actions[rows] = a.numpy()
+            if len(others):
+                actions[others] = pool.actions(others, full_t, mask_t, batch.agent)
+        seen = batch.obs if whole else batch.obs[rows]
+        phi = None if shaping.potential is None else shaping.potential(seen)
+        prog = None if shaping.knockout is None else shaping.knockout(seen)
+        if whole:
+            rollout.add(rows, batch.agent, batch.learner_obs, batch.mask, a.numpy(),
+                        logp.numpy(), value.numpy(), phi, args.gamma, prog)
+        else:
+            rollout.add(rows, batch.agent[rows], batch.learner_obs[rows], batch.mask[rows],
+                        a.numpy(), logp.numpy(), value.numpy(), phi, args.gamma, prog)
+        decisions += len(rows)
+        stats.decided_in(rows)
+        if shaping.style is None:
+            return Chosen(actions, rows)
+        # read before the step overwrites the observations
+        return Chosen(actions, rows, batch.agent[rows].copy(),
+                      shaping.style(batch.obs[rows], actions[rows]))
+
+    def absorb(part: np.ndarray | None, chosen: Chosen) -> None:
+        """Take in the step of the rows in ``part`` (``None``: every row) that applied
+        ``chosen``: rewards, ended battles, the pool's next opponents."""
+        if chosen.style_reward is not None:
+            batch.rewards[chosen.rows, chosen.style_seat] += chosen.style_reward
+        rollout.credit(batch.rewards, batch.ended, part)
+        stats.rewarded(batch.rewards, batch.side, part)
+        ended = batch.ended if part is None else batch.ended[part]
+        if ended.any():
+            done_rows = np.flatnonzero(ended) if part is None else part[ended]
+            stats.ended(done_rows, batch.winner, batch.side, batch.group)
+            if pool is not None:
+                pool.end_battles(done_rows, batch.winner, batch.side)
+
     out_of_time = False  # --max-train-seconds reached
     while decisions < args.total_timesteps and not out_of_time and not (
             args.stop_after_updates and update >= args.stop_after_updates):
@@ -345,56 +467,17 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
         rollout_start = decisions
 
         # ---- rollout: the learner's seats sample from the policy, the pool's play frozen
-        for _ in range(args.num_steps):
-            t = time.perf_counter()
-            full_t = torch.from_numpy(batch.obs)
-            obs_t = torch.from_numpy(batch.learner_obs)
-            mask_t = torch.from_numpy(batch.mask)
-            if pool is None:
-                learner = None
-                rows = np.arange(n)
-            else:
-                learner = (pool.member < 0) | (agent_sides[batch.agent] == batch.side)
-                rows = np.flatnonzero(learner)
-            actions = np.zeros(n, dtype=np.int64)
-            with torch.no_grad():
-                o, m = (obs_t, mask_t) if learner is None else (obs_t[rows], mask_t[rows])
-                o, m = o.to(device), m.to(device)  # no copy on the CPU
-                a, logp = sample_masked(net.actor(o), m, gen)
-                value = net.value(o)
-                a, logp, value = a.cpu(), logp.cpu(), value.cpu()
-                actions[rows] = a.numpy()
-                if learner is not None and not learner.all():
-                    others = np.flatnonzero(~learner)
-                    actions[others] = pool.actions(others, full_t, mask_t, batch.agent)
-            phi = None if shaping.potential is None else \
-                shaping.potential(batch.obs if learner is None else batch.obs[rows])
-            prog = None if shaping.knockout is None else \
-                shaping.knockout(batch.obs if learner is None else batch.obs[rows])
-            if learner is None:  # every row: no gathering copy
-                rollout.add(rows, batch.agent, batch.learner_obs, batch.mask, a.numpy(),
-                            logp.numpy(), value.numpy(), phi, args.gamma, prog)
-            else:
-                rollout.add(rows, batch.agent[rows], batch.learner_obs[rows], batch.mask[rows],
-                            a.numpy(), logp.numpy(), value.numpy(), phi, args.gamma, prog)
-            decisions += len(rows)
-            stats.decided_in(rows)
-            if shaping.style is not None:  # read before the step overwrites the observations
-                style_seat = batch.agent[rows].copy()
-                style_reward = shaping.style(batch.obs[rows], actions[rows])
-            t2 = time.perf_counter()
-            timers.inference += t2 - t
-            batch.step(actions)
-            timers.env += time.perf_counter() - t2
-            if shaping.style is not None:
-                batch.rewards[rows, style_seat] += style_reward
-            rollout.credit(batch.rewards, batch.ended)
-            stats.rewarded(batch.rewards, batch.side)
-            if batch.ended.any():
-                done_rows = np.flatnonzero(batch.ended)
-                stats.ended(done_rows, batch.winner, batch.side, batch.group)
-                if pool is not None:
-                    pool.end_battles(done_rows, batch.winner, batch.side)
+        if pipeline is None:
+            for _ in range(args.num_steps):
+                t = time.perf_counter()
+                chosen = decide(None)
+                t2 = time.perf_counter()
+                timers.inference += t2 - t
+                batch.step(chosen.actions)
+                timers.env += time.perf_counter() - t2
+                absorb(None, chosen)
+        else:  # --overlap: one half's battles step while the other half's actions are chosen
+            pipeline.rollout(args.num_steps, decide, absorb, timers)
 
         # ---- GAE per seat, then the PPO update
         t = time.perf_counter()
@@ -445,6 +528,8 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
             timers.eval += time.perf_counter() - t  # the resume checkpoint: not training
     if bar is not None:
         bar.close()
+    if pipeline is not None:
+        pipeline.close()
     train_seconds = timers.training()
     writer.close()
     results: dict[str, Any] = {
@@ -474,7 +559,8 @@ def check_resume(args: Args, checkpoint: dict[str, Any]) -> None:
     """``ValueError`` naming each flag of ``args`` that differs from the checkpoint's run
     (budgets and verbosity may change; the folder is the run's own, whatever ``--out`` first
     named it)."""
-    check_resumable_config({**checkpoint["args"], "out": ""},
+    # a checkpoint from before --overlap existed ran without it
+    check_resumable_config({"overlap": False, **checkpoint["args"], "out": ""},
                            {**dataclasses.asdict(args), "out": ""})
 
 
