@@ -19,7 +19,8 @@ from traveller_rl.ppo.shaping import (
     parse_style,
 )
 
-__all__ = ["EXAMPLES", "HELP_GROUPS", "POOL_SAMPLING", "Args", "default_backend", "names_list"]
+__all__ = ["EXAMPLES", "HELP_GROUPS", "POOL_SAMPLING", "Args", "default_backend", "names_list",
+           "parse_seed_range"]
 
 #: ``--pool-sampling`` choices (``agents.pool.OpponentPool``'s).
 POOL_SAMPLING = SAMPLING
@@ -28,6 +29,16 @@ POOL_SAMPLING = SAMPLING
 def names_list(text: str) -> list[str]:
     """``"rush,marksman"`` -> ``["rush", "marksman"]``."""
     return [n.strip() for n in text.split(",") if n.strip()]
+
+
+def parse_seed_range(text: str, flag: str) -> tuple[int, int]:
+    """``"0-999"`` -> ``(0, 999)`` (both included); ``ValueError`` naming ``flag`` otherwise."""
+    lo, sep, hi = text.partition("-")
+    if not (sep and lo.strip().isdigit() and hi.strip().isdigit()
+            and int(lo) <= int(hi)):
+        raise ValueError(f"{flag} {text!r}: expected LO-HI, whole numbers with LO <= HI "
+                         "(both included), e.g. 0-999")
+    return int(lo), int(hi)
 
 
 def default_backend() -> str:
@@ -45,6 +56,12 @@ class Args:
     """built-in scenario name or path to a scenario YAML; several, comma-separated, train one
     policy on all of them (the rows are shared out evenly; they must have the same seats,
     observation size and action labels)"""
+    layout: str = ""
+    """a fixed observation and action layout (traveller_env.layout, e.g. '6v6'): the policy
+    then plays every scenario that fits it; needed (default 6v6) for a distribution"""
+    scenario_seeds: str = ""
+    """LO-HI: the generator seeds a distribution --scenario (gen:<name>) trains on, both
+    included (default 0-999; the benchmark holds 1000 and up out)"""
     opponents: str = ""
     """scripted seats played inside the vector, e.g. 'red=rush' ('' and no --pool: self-play)"""
     pool: bool = False
@@ -225,6 +242,15 @@ class Args:
     def check(self) -> None:
         """``ValueError`` naming the flag for any value out of range."""
         from traveller_env import vector
+        from traveller_env.layout import LayoutError, resolve_layout
+
+        if self.layout:
+            try:
+                resolve_layout(self.layout)
+            except LayoutError as exc:
+                raise ValueError(f"--layout: {exc}") from None
+        if self.scenario_seeds:
+            parse_seed_range(self.scenario_seeds, "--scenario-seeds")
 
         check_minimums((("--total-timesteps", self.total_timesteps, 1),
                         ("--num-envs", self.num_envs, 1),
@@ -369,7 +395,8 @@ class Args:
 #: ``traveller train ppo --help``'s groups of flags (title -> ``Args`` fields, in order); a
 #: field in none of them is listed under "other options".
 HELP_GROUPS: dict[str, tuple[str, ...]] = {
-    "scenario and opponents": ("scenario", "opponents", "side_shares"),
+    "scenario and opponents": ("scenario", "layout", "scenario_seeds", "opponents",
+                               "side_shares"),
     "pool of past selves (--pool)": (
         "pool", "pool_every", "pool_size", "pool_scripted", "pool_scripted_share",
         "pool_opponents", "pool_watch", "pool_watch_share", "pool_greedy_share", "pool_stack",

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from traveller_rl.common import parse_opponents
-from traveller_rl.ppo.args import Args, names_list
+from traveller_rl.ppo.args import Args, names_list, parse_seed_range
 from traveller_rl.ppo.shaping import parse_terms
 
 __all__ = ["Group", "RowBatch", "apportion", "build_groups", "check_compatible", "draw_sides",
@@ -177,9 +177,29 @@ def env_threads(args: Args) -> int:
     return k or min(available_cores(), MAX_AUTO_ENV_THREADS)
 
 
+def layout_options(args: Args, scenario: str, seeds: tuple[int, int] | None = None
+                   ) -> dict[str, Any]:
+    """``vector.make``'s ``layout`` and ``seeds`` from ``--layout`` and ``--scenario-seeds``
+    (``seeds``: instead of ``--scenario-seeds``, e.g. the validation seeds)."""
+    from traveller_env.scenario_set import is_set_source
+
+    out: dict[str, Any] = {}
+    if getattr(args, "layout", ""):
+        out["layout"] = args.layout
+    if is_set_source(scenario):
+        if seeds is None and getattr(args, "scenario_seeds", ""):
+            seeds = parse_seed_range(args.scenario_seeds, "--scenario-seeds")
+        if seeds is not None:
+            out["seeds"] = seeds
+    elif getattr(args, "scenario_seeds", ""):
+        raise ValueError(f"--scenario-seeds: only a distribution --scenario (gen:<name>, "
+                         f"without @seed) takes seeds; {scenario!r} is one scenario")
+    return out
+
+
 def make_vector(args: Args, seed: int, num_envs: int, opponents: dict[str, str] | None,
-                flag: str, fallback: bool = False,
-                scenario: str | None = None) -> tuple[Any, str]:
+                flag: str, fallback: bool = False, scenario: str | None = None,
+                seeds: tuple[int, int] | None = None) -> tuple[Any, str]:
     """``vector.make`` with the trainer's scenario and backend; a bad opponent is reported
     under ``flag``. With ``fallback``, an opponent the core cannot run is played on the
     python backend instead, and said so on stderr (returns the backend used)."""
@@ -187,16 +207,17 @@ def make_vector(args: Args, seed: int, num_envs: int, opponents: dict[str, str] 
 
     scenario = scenario or scenario_list(args)[0]
     threads = env_threads(args) if args.backend == "core" else 1
+    extra = layout_options(args, scenario, seeds)
     try:
         return vector.make(scenario, num_envs=num_envs, seed=seed, backend=args.backend,
                            opponents=opponents, relative_actions=True, threads=threads,
-                           **vector_views(args)), args.backend
+                           **extra, **vector_views(args)), args.backend
     except (ValueError, TypeError) as exc:
         if not (fallback and args.backend != "python"):
             raise ValueError(f"{flag}: {exc}") from None
         try:
             venv = vector.make(scenario, num_envs=num_envs, seed=seed, backend="python",
-                               opponents=opponents, relative_actions=True,
+                               opponents=opponents, relative_actions=True, **extra,
                                **vector_views(args))
         except (ValueError, TypeError):
             raise ValueError(f"{flag}: {exc}") from None
@@ -294,7 +315,11 @@ def check_compatible(args: Args, probe: Any, scenarios: list[str]) -> None:
 
 def make_eval_vectors(args: Args, sides: list[str]) -> dict[str, list[tuple[Any, int]]]:
     """Per ``--eval-vs`` policy (and scenario, when there are several: keyed
-    ``policy@scenario``), one vector per side the learner plays (held-out seeds)."""
+    ``policy@scenario``), one vector per side the learner plays (held-out seeds; a
+    distribution's battles drawn from its validation seeds, ``scenario_set.VALIDATION_SEEDS``,
+    never trained on)."""
+    from traveller_env.scenario_set import VALIDATION_SEEDS
+
     out: dict[str, list[tuple[Any, int]]] = {}
     scenarios = scenario_list(args)
     for scenario in scenarios:
@@ -304,7 +329,8 @@ def make_eval_vectors(args: Args, sides: list[str]) -> dict[str, list[tuple[Any,
             for side in range(len(sides)):
                 opponents = {other: name for j, other in enumerate(sides) if j != side}
                 venv, _ = make_vector(args, 0, args.eval_envs, opponents, "--eval-vs",
-                                      fallback=True, scenario=scenario)
+                                      fallback=True, scenario=scenario,
+                                      seeds=VALIDATION_SEEDS)
                 out[key].append((venv, side))
     return out
 

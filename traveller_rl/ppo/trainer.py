@@ -87,6 +87,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from traveller_env.cli import UsageError, examples_epilog, run_standalone
+from traveller_env.scenario_set import is_set_source
 from traveller_rl.common import (
     add_dataclass_args,
     atomic_write_bytes,
@@ -256,7 +257,10 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
 
     groups, eval_vectors = prepared or prepare(args)
     first = groups[0].venv
-    scenario = ",".join(dict.fromkeys(g.venv.scenario.name for g in groups))
+    scenario = ",".join(dict.fromkeys(
+        args.scenario if getattr(g.venv, "scenario_set", None) is not None
+        else g.venv.scenario.name
+        for g in groups))
     resumed = None
     if args.resume:  # the run's own folder; its arguments checked against the checkpoint's
         resumed = read_checkpoint(Path(args.resume))
@@ -624,9 +628,15 @@ def save_checkpoint(path: Path, net: Any, args: Args, scenario: str, action_labe
 
     if any(p.device.type != "cpu" for p in net.parameters()):
         net = net.twin().cpu()  # checkpoints hold CPU tensors: they load on any machine
+    layout = {}
+    if getattr(args, "layout", "") or is_set_source(scenario_list(args)[0]):
+        from traveller_env.layout import LAYOUTS, resolve_layout
+        from traveller_env.vector import DEFAULT_SET_LAYOUT
+
+        layout = {"layout": resolve_layout(args.layout or LAYOUTS[DEFAULT_SET_LAYOUT]).to_dict()}
     atomic_write_bytes(path, checkpoint_bytes(net, scenario, action_labels,
                                               decisions=int(decisions), update=int(update),
-                                              seed=int(args.seed), **inherited,
+                                              seed=int(args.seed), **inherited, **layout,
                                               **{v: True for v, on
                                                  in learner_views(args).items() if on}))
 
@@ -640,6 +650,10 @@ def final_evaluation(checkpoint: Path, args: Args) -> list[dict]:
 
     rows = []
     for scenario in scenario_list(args):
+        if is_set_source(scenario):
+            print(f"final evaluation: {scenario} is a distribution; score the checkpoint on "
+                  f"held-out draws with `traveller benchmark {checkpoint}`")
+            continue
         learned = load_policy(checkpoint, scenario)
         rows += [evaluate_matchup(learned, make_policy(name, scenario=scenario),
                                   scenario, battles=args.final_eval_battles)
