@@ -1,9 +1,11 @@
 """``traveller export``: a trained policy's actor as an ONNX file (``agents.onnx_policy``).
 
-Two sources, both MLPs (hidden layers each followed by tanh, then a linear head):
+Two sources:
 
 * a ``.pt`` checkpoint of ``traveller train ppo`` (``agents.ppo_policy``): read with
-  ``torch.load(weights_only=True)``; slot-relative actions;
+  ``torch.load(weights_only=True)``; slot-relative actions; an MLP actor (hidden layers each
+  followed by tanh, then a linear head), an entity actor (``--arch entity``, with or without
+  slot attention) or an ensemble of checkpoints;
 * a sb3-contrib ``MaskablePPO`` ``.zip`` saved with ``MlpPolicy`` (``traveller train aiming``,
   ``train_leadership.py``): read *without unpickling anything*: its ``policy.pth`` with
   ``weights_only=True`` and its settings from the JSON ``data`` entry, plus the
@@ -12,11 +14,14 @@ Two sources, both MLPs (hidden layers each followed by tanh, then a linear head)
   activation or features extractor) or whose weights are not an ``MlpPolicy``'s is refused
   with the reason.
 
-The graph is written directly with ``onnx.helper`` (opset 13: ``Gemm``, ``Tanh``, ``Cast``,
-``Where``, ``ArgMax``), not traced by ``torch.onnx.export``: the network is known layer by
-layer, the bytes are the same for the same weights, and neither torch's deprecated TorchScript
-exporter nor its dynamo exporter (which needs onnxscript) is involved. Inputs, outputs and
-metadata are documented in ``agents.onnx_policy``. A checkpoint trained on a fixed layout
+An MLP's graph is written directly with ``onnx.helper`` (opset 13: ``Gemm``, ``Tanh``,
+``Cast``, ``Where``, ``ArgMax``), not traced by ``torch.onnx.export``: the network is known
+layer by layer, the bytes are the same for the same weights, and neither torch's deprecated
+TorchScript exporter nor its dynamo exporter (which needs onnxscript) is involved. An entity
+actor or an ensemble is traced by the TorchScript exporter instead (``agents.onnx_trace``,
+opset 17), with the same inputs, outputs and metadata (plus ``arch`` and its shape); a
+by-side checkpoint is refused. Inputs, outputs and metadata are documented in
+``agents.onnx_policy``. A checkpoint trained on a fixed layout
 (``traveller_env.layout``, its ``layout`` key) keeps it in the file's metadata: the export
 checks it against a scenario that fits the layout (the recorded one; a distribution's first
 training draw, ``gen:squad@0``), and the loader plays it in any scenario that fits. Needs
@@ -49,6 +54,7 @@ from .onnx_policy import (
     MASKED_LOGITS,
     OBSERVATION,
 )
+from .onnx_trace import TracedActor, traced_actor, traced_onnx_bytes
 
 __all__ = ["OPSET", "ExportedNetwork", "export_onnx", "onnx_bytes", "read_maskable_ppo",
            "read_ppo_checkpoint"]
@@ -63,7 +69,9 @@ _PLAIN_KWARGS = {"net_arch", "ortho_init", "share_features_extractor", "normaliz
 @dataclass
 class ExportedNetwork:
     """An actor as exported: ``layers`` ``(weight [out, in], bias [out])`` (tanh after every
-    layer but the last), its action labels and where they point, and the metadata to record."""
+    layer but the last), its action labels and where they point, and the metadata to record.
+    An actor that is not such a chain (entity, ensemble) is ``traced`` instead (its
+    ``layers`` empty)."""
 
     layers: list[tuple[np.ndarray, np.ndarray]]
     action_labels: list[str]
@@ -78,19 +86,35 @@ class ExportedNetwork:
     attack_view: bool = False  # ... and with the attack view (after the aim view)
     #: The fixed layout it was trained on (``traveller_env.layout.Layout.to_dict``), or ``None``.
     layout: dict[str, Any] | None = None
+    #: The actor to trace (``agents.onnx_trace``) when it is not an MLP, else ``None``.
+    traced: TracedActor | None = None
 
     @property
     def obs_dim(self) -> int:
         """Input width of the first layer."""
+        if self.traced is not None:
+            return self.traced.obs_dim
         return int(self.layers[0][0].shape[1])
 
     @property
     def n_actions(self) -> int:
         """Output width of the last layer."""
+        if self.traced is not None:
+            return self.traced.n_actions
         return int(self.layers[-1][0].shape[0])
 
+    @property
+    def hidden(self) -> list[int]:
+        """The hidden layer sizes (an entity actor's trunk; none for an ensemble)."""
+        if self.traced is not None:
+            return list(self.traced.hidden)
+        return [int(w.shape[0]) for w, _ in self.layers[:-1]]
+
     def logits(self, observations: np.ndarray) -> np.ndarray:
-        """The raw logits (float64 NumPy forward pass) of a batch ``[B, obs_dim]``."""
+        """The raw logits (float64) of a batch ``[B, obs_dim]``: a NumPy forward pass of the
+        layers, or the traced actor's PyTorch one."""
+        if self.traced is not None:
+            return self.traced.logits(observations)
         x = np.asarray(observations, dtype=np.float64)
         for i, (w, b) in enumerate(self.layers):
             x = x @ w.T.astype(np.float64) + b
@@ -111,7 +135,8 @@ def _check_chain(path: Path, layers: list[tuple[np.ndarray, np.ndarray]]) -> Non
 
 
 def read_ppo_checkpoint(path: str | Path) -> ExportedNetwork:
-    """The actor of a ``train_ppo`` checkpoint (``agents.ppo_policy`` format)."""
+    """The actor of a ``train_ppo`` checkpoint (``agents.ppo_policy`` format): its layers for
+    an MLP, the module to trace for an entity actor or an ensemble."""
     from .checkpoint import arch_of, read_checkpoint
 
     path = Path(path)
@@ -119,14 +144,16 @@ def read_ppo_checkpoint(path: str | Path) -> ExportedNetwork:
     if data.get("activation", "tanh") != "tanh":
         raise ValueError(f"{path}: activation {data['activation']!r}; the export supports "
                          "tanh networks only")
+    traced = None
+    layers: list[tuple[np.ndarray, np.ndarray]] = []
     if arch_of(data) != "mlp":
-        raise ValueError(f"{path}: its actor is the {data['arch']!r} architecture; the export "
-                         "supports MLP actors only (train_ppo --arch mlp)")
-    actor = data["actor"]
-    keys = sorted({k.rsplit(".", 1)[0] for k in actor}, key=int)
-    layers = [(actor[f"{k}.weight"].numpy().astype(np.float32),
-               actor[f"{k}.bias"].numpy().astype(np.float32)) for k in keys]
-    _check_chain(path, layers)
+        traced = traced_actor(path, data)
+    else:
+        actor = data["actor"]
+        keys = sorted({k.rsplit(".", 1)[0] for k in actor}, key=int)
+        layers = [(actor[f"{k}.weight"].numpy().astype(np.float32),
+                   actor[f"{k}.bias"].numpy().astype(np.float32)) for k in keys]
+        _check_chain(path, layers)
     training = {k: data[k] for k in ("decisions", "update", "seed") if k in data}
     layout = None
     if data.get("layout") is not None:
@@ -138,7 +165,8 @@ def read_ppo_checkpoint(path: str | Path) -> ExportedNetwork:
                            str(data.get("scenario", "")), "traveller-ppo", training=training,
                            move_view=bool(data.get("move_view", False)),
                            aim_view=bool(data.get("aim_view", False)),
-                           attack_view=bool(data.get("attack_view", False)), layout=layout)
+                           attack_view=bool(data.get("attack_view", False)), layout=layout,
+                           traced=traced)
 
 
 def _zip_entry(path: Path, archive: zipfile.ZipFile, name: str) -> bytes:
@@ -206,7 +234,10 @@ def read_maskable_ppo(path: str | Path) -> ExportedNetwork:
 
 def onnx_bytes(net: ExportedNetwork, metadata: dict[str, str]) -> bytes:
     """The ONNX model of ``net`` (inputs, outputs: ``agents.onnx_policy``) with
-    ``metadata`` as its ``metadata_props``, serialized."""
+    ``metadata`` as its ``metadata_props``, serialized (traced for an entity actor or an
+    ensemble: ``agents.onnx_trace``)."""
+    if net.traced is not None:
+        return traced_onnx_bytes(net.traced, metadata)
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
@@ -329,6 +360,13 @@ def export_onnx(policy: str | Path, out: str | Path,
         raise ValueError(f"{policy}: observation size {net.obs_dim} does not fit scenario "
                          f"{name!r}, whose observation vectors have "
                          f"{len(env.observation_labels)} entries")
+    tokens = [] if net.traced is None else net.traced.observation_labels
+    if tokens and tokens != list(env.observation_labels):
+        i = next((i for i, (a, b) in enumerate(zip(tokens, env.observation_labels,
+                                                   strict=False)) if a != b), 0)
+        raise ValueError(f"{policy}: its observation labels differ from scenario {name!r}'s at "
+                         f"entry {i} ({tokens[i]!r} vs {env.observation_labels[i]!r}); its "
+                         f"{net.traced.arch} actor reads its tokens by them")
     metadata = {
         "format": FORMAT, "format_version": str(FORMAT_VERSION), "scenario": name,
         "obs_dim": str(net.obs_dim), "n_actions": str(net.n_actions),
@@ -336,12 +374,13 @@ def export_onnx(policy: str | Path, out: str | Path,
         "observation_labels": _json(list(env.observation_labels)),
         "focus": _json(net.focus), "assist": net.assist,
         "masked_logit": repr(MASKED_LOGIT), "source_format": net.source_format,
-        "source": policy.name, "hidden": _json([int(w.shape[0]) for w, _ in net.layers[:-1]]),
+        "source": policy.name, "hidden": _json(net.hidden),
         "activation": "tanh", "training": _json(net.training),
         "move_view": _json(net.move_view),
         **({"aim_view": _json(True)} if net.aim_view else {}),  # absent: false
         **({"attack_view": _json(True)} if net.attack_view else {}),
-        **({"layout": _json(net.layout)} if net.layout is not None else {})}  # absent: none
+        **({"layout": _json(net.layout)} if net.layout is not None else {}),  # absent: none
+        **({} if net.traced is None else net.traced.shape)}  # absent: an MLP
     data = onnx_bytes(net, metadata)
     _verify(out, net, data)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -3,10 +3,12 @@ one thread) against the PyTorch policies of the same network, in the same run.
 
 The policy: a squad actor, a tanh MLP 64x64 as ``traveller_rl/ppo/trainer.py`` builds by default
 (random weights, seeded: the speed does not depend on what was learned; ``--policy`` takes a
-real ``train_ppo`` ``.pt`` instead), written as a ``.pt``, exported with ``traveller export``'s
-code, and, when sb3-contrib is installed, the same-sized ``MaskablePPO`` ``.zip`` (untrained)
-as the SB3 training scripts save it. The decisions: ``--decisions`` (observation, mask, seat)
-recorded from random legal squad battles, replayed to each policy in turn.
+real ``train_ppo`` ``.pt`` instead, an entity actor too, played in the scenario laid out by
+its layout and with its views when it has them), written as a ``.pt``, exported with
+``traveller export``'s code, and, when sb3-contrib is installed, the same-sized
+``MaskablePPO`` ``.zip`` (untrained) as the SB3 training scripts save it. The decisions:
+``--decisions`` (observation, mask, seat) recorded from random legal squad battles, replayed
+to each policy in turn.
 
 Figures (median over ``--repeats`` passes; onnxruntime with ``intra_op_num_threads=1``, torch
 with ``torch.set_num_threads(1)``, so every figure is one core's):
@@ -68,14 +70,16 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def record_decisions(scenario: str, n: int, seed: int) -> tuple[Any, list[tuple]]:
+def record_decisions(scenario: str, n: int, seed: int,
+                     **env_kwargs: Any) -> tuple[Any, list[tuple]]:
     """``n`` decisions ``(observation, action mask, agent)`` of random legal battles of
     ``scenario`` (seeds ``seed``, ``seed + 1``, ...), and the environment that played them
-    (policies translate masks with its ``relative_actions``, which depend on the seat only)."""
+    (policies translate masks with its ``relative_actions``, which depend on the seat only);
+    ``env_kwargs``: the env's ``layout`` and views."""
     from agents.base import RandomPolicy
     from traveller_env.env import TravellerEnv
 
-    env = TravellerEnv(scenario)
+    env = TravellerEnv(scenario, **env_kwargs)
     mover = RandomPolicy(seed=seed)
     rows: list[tuple] = []
     battle = seed
@@ -93,6 +97,19 @@ def record_decisions(scenario: str, n: int, seed: int) -> tuple[Any, list[tuple]
             rows.append((o.copy(), m.copy(), agent))
             env.step(mover.act(o, m, agent, env))
     return env, rows
+
+
+def _env_kwargs(policy: Path | None) -> dict[str, Any]:
+    """The env a given checkpoint reads: its ``layout`` and views (none for the default
+    policy)."""
+    if policy is None:
+        return {}
+    from agents.ppo_policy import read_checkpoint
+    from agents.views import views_of
+
+    data = read_checkpoint(policy)
+    layout = {"layout": dict(data["layout"])} if data.get("layout") is not None else {}
+    return {**layout, **{v: True for v, on in views_of(data).items() if on}}
 
 
 def _rate(n: int, once: Callable[[], Any], repeats: int) -> dict[str, float]:
@@ -154,7 +171,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from agents.trained import load_policy
 
     torch.set_num_threads(1)
-    env, rows = record_decisions(args.scenario, args.decisions, args.seed)
+    env, rows = record_decisions(args.scenario, args.decisions, args.seed,
+                                 **_env_kwargs(args.policy))
     n = len(rows)
     rel = env.relative_actions
     obs = np.stack([o for o, _, _ in rows]).astype(np.float32)

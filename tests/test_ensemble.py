@@ -111,13 +111,15 @@ def test_training_refuses_to_start_from_an_ensemble(members, capsys):
     assert "is an ensemble of checkpoints" in capsys.readouterr().err
 
 
-def test_export_and_widening_refuse_an_ensemble_by_name(members):
+def test_widening_refuses_an_ensemble_by_name_and_the_export_traces_it(members):
     from agents.onnx_export import read_ppo_checkpoint
     from traveller_rl.checkpoints.widen import widen_checkpoint
 
     tmp, _, _ = members
     ens.main([str(tmp / "a.pt"), str(tmp / "b.pt"), "--out", str(tmp / "e.pt")])
-    with pytest.raises(ValueError, match=r"e\.pt: its actor is the 'ensemble' architecture"):
-        read_ppo_checkpoint(tmp / "e.pt")
+    # exported by tracing (tests/test_onnx_entity.py), not layer by layer
+    exported = read_ppo_checkpoint(tmp / "e.pt")
+    assert exported.layers == [] and exported.traced is not None
+    assert exported.traced.arch == "ensemble" and exported.hidden == []
     with pytest.raises(ValueError, match=r"e\.pt: its actor is the 'ensemble' architecture"):
         widen_checkpoint(tmp / "e.pt", [32], tmp / "w.pt")

@@ -195,7 +195,7 @@ def test_bad_arch_flags_give_clear_errors(flags, message, capsys, tmp_path):
     assert message in capsys.readouterr().err
 
 
-def test_export_and_widening_refuse_an_entity_checkpoint_by_name(tmp_path):
+def test_widening_refuses_an_entity_checkpoint_by_name_and_the_export_traces_it(tmp_path):
     from agents.onnx_export import read_ppo_checkpoint
     from traveller_rl.checkpoints.widen import widen_checkpoint
 
@@ -204,7 +204,9 @@ def test_export_and_widening_refuse_an_entity_checkpoint_by_name(tmp_path):
                       observation_labels=obs_labels, action_labels=actions, embed=8)
     path = tmp_path / "e.pt"
     path.write_bytes(checkpoint_bytes(net, "squad", actions))
-    with pytest.raises(ValueError, match=r"e\.pt: its actor is the 'entity' architecture"):
-        read_ppo_checkpoint(path)
+    # exported by tracing (tests/test_onnx_entity.py), not layer by layer
+    exported = read_ppo_checkpoint(path)
+    assert exported.layers == [] and exported.traced is not None
+    assert exported.traced.arch == "entity" and exported.n_actions == len(actions)
     with pytest.raises(ValueError, match=r"e\.pt: its actor is the 'entity' architecture"):
         widen_checkpoint(path, [32], tmp_path / "w.pt")

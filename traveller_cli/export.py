@@ -15,7 +15,8 @@ __all__ = ["add_arguments", "run"]
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of ``traveller export``."""
     p.add_argument("policy", type=Path,
-                   help="a train_ppo .pt checkpoint or a MaskablePPO .zip (MlpPolicy)")
+                   help="a train_ppo .pt checkpoint (an MLP, entity or ensemble actor) or a "
+                        "MaskablePPO .zip (MlpPolicy)")
     p.add_argument("--onnx", type=Path, required=True, metavar="OUT",
                    help="the ONNX file to write (inputs observation and action_mask, outputs "
                         "masked_logits and action)")
@@ -51,6 +52,12 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, FileNotFoundError) as exc:
         raise UsageError(str(exc)) from None
     hidden = "x".join(str(h) for h in json.loads(meta["hidden"])) or "no hidden layer"
+    net = f"tanh MLP {hidden}"
+    if meta.get("arch") == "entity":
+        net = (f"entity actor (traced; embed {meta['embed']}, {meta['attention']} attention "
+               f"blocks, trunk {hidden})")
+    elif "arch" in meta:
+        net = f"{meta['arch']} of {', '.join(json.loads(meta.get('members', '[]')))} (traced)"
     kind = "slot-relative" if meta["action_targets"] == "relative" else "absolute"
     focus = json.loads(meta["focus"])
     extra = f", focus {','.join(focus)} assisted by {meta['assist']}" if focus else ""
@@ -59,5 +66,5 @@ def run(args: argparse.Namespace) -> int:
                   "fits it)")
     print(f"wrote {args.onnx}: {meta['source_format']} policy for scenario "
           f"{meta['scenario']!r}, observation [batch, {meta['obs_dim']}], "
-          f"{meta['n_actions']} {kind} actions, tanh MLP {hidden}{extra}")
+          f"{meta['n_actions']} {kind} actions, {net}{extra}")
     return 0
