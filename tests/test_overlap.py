@@ -74,13 +74,13 @@ def test_the_first_half_plays_the_plain_runs_battles():
     """Half 0 of each group is made with the group's vector seed (its rows play the very
     battles those rows play without --overlap); half 1 has its own seed."""
     from traveller_rl.ppo.args import Args
-    from traveller_rl.ppo.overlap import HalvedBatch, HalvedVector
+    from traveller_rl.ppo.overlap import HalvedBatch, HalvedVector, halved_vector
     from traveller_rl.ppo.rows import RowBatch, build_groups
 
     common = dict(scenario="squad", opponents="red=tactician", num_envs=9, seed=3,
                   backend="core", eval_battles=0, progress=False)
     plain = build_groups(Args(**common))
-    halved = build_groups(Args(**common, overlap=True))
+    halved = build_groups(Args(**common, overlap=True), halved_vector)
     assert isinstance(halved[0].venv, HalvedVector)
     assert [p.num_envs for p in halved[0].venv.parts] == [5, 4]
     a, b = RowBatch(plain, plain[0].venv.obs_dim), HalvedBatch(halved, plain[0].venv.obs_dim)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -226,16 +227,16 @@ def make_vector(args: Args, seed: int, num_envs: int, opponents: dict[str, str] 
         return venv, "python"
 
 
-def build_groups(args: Args) -> list[Group]:
-    """The training vectors, by opponent mode (see the module docstring)."""
+def build_groups(args: Args, make: Callable[..., tuple[Any, str]] | None = None) -> list[Group]:
+    """The training vectors, by opponent mode (see the module docstring). ``make`` builds
+    each group's vector (``make_vector``'s signature; ``--overlap`` passes
+    ``overlap.halved_vector``, which splits each group's rows in two vectors)."""
     from traveller_env.rules.rng import derive_seed
 
     n = args.num_envs
     scenarios = scenario_list(args)
     probe = make_vector(args, 0, 1, None, "--scenario")[0]
-    make = make_vector
-    if getattr(args, "overlap", False):  # each group's rows as two vectors, stepped in turns
-        from traveller_rl.ppo.overlap import halved_vector as make
+    make = make or make_vector
     check_compatible(args, probe, scenarios)
     if len(scenarios) > 1 and args.pool:
         raise ValueError("--pool trains on one --scenario; several scenarios train against "

@@ -104,6 +104,7 @@ from traveller_rl.ppo.args import (
     names_list,
 )
 from traveller_rl.ppo.checkpoints import check_checkpoints, checkpoint_columns, load_fitting
+from traveller_rl.ppo.overlap import halved_vector
 from traveller_rl.ppo.pool import FrozenPool
 from traveller_rl.ppo.progress import (
     EVAL_SEED,
@@ -237,7 +238,7 @@ def prepare(args: Args) -> tuple[list[Group], dict[str, list[tuple[Any, int]]]]:
     resolve_device(args.device)  # ValueError naming --device before any battle is built
     if args.resume:  # the checkpoint is there and the flags match it, before any battle
         check_resume(args, read_checkpoint(Path(args.resume)))
-    groups = build_groups(args)
+    groups = build_groups(args, halved_vector if args.overlap else None)
     if args.overlap:
         from traveller_rl.ppo.overlap import check_halves
 
