@@ -17,8 +17,9 @@ once from each side):
 Prints a markdown table; ``--out`` writes every battle's record (scenario, side, battle seed,
 result) and the cells.
 
-**Picking a checkpoint** without touching the test seeds: ``--select RUN/pool --last 10``
-plays the last ten checkpoints of a run on ``--battles`` battles drawn from the validation
+**Picking a checkpoint** without touching the test seeds: ``--select RUN/pool --last 10
+--every 40`` plays the last ten checkpoints of a run (of updates that are multiples of 40, and
+the latest) on ``--battles`` battles drawn from the validation
 seeds (``scenario_set.VALIDATION_SEEDS``) and prints them ranked (``--out``: the ranking).
 """
 
@@ -50,11 +51,21 @@ def cells(battles: int) -> dict[str, list[str]]:
     }
 
 
-def select(pool: Path, last: int, distribution: str, battles: int, opponent: str,
+def candidates(pool: Path, last: int, every: int) -> list[Path]:
+    """The last ``last`` of a pool's checkpoints (``ppo_u<update>.pt``) whose update is a
+    multiple of ``every``, the pool's latest always among them."""
+    paths = sorted(pool.glob("ppo_u*.pt"))
+    keep = [p for p in paths if int(p.stem[len("ppo_u"):]) % every == 0]
+    if paths and paths[-1] not in keep:
+        keep.append(paths[-1])
+    return keep[-last:]
+
+
+def select(pool: Path, last: int, every: int, distribution: str, battles: int, opponent: str,
            seed: int, backend: str) -> list[dict]:
-    """The last ``last`` checkpoints of ``pool`` ranked by their win rate on ``battles``
+    """Checkpoints of ``pool`` (``candidates``) ranked by their win rate on ``battles``
     battles drawn from ``distribution``'s validation seeds."""
-    paths = sorted(pool.glob("*.pt"))[-last:]
+    paths = candidates(pool, last, every)
     scenarios = [f"{distribution}@{VALIDATION_SEEDS[0] + i}" for i in range(battles // 2)]
     ranked = []
     for path in paths:
@@ -81,6 +92,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="rank a run's last checkpoints (its pool/ folder) on validation "
                              "seeds instead")
     parser.add_argument("--last", type=int, default=10)
+    parser.add_argument("--every", type=int, default=1,
+                        help="--select: only checkpoints whose update is a multiple of this "
+                             "(and the latest)")
     parser.add_argument("--distribution", default="gen:squad",
                         help="--select: the distribution whose validation seeds to play")
     parser.add_argument("--battles", type=int, default=1000,
@@ -93,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.battles < 2 or args.battles % 2:
         parser.error(f"--battles {args.battles}: an even number >= 2")
     if args.select is not None:
-        ranked = select(args.select, args.last, args.distribution, args.battles,
+        ranked = select(args.select, args.last, args.every, args.distribution, args.battles,
                         args.opponent, args.seed, args.backend)
         for c in ranked:
             print(f"{c['checkpoint']}  {_fmt(c)}")

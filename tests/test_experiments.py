@@ -81,3 +81,12 @@ def test_generalisation_writes_every_battle_and_the_cells(tmp_path):
     # a 4 v 4 policy without a layout cannot play 1-6 a side draws: recorded, not lost
     assert row["gen:skirmish (test seeds)"]["not_playable"] == 4
     assert "| `understudy` |" in done.stdout
+
+
+def test_generalisation_select_takes_every_kth_checkpoint_and_the_latest(tmp_path):
+    from experiments.generalisation import candidates
+
+    for u in (10, 20, 30, 40, 50, 60, 70, 80, 85):
+        (tmp_path / f"ppo_u{u:06d}.pt").write_bytes(b"")
+    names = [p.name for p in candidates(tmp_path, 3, 20)]
+    assert names == ["ppo_u000060.pt", "ppo_u000080.pt", "ppo_u000085.pt"]
