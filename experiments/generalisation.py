@@ -76,6 +76,16 @@ def select(pool: Path, last: int, every: int, distribution: str, battles: int, o
     return sorted(ranked, key=lambda c: -(c["win_rate"] or 0.0))
 
 
+#: A battle's record in ``--out``: one row of these fields (``reason`` only when not played).
+RECORD_FIELDS = ("scenario", "side", "battle_seed", "result")
+
+
+def compact(records: list[dict]) -> list[list]:
+    """Records as rows of ``RECORD_FIELDS`` (a not-playable one adds its reason)."""
+    return [[r.get(f) for f in RECORD_FIELDS] + ([r["reason"]] if "reason" in r else [])
+            for r in records]
+
+
 def _fmt(cell: dict) -> str:
     if not cell["battles"]:
         return "n/p"
@@ -127,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
             records = play_scenarios(learned, scenarios, args.opponent, seed=args.seed,
                                      backend=args.backend)
             row[name] = {**summarise(records), "seconds": round(time.time() - start, 1),
-                         "records": records}
+                         "records": compact(records)}
             print(f"{learned.name:12s} {name:28s} {_fmt(row[name])}  "
                   f"({row[name]['seconds']} s)", file=sys.stderr)
         table[learned.name] = row
@@ -141,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
         args.out.write_text(json.dumps({
             "command": "python -m experiments.generalisation " + " ".join(argv or sys.argv[1:]),
             "opponent": args.opponent, "battles_per_cell": args.battles, "seed": args.seed,
-            "test_seeds": list(TEST_SEEDS), "policies": table}, indent=1) + "\n")
+            "test_seeds": list(TEST_SEEDS), "record_fields": list(RECORD_FIELDS),
+            "policies": table}) + "\n")
     return 0
 
 
