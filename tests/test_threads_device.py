@@ -1,7 +1,7 @@
 """The trainer on the whole machine: battles stepped in several threads (``--env-threads``,
 the core's ``VecBattles`` with its persistent ``RowWorkers``) give the very same run as one
-thread, and the learner runs on ``--device cpu|cuda|auto`` (the CUDA tests skip where torch
-sees no GPU)."""
+thread, and the learner runs on ``--device cpu|cuda|auto`` with its rollout there (the CUDA
+tests skip where torch sees no GPU)."""
 
 from __future__ import annotations
 
@@ -178,3 +178,95 @@ def test_bench_machine_smoke(tmp_path):
     assert [(r["env_threads"], r["device"]) for r in result["train"]] == [(1, "cpu"),
                                                                            (2, "cpu")]
     assert all(r["decisions"] >= 256 for r in result["train"])
+
+
+# ---------------------------------------------------------------- where the rollout lives
+def _rollouts_of(monkeypatch, out: Path, device: str, *extra: str) -> list:
+    """The ``SeatRollout``s a tiny duel run against ``rush`` made, each with the devices its
+    advantages came back on."""
+    from traveller_rl.ppo import rollout as rollout_module
+    from traveller_rl.ppo import trainer
+
+    made = []
+
+    class Recorded(rollout_module.SeatRollout):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            self.gae_devices: set[str] = set()
+            made.append(self)
+
+        def advantages(self, gamma: float, lam: float):
+            got = super().advantages(gamma, lam)
+            self.gae_devices |= {t.device.type for t in got}
+            return got
+
+    monkeypatch.setattr(rollout_module, "SeatRollout", Recorded)
+    backend = "core" if core.available() else "python"
+    assert trainer.main(["--scenario", "duel", "--opponents", "red=rush", "--seed", "2",
+                         "--total-timesteps", "256", "--num-envs", "8", "--num-steps", "16",
+                         "--threads", "1", "--eval-every", "0", "--eval-vs", "rush",
+                         "--eval-battles", "2", "--eval-envs", "2", "--final-eval-battles",
+                         "0", "--backend", backend, "--device", device, "--no-progress",
+                         "--out", str(out), *extra]) == 0
+    return made
+
+
+@pytest.mark.parametrize("device", ["cpu", "auto", pytest.param("cuda", marks=needs_cuda)])
+def test_the_rollout_lives_on_the_learners_device(device, monkeypatch, tmp_path):
+    from traveller_rl.ppo.update import resolve_device
+
+    expected = resolve_device(device).type
+    (rollout,) = _rollouts_of(monkeypatch, tmp_path / "run", device)
+    for name in rollout.DEVICE_ARRAYS:
+        tensor = getattr(rollout, name)
+        assert isinstance(tensor, torch.Tensor) and tensor.device.type == expected, name
+    assert rollout.gae_devices == {expected}
+    assert rollout.size > 0
+
+
+@needs_cuda
+@needs_core
+def test_pool_and_overlap_runs_keep_their_rollout_on_cuda(monkeypatch, tmp_path):
+    """The pool's frozen seats play on the CPU and the halves' rows are gathered into the
+    pinned staging buffers: the learner's rollout is on CUDA all the same, and the checkpoint
+    loads on the CPU."""
+    from agents.trained import load_policy
+
+    (rollout,) = _rollouts_of(monkeypatch, tmp_path / "run", "cuda", "--opponents", "",
+                              "--pool", "--pool-scripted", "rush", "--overlap")
+    assert {getattr(rollout, n).device.type for n in rollout.DEVICE_ARRAYS} == {"cuda"}
+    assert rollout.gae_devices == {"cuda"}
+    load_policy(tmp_path / "run" / "ppo.pt", "duel")
+
+
+@needs_cuda
+def test_step_upload_copies_the_rows_it_is_given_to_cuda():
+    """``StepUpload`` on CUDA: every row, or some rows gathered, through its pinned buffers;
+    calls in a row never see each other's data."""
+    from traveller_rl.ppo.rollout import StepUpload
+
+    rng = np.random.default_rng(0)
+    full = rng.random((6, 5), dtype=np.float32)
+    obs = full[:, :3]  # the learner's prefix: a strided view, as the trainer passes it
+    mask = rng.random((6, 4)) < 0.5
+    upload = StepUpload(6, 3, 4, "cuda")
+    for rows in (None, np.array([4, 1]), None, np.array([5, 0, 2])):
+        o, m = upload(obs, mask, rows)
+        assert o.device.type == m.device.type == "cuda"
+        want = slice(None) if rows is None else rows
+        np.testing.assert_array_equal(o.cpu().numpy(), obs[want])
+        np.testing.assert_array_equal(m.cpu().numpy(), mask[want])
+        obs[:] += 1.0  # the next step's observations
+
+
+def test_step_upload_on_the_cpu_is_the_host_arrays():
+    """On the CPU every row is a view of the host arrays (no copy); some rows are gathered."""
+    from traveller_rl.ppo.rollout import StepUpload
+
+    obs = np.arange(12, dtype=np.float32).reshape(4, 3)
+    mask = np.eye(4, dtype=bool)
+    o, m = StepUpload(4, 3, 4, "cpu")(obs, mask)
+    assert o.data_ptr() == obs.ctypes.data and m.data_ptr() == mask.ctypes.data
+    o, m = StepUpload(4, 3, 4, "cpu")(obs, mask, np.array([2, 0]))
+    np.testing.assert_array_equal(o.numpy(), obs[[2, 0]])
+    np.testing.assert_array_equal(m.numpy(), mask[[2, 0]])

@@ -176,6 +176,89 @@ def test_knockout_progress_pays_the_change_between_a_seats_decisions_and_nothing
     assert np.isclose(r2.reward[0], 0.5)
 
 
+def _random_rollout(device: str, seed: int = 0, rounds: int = 3) -> list[tuple]:
+    """A rollout of 5 rows and 3 seats on ``device`` fed a seeded random plan (some rows decide
+    at each step, shaping potentials, rewards for every seat, battles ending), with a carry
+    between rounds: each round's ``(advantages(), reference)``, the reference the NumPy GAE
+    the rollout computed on the host before its tensors moved to the device."""
+    rng = np.random.default_rng(seed)
+    rows, seats, steps = 5, 3, 12
+    r = SeatRollout(rows, seats, obs_dim=2, n_actions=4, steps=steps, device=device)
+    got = []
+    for _ in range(rounds):
+        for _ in range(steps):
+            deciding = np.flatnonzero(rng.random(rows) < 0.7)
+            k = len(deciding)
+            r.add(deciding, rng.integers(seats, size=k), rng.random((k, 2), dtype=np.float32),
+                  np.ones((k, 4), bool), rng.integers(4, size=k), np.zeros(k, np.float32),
+                  rng.normal(size=k).astype(np.float32),
+                  rng.normal(size=k).astype(np.float32), 0.97)
+            r.credit(rng.normal(size=(rows, seats)).astype(np.float32), rng.random(rows) < 0.2)
+        got.append((r.advantages(0.97, 0.9), _reference_gae(r, 0.97, 0.9)))
+        r.carry()
+    return got
+
+
+def _reference_gae(r: SeatRollout, gamma: float, lam: float) -> tuple[np.ndarray, ...]:
+    value = r.value.cpu().numpy()
+    adv = np.zeros(r.size, dtype=np.float32)
+    complete = np.zeros(r.size, dtype=bool)
+    g, gl = np.float32(gamma), np.float32(gamma * lam)
+    for start, end in reversed(r.blocks):
+        nxt = r.next[start:end]
+        has = nxt >= 0
+        safe = np.where(has, nxt, 0)
+        alive = ~r.done[start:end]
+        next_value = np.where(has, value[safe], np.float32(0.0))
+        next_adv = np.where(has & complete[safe], adv[safe], np.float32(0.0))
+        adv[start:end] = (r.reward[start:end] + g * next_value * alive - value[start:end]
+                          + gl * next_adv * alive)
+        complete[start:end] = r.done[start:end] | has
+    idx = np.flatnonzero(complete)
+    return idx, adv[idx], adv[idx] + value[idx]
+
+
+def test_gae_on_the_rollouts_tensors_is_the_numpy_arithmetic_bit_for_bit():
+    """On the CPU the rollout's tensors give the very float32 values the host arrays gave
+    (the same operations in the same order): the same run, the same ppo.pt."""
+    for (idx, adv, ret), (ref_idx, ref_adv, ref_ret) in _random_rollout("cpu"):
+        assert idx.device.type == adv.device.type == ret.device.type == "cpu"
+        assert len(ref_idx) > 10
+        np.testing.assert_array_equal(idx.numpy(), ref_idx)
+        assert adv.numpy().tobytes() == ref_adv.tobytes()
+        assert ret.numpy().tobytes() == ref_ret.tobytes()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="torch sees no GPU")
+def test_gae_on_cuda_matches_the_cpu():
+    """A rollout on CUDA: its tensors there, its advantages computed there, equal to the
+    CPU's (up to float rounding: identical results are not promised across devices)."""
+    for ((idx, adv, ret), _), ((cidx, cadv, cret), _) in zip(
+            _random_rollout("cuda"), _random_rollout("cpu"), strict=True):
+        assert idx.device.type == adv.device.type == ret.device.type == "cuda"
+        np.testing.assert_array_equal(idx.cpu().numpy(), cidx.numpy())
+        np.testing.assert_allclose(adv.cpu().numpy(), cadv.numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(ret.cpu().numpy(), cret.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_rollout_state_is_host_data_that_loads_on_any_device():
+    """``state()`` holds NumPy arrays whatever the device (a resume checkpoint's part), and
+    ``load_state`` puts them back: the next GAE is the same."""
+    r = SeatRollout(2, 2, obs_dim=3, n_actions=4, steps=4)
+    for t in range(3):
+        r.add(np.array([0, 1]), np.array([t % 2, 0]), np.full((2, 3), t, np.float32),
+              np.ones((2, 4), bool), np.array([1, 2]), np.array([-0.5, -1.0], np.float32),
+              np.array([0.1 * t, 0.2], np.float32))
+        r.credit(np.full((2, 2), 0.25, np.float32), np.array([False, t == 2]))
+    state = r.state()
+    assert all(isinstance(v, np.ndarray) for k, v in state.items() if k not in ("size", "blocks"))
+    back = SeatRollout(2, 2, obs_dim=3, n_actions=4, steps=4)
+    back.load_state(state)
+    for a, b in zip(r.advantages(0.9, 0.8), back.advantages(0.9, 0.8), strict=True):
+        assert torch.equal(a, b)
+    assert torch.equal(back.obs[:r.size], r.obs[:r.size])
+
+
 def test_knockout_reward_counts_slots_present_but_out_of_play():
     """enemies_out and allies_out count the observer's enemy and ally slots whose combatant is
     present but not in play (an empty slot, present 0, is no knock-out)."""

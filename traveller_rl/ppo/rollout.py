@@ -1,5 +1,6 @@
-"""Helpers of ``traveller_rl/ppo/trainer.py``: masked sampling, the per-seat rollout with its GAE,
-greedy evaluation on batched vectors, and the learning curve.
+"""Helpers of ``traveller_rl/ppo/trainer.py``: masked sampling, the per-seat rollout with its GAE
+(its tensors on the learner's device, and the step's upload there), greedy evaluation on
+batched vectors, and the learning curve.
 
 Kept out of the trainer so that it reads top to bottom as the algorithm (CleanRL style) and so
 that the tests can check each piece on hand-made data.
@@ -15,8 +16,8 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["SeatRollout", "device_of", "greedy_actions", "opponent_actions", "plot_curve",
-           "sample_masked", "vector_winrate", "without_forbidden"]
+__all__ = ["SeatRollout", "StepUpload", "device_of", "greedy_actions", "opponent_actions",
+           "plot_curve", "sample_masked", "vector_winrate", "without_forbidden"]
 
 
 # ============================================================================ masked sampling
@@ -86,17 +87,31 @@ class SeatRollout:
     trained on (their log-probability is that of the policy that chose them, one update older:
     PPO's ratio corrects for it, and clipping bounds it).
 
-    Arrays are allocated once: ``rows * (steps + seats)`` transitions.
+    **Where it lives.** What the network reads and writes, ``obs``, ``mask``, ``action``,
+    ``logp`` and ``value``, are torch tensors on ``device`` (the learner's ``--device``): a
+    step's decisions are written there from the tensors the network ran on, and GAE
+    (``advantages``) and the update read them there. The bookkeeping the vectors' results
+    drive on the host, ``reward``, ``progress``, ``done``, ``next`` and ``pending``, are NumPy
+    arrays; ``advantages`` takes the rollout's rewards, ends and links to the device in one
+    copy each per update.
+
+    Storage is allocated once: ``rows * (steps + seats)`` transitions.
     """
 
+    #: The tensors on the rollout's device, and the host arrays (in ``state``'s order).
+    DEVICE_ARRAYS = ("obs", "mask", "action", "logp", "value")
+    HOST_ARRAYS = ("reward", "progress", "done", "next")
+
     def __init__(self, num_rows: int, num_seats: int, obs_dim: int, n_actions: int,
-                 steps: int) -> None:
+                 steps: int, device: torch.device | str = "cpu") -> None:
         cap = num_rows * (steps + num_seats)
-        self.obs = np.zeros((cap, obs_dim), dtype=np.float32)
-        self.mask = np.zeros((cap, n_actions), dtype=bool)
-        self.action = np.zeros(cap, dtype=np.int64)
-        self.logp = np.zeros(cap, dtype=np.float32)
-        self.value = np.zeros(cap, dtype=np.float32)
+        self.device = torch.device(device)
+        on = {"device": self.device}
+        self.obs = torch.zeros((cap, obs_dim), dtype=torch.float32, **on)
+        self.mask = torch.zeros((cap, n_actions), dtype=torch.bool, **on)
+        self.action = torch.zeros(cap, dtype=torch.int64, **on)
+        self.logp = torch.zeros(cap, dtype=torch.float32, **on)
+        self.value = torch.zeros(cap, dtype=torch.float32, **on)
         self.reward = np.zeros(cap, dtype=np.float32)
         self.progress = np.zeros(cap, dtype=np.float32)  # each decision's progress value
         self.done = np.zeros(cap, dtype=bool)
@@ -105,29 +120,28 @@ class SeatRollout:
         self.size = 0
         self.blocks: list[tuple[int, int]] = []  # [start, end) of each add(), in time order
 
-    def add(self, rows: np.ndarray, seats: np.ndarray, obs: np.ndarray, mask: np.ndarray,
-            actions: np.ndarray, logp: np.ndarray, values: np.ndarray,
-            potential: np.ndarray | None = None, gamma: float = 1.0,
+    def add(self, rows: np.ndarray, seats: np.ndarray, obs: Any, mask: Any, actions: Any,
+            logp: Any, values: Any, potential: np.ndarray | None = None, gamma: float = 1.0,
             progress: np.ndarray | None = None) -> np.ndarray:
         """Record one step's learner decisions (one per row in ``rows``, at most one per row):
-        returns their transition indices. With ``potential`` (each decision's shaping
-        potential), the seat's previous transition gains ``gamma x potential`` and the new one
-        starts at ``-potential``: potential-based shaping, whose gains over a battle sum to
-        minus its first potential (a battle's end has potential 0). With ``progress`` (each
-        decision's progress value), the seat's previous transition gains the change since it
-        was made; nothing is paid back at the battle's end, so a battle's gains sum to the
-        change from the seat's first decision to its last."""
+        returns their transition indices. ``obs``, ``mask``, ``actions``, ``logp`` and
+        ``values`` are tensors (best on the rollout's device: no copy but the write) or arrays.
+        With ``potential`` (each decision's shaping potential), the seat's previous transition
+        gains ``gamma x potential`` and the new one starts at ``-potential``: potential-based
+        shaping, whose gains over a battle sum to minus its first potential (a battle's end
+        has potential 0). With ``progress`` (each decision's progress value), the seat's
+        previous transition gains the change since it was made; nothing is paid back at the
+        battle's end, so a battle's gains sum to the change from the seat's first decision to
+        its last."""
         n = len(rows)
         start = self.size
-        if start + n > len(self.action):
-            raise RuntimeError(f"SeatRollout full ({len(self.action)} transitions): more steps "
+        if start + n > len(self.next):
+            raise RuntimeError(f"SeatRollout full ({len(self.next)} transitions): more steps "
                                "than it was sized for")
         idx = np.arange(start, start + n)
-        self.obs[start:start + n] = obs
-        self.mask[start:start + n] = mask
-        self.action[start:start + n] = actions
-        self.logp[start:start + n] = logp
-        self.value[start:start + n] = values
+        for name, data in (("obs", obs), ("mask", mask), ("action", actions), ("logp", logp),
+                           ("value", values)):
+            getattr(self, name)[start:start + n] = torch.as_tensor(data)
         self.reward[start:start + n] = 0.0
         self.done[start:start + n] = False
         self.next[start:start + n] = -1
@@ -168,28 +182,41 @@ class SeatRollout:
             self.done[closing[closing >= 0]] = True
             self.pending[ended] = -1
 
-    def advantages(self, gamma: float, lam: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """GAE per seat over the complete transitions: ``(indices, advantages, returns)``.
+    def advantages(self, gamma: float,
+                   lam: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """GAE per seat over the complete transitions: ``(indices, advantages, returns)``,
+        tensors on the rollout's device.
 
         ``delta = r + gamma * V(next) * (1 - done) - V``; ``A = delta + gamma * lam * A(next) *
         (1 - done)``, with ``A(next) = 0`` when the successor is still pending (bootstrap).
-        Computed block by block backwards (a successor is always in a later block).
+        ``delta`` is computed at once; ``A`` block by block backwards (a successor is always
+        in a later block). Every value is the float32 arithmetic of the same operations in
+        the same order, on any device.
         """
-        adv = np.zeros(self.size, dtype=np.float32)
-        complete = np.zeros(self.size, dtype=bool)
-        g, gl = np.float32(gamma), np.float32(gamma * lam)
+        size, device = self.size, self.device
+        nxt = self.next[:size]
+        has = nxt >= 0
+        safe = np.where(has, nxt, 0)
+        done = self.done[:size]
+        complete = done | has
+        # the host's bookkeeping, to the device: one copy each
+        safe_t = torch.from_numpy(safe).to(device)
+        has_t = torch.from_numpy(has).to(device)
+        alive_t = torch.from_numpy(~done).to(device)
+        chained_t = torch.from_numpy(has & complete[safe]).to(device)  # A(next) exists
+        reward_t = torch.from_numpy(self.reward[:size]).to(device)
+        g = torch.tensor(gamma, dtype=torch.float32, device=device)
+        gl = torch.tensor(gamma * lam, dtype=torch.float32, device=device)
+        zero = torch.zeros((), dtype=torch.float32, device=device)
+        value = self.value[:size]
+        next_value = torch.where(has_t, value[safe_t], zero)
+        delta = reward_t + g * next_value * alive_t - value
+        adv = torch.zeros(size, dtype=torch.float32, device=device)
         for start, end in reversed(self.blocks):
-            nxt = self.next[start:end]
-            has = nxt >= 0
-            safe = np.where(has, nxt, 0)
-            alive = ~self.done[start:end]
-            next_value = np.where(has, self.value[safe], np.float32(0.0))
-            next_adv = np.where(has & complete[safe], adv[safe], np.float32(0.0))
-            adv[start:end] = (self.reward[start:end] + g * next_value * alive
-                              - self.value[start:end] + gl * next_adv * alive)
-            complete[start:end] = self.done[start:end] | has
-        idx = np.flatnonzero(complete)
-        return idx, adv[idx], adv[idx] + self.value[idx]
+            next_adv = torch.where(chained_t[start:end], adv[safe_t[start:end]], zero)
+            adv[start:end] = delta[start:end] + gl * next_adv * alive_t[start:end]
+        idx = torch.from_numpy(np.flatnonzero(complete)).to(device)
+        return idx, adv[idx], adv[idx] + value[idx]
 
     def carry(self) -> int:
         """Start the next rollout: keep only the pending transitions, moved to the front (in
@@ -197,8 +224,11 @@ class SeatRollout:
         live = self.pending >= 0
         src = np.sort(self.pending[live])
         m = len(src)
-        for arr in (self.obs, self.mask, self.action, self.logp, self.value, self.reward,
-                    self.progress):
+        src_t = torch.from_numpy(src).to(self.device)
+        for name in self.DEVICE_ARRAYS:
+            tensor = getattr(self, name)
+            tensor[:m] = tensor[src_t]
+        for arr in (self.reward, self.progress):
             arr[:m] = arr[src]
         self.done[:m] = False
         self.next[:m] = -1
@@ -207,26 +237,74 @@ class SeatRollout:
         self.blocks = [(0, m)] if m else []
         return m
 
-    _ARRAYS = ("obs", "mask", "action", "logp", "value", "reward", "progress", "done", "next")
+    _ARRAYS = DEVICE_ARRAYS + HOST_ARRAYS
 
     def state(self) -> dict[str, Any]:
-        """The transitions held (arrays up to ``size``), ``pending`` and ``blocks``: what
-        ``load_state`` needs to continue exactly (a resume checkpoint's part)."""
+        """The transitions held (NumPy arrays up to ``size``, whatever the device: a resume
+        checkpoint continues on either), ``pending`` and ``blocks``: what ``load_state`` needs
+        to continue exactly (a resume checkpoint's part)."""
+        held: dict[str, Any] = {name: getattr(self, name)[:self.size].cpu().numpy().copy()
+                                for name in self.DEVICE_ARRAYS}
+        held.update({name: getattr(self, name)[:self.size].copy() for name in self.HOST_ARRAYS})
         return {"size": self.size, "blocks": list(self.blocks),
-                "pending": self.pending.copy(),
-                **{name: getattr(self, name)[:self.size].copy() for name in self._ARRAYS}}
+                "pending": self.pending.copy(), **{name: held[name] for name in self._ARRAYS}}
 
     def load_state(self, state: dict[str, Any]) -> None:
-        """Put back what ``state`` recorded (a rollout of the same shape)."""
+        """Put back what ``state`` recorded (a rollout of the same shape, on any device)."""
         if state["pending"].shape != self.pending.shape:
             raise ValueError(f"rollout state of {state['pending'].shape} (rows, seats), this "
                              f"rollout has {self.pending.shape}")
         size = int(state["size"])
-        for name in self._ARRAYS:
+        for name in self.DEVICE_ARRAYS:
+            getattr(self, name)[:size] = torch.as_tensor(state[name]).to(self.device)
+        for name in self.HOST_ARRAYS:
             getattr(self, name)[:size] = state[name]
         self.pending[:] = state["pending"]
         self.size = size
         self.blocks = [tuple(b) for b in state["blocks"]]
+
+
+class StepUpload:
+    """A step's learner observations and masks on the learner's device, in one host-to-device
+    copy each. On the CPU the tensors are views of (or, for some rows, gathered from) the host
+    arrays, as the network always read them. On CUDA the rows are gathered straight into
+    page-locked (pinned) staging buffers, ``rows x obs_dim`` and ``rows x n_actions``
+    allocated once, and copied without blocking; the next call waits for that copy before
+    it reuses the buffers."""
+
+    def __init__(self, num_rows: int, obs_dim: int, n_actions: int,
+                 device: torch.device | str) -> None:
+        self.device = torch.device(device)
+        self._staged: tuple[np.ndarray, np.ndarray, torch.Tensor, torch.Tensor] | None = None
+        self._copied: Any = None  # the CUDA event after the last copy
+        if self.device.type == "cuda":
+            obs = torch.empty((num_rows, obs_dim), dtype=torch.float32, pin_memory=True)
+            mask = torch.empty((num_rows, n_actions), dtype=torch.bool, pin_memory=True)
+            self._staged = (obs.numpy(), mask.numpy(), obs, mask)
+
+    def __call__(self, obs: np.ndarray, mask: np.ndarray,
+                 rows: np.ndarray | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(obs, mask)`` of ``rows`` (``None``: every row) as tensors on the device."""
+        if self._staged is None:
+            obs_t, mask_t = torch.from_numpy(obs), torch.from_numpy(mask)
+            if rows is not None:
+                obs_t, mask_t = obs_t[rows], mask_t[rows]
+            return obs_t.to(self.device), mask_t.to(self.device)
+        obs_np, mask_np, obs_pin, mask_pin = self._staged
+        if self._copied is not None:
+            self._copied.synchronize()  # the last copy out of the buffers is done
+        k = len(obs) if rows is None else len(rows)
+        if rows is None:
+            np.copyto(obs_np[:k], obs)
+            np.copyto(mask_np[:k], mask)
+        else:
+            np.take(obs, rows, axis=0, out=obs_np[:k], mode="clip")
+            np.take(mask, rows, axis=0, out=mask_np[:k], mode="clip")
+        out = (obs_pin[:k].to(self.device, non_blocking=True),
+               mask_pin[:k].to(self.device, non_blocking=True))
+        self._copied = torch.cuda.Event()
+        self._copied.record()
+        return out
 
 
 # ============================================================================ evaluation

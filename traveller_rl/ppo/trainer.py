@@ -254,7 +254,7 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
     import torch
 
     from traveller_env.rules.rng import derive_seed
-    from traveller_rl.ppo.rollout import SeatRollout, plot_curve, sample_masked
+    from traveller_rl.ppo.rollout import SeatRollout, StepUpload, plot_curve, sample_masked
 
     groups, eval_vectors = prepared or prepare(args)
     first = groups[0].venv
@@ -277,7 +277,7 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
     # ---- seeding: one block (torch's initialisation, the sampler, NumPy's shuffles)
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
-    device = resolve_device(args.device)  # the learner's: rollout batches, inference, update
+    device = resolve_device(args.device)  # the learner's: the rollout, inference, update
     gen = torch.Generator(device=device).manual_seed(derive_seed(args.seed, 1) & (2**63 - 1))
     # the frozen pool plays on the CPU: it shares the sampler's generator there
     pool_gen = gen if device.type == "cpu" else \
@@ -343,7 +343,9 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
     batch.reset()
     timers.env += time.perf_counter() - t
 
-    rollout = SeatRollout(n, first.num_agents, obs_dim, first.n_actions, args.num_steps)
+    # the rollout's tensors live on the learner's device (docs/performance.md)
+    rollout = SeatRollout(n, first.num_agents, obs_dim, first.n_actions, args.num_steps, device)
+    upload = StepUpload(n, obs_dim, first.n_actions, device)
     shaping = RewardShaping.of(args, first)
     stats = BattleStats(n, len(groups), first.agent_sides, len(first.sides))
     settings = UpdateSettings.of(args)
@@ -411,9 +413,6 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
         learner's decisions: the learner's seats sample from the policy, the pool's play
         frozen."""
         nonlocal decisions
-        full_t = torch.from_numpy(batch.obs)
-        obs_t = torch.from_numpy(batch.learner_obs)
-        mask_t = torch.from_numpy(batch.mask)
         every = np.arange(n) if part is None else part
         whole = part is None and pool is None  # every row is a learner's: no gathering copy
         if pool is None:
@@ -423,24 +422,20 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
                        | (agent_sides[batch.agent[every]] == batch.side[every]))
             rows, others = every[learner], every[~learner]
         actions = np.zeros(n, dtype=np.int64)
+        # the learner's rows on the device: one copy each, read by the network and the rollout
+        o, m = upload(batch.learner_obs, batch.mask, None if whole else rows)
         with torch.no_grad():
-            o, m = (obs_t, mask_t) if whole else (obs_t[rows], mask_t[rows])
-            o, m = o.to(device), m.to(device)  # no copy on the CPU
             a, logp = sample_masked(net.actor(o), m, gen)
             value = net.value(o)
-            a, logp, value = a.cpu(), logp.cpu(), value.cpu()
-            actions[rows] = a.numpy()
+            actions[rows] = a.cpu().numpy()  # the step's one copy back: the vectors' actions
             if len(others):
-                actions[others] = pool.actions(others, full_t, mask_t, batch.agent)
+                actions[others] = pool.actions(others, torch.from_numpy(batch.obs),
+                                               torch.from_numpy(batch.mask), batch.agent)
         seen = batch.obs if whole else batch.obs[rows]
         phi = None if shaping.potential is None else shaping.potential(seen)
         prog = None if shaping.knockout is None else shaping.knockout(seen)
-        if whole:
-            rollout.add(rows, batch.agent, batch.learner_obs, batch.mask, a.numpy(),
-                        logp.numpy(), value.numpy(), phi, args.gamma, prog)
-        else:
-            rollout.add(rows, batch.agent[rows], batch.learner_obs[rows], batch.mask[rows],
-                        a.numpy(), logp.numpy(), value.numpy(), phi, args.gamma, prog)
+        rollout.add(rows, batch.agent if whole else batch.agent[rows], o, m, a, logp, value,
+                    phi, args.gamma, prog)
         decisions += len(rows)
         stats.decided_in(rows)
         if shaping.style is None:

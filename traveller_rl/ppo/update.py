@@ -1,7 +1,8 @@
 """The PPO update (CleanRL's): ``--epochs`` passes over the rollout's decisions in
 ``--minibatches`` shuffled minibatches, each a gradient step on the clipped surrogate, the
 clipped value loss and the entropy bonus, with gradient-norm clipping. The update runs where
-the network is (``--device``): the rollout's decisions go there in one copy per update."""
+the network is (``--device``), on the rollout's tensors where they already are (a
+``SeatRollout`` on that device: no copy; host arrays: one copy per update)."""
 
 from __future__ import annotations
 
@@ -61,19 +62,22 @@ class UpdateStats:
     clipfrac: float
 
 
-def ppo_update(net: Any, optimizer: torch.optim.Optimizer, rollout: Any, idx: np.ndarray,
-               adv: np.ndarray, ret: np.ndarray, rng: np.random.Generator,
-               settings: UpdateSettings) -> UpdateStats:
+def ppo_update(net: Any, optimizer: torch.optim.Optimizer, rollout: Any, idx: Any, adv: Any,
+               ret: Any, rng: np.random.Generator, settings: UpdateSettings) -> UpdateStats:
     """Update ``net`` (an ``agents.ppo_policy.ActorCritic``) on the decisions ``idx`` of
-    ``rollout`` (a ``SeatRollout``) with their advantages ``adv`` and returns ``ret``;
-    ``rng`` shuffles the minibatches. It runs on the device of ``net``'s parameters."""
+    ``rollout`` (a ``SeatRollout``, or anything with its ``obs``, ``mask``, ``action``,
+    ``logp`` and ``value``) with their advantages ``adv`` and returns ``ret`` (tensors, as
+    ``SeatRollout.advantages`` gives them, or arrays); ``rng`` shuffles the minibatches. It
+    runs on the device of ``net``'s parameters, reading tensors already there in place."""
     device = next(net.parameters()).device
-    b_obs = torch.from_numpy(rollout.obs[idx]).to(device)
-    b_mask = torch.from_numpy(rollout.mask[idx]).to(device)
-    b_act = torch.from_numpy(rollout.action[idx]).to(device)
-    b_logp = torch.from_numpy(rollout.logp[idx]).to(device)
-    b_val = torch.from_numpy(rollout.value[idx]).to(device)
-    b_adv, b_ret = torch.from_numpy(adv).to(device), torch.from_numpy(ret).to(device)
+
+    def there(data: Any) -> torch.Tensor:
+        return torch.as_tensor(data).to(device)
+
+    idx = there(idx)
+    b_obs, b_mask, b_act, b_logp, b_val = (
+        there(getattr(rollout, name))[idx] for name in ("obs", "mask", "action", "logp", "value"))
+    b_adv, b_ret = there(adv), there(ret)
     clip = settings.clip_coef
     batch = len(idx)
     mb_size = max(1, -(-batch // settings.minibatches))
@@ -109,5 +113,9 @@ def ppo_update(net: Any, optimizer: torch.optim.Optimizer, rollout: Any, idx: np
             loss.backward()
             torch.nn.utils.clip_grad_norm_(net.parameters(), settings.max_grad_norm)
             optimizer.step()
+    # one read back for every minibatch's share (float64, as the mean of Python floats;
+    # none for an empty batch: NaN, as before)
+    shares = (torch.stack(clipfracs).cpu().numpy().astype(np.float64) if clipfracs
+              else np.zeros(0))
     return UpdateStats(batch, pg_loss.item(), v_loss.item(), entropy.item(), approx_kl.item(),
-                       float(np.mean([c.item() for c in clipfracs])))
+                       float(shares.mean()))
