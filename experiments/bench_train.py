@@ -164,8 +164,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--ppo-fast-num-steps", type=int, default=32,
                         help="train_ppo --num-steps on the core backend and the free "
                         "environment (default: %(default)s)")
-    parser.add_argument("--ppo-threads", type=int, default=1,
-                        help="train_ppo --threads, torch threads (default: %(default)s)")
+    parser.add_argument("--ppo-threads", default="1",
+                        help="train_ppo --threads, torch threads, comma-separated (each with "
+                        "each --ppo-env-threads on the core backend; default: %(default)s)")
     parser.add_argument("--ppo-env-threads", default="0",
                         help="train_ppo --env-threads on the core backend, comma-separated "
                         "(0: the trainer's default; default: %(default)s)")
@@ -390,6 +391,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     env_threads = [int(k) for k in args.ppo_env_threads.split(",") if k.strip()]
+    torch_threads = [int(k) for k in str(args.ppo_threads).split(",") if k.strip()]
     devices = [d.strip() for d in args.ppo_device.split(",") if d.strip()]
     overlaps = overlap_modes(args.ppo_overlap)
     if args.ppo_repeats < 1:
@@ -430,16 +432,16 @@ def main(argv: list[str] | None = None) -> int:
                        if backend == "python" else
                        (args.ppo_fast_num_envs, args.ppo_fast_num_steps,
                         args.ppo_fast_decisions))
-            configs = [(k, device, ov) for k in env_threads for device in devices
-                       for ov in overlaps] if backend == "core" else \
-                [(1, device, False) for device in devices]
+            configs = [(k, th, device, ov) for th in torch_threads for k in env_threads
+                       for device in devices for ov in overlaps] if backend == "core" else \
+                [(1, torch_threads[0], device, False) for device in devices]
             repeats = args.ppo_repeats if backend == "core" else 1
             runs: dict[tuple, list[dict[str, Any]]] = {c: [] for c in configs}
             for _ in range(repeats):  # alternating rounds: each configuration once per round
-                for k, device, ov in configs:
+                for k, th, device, ov in configs:
                     wait_quiet(args.ppo_wait_quiet)
-                    runs[(k, device, ov)].append(train_ppo_figures(
-                        scenario, backend, d, n, t, args.ppo_threads, env_threads=k,
+                    runs[(k, th, device, ov)].append(train_ppo_figures(
+                        scenario, backend, d, n, t, th, env_threads=k,
                         device=device, opponents=args.ppo_opponents, overlap=ov))
             first = None
             for config in configs:
@@ -453,6 +455,7 @@ def main(argv: list[str] | None = None) -> int:
                 label = ("train_ppo (free env" if backend == "free"
                          else f"train_ppo ({backend}") + (
                     f", {row['env_threads']} env thr" if backend == "core" else "") + (
+                    f", {row['threads']} torch thr" if len(torch_threads) > 1 else "") + (
                     ", overlap" if row["overlap"] else "") + f", {row['device']})"
                 print(f"{'':<10}{label:<34}{f'{n} x {t}':>10}"
                       f"{row['decisions_per_second']:>13,.0f}{row['env_share']:>11.1%}"
