@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -20,10 +20,10 @@ import numpy as np
 import traveller_env
 from traveller_env.rules.battle import Battle
 
-from .base import PassivePolicy, Policy, policy_action
+from .base import PassivePolicy, Policy, RandomPolicy, policy_action
 
 __all__ = ["evaluate_matchup", "evaluate_range", "format_matchups", "matchup_counts",
-           "mean_interval", "play_battle", "play_turns", "wilson_interval"]
+           "mean_interval", "play_battle", "play_turns", "random_decisions", "wilson_interval"]
 
 Z95 = 1.959963984540054
 
@@ -79,6 +79,33 @@ def play_turns(env: Any, policies: Mapping[str, Policy],
         env.step(action)
         decisions += 1
     return decisions
+
+
+def random_decisions(env: Any, n: int, seed: int = 0,
+                     on_battle: Callable[[int], None] | None = None
+                     ) -> Iterator[tuple[str, np.ndarray, np.ndarray]]:
+    """The first ``n`` decisions of random legal battles on ``env`` (a ``TravellerEnv``):
+    battle ``b`` is seeded ``seed + b`` and every move is a ``RandomPolicy(seed)``'s. Yields
+    ``(agent, observation, action mask)`` before each move, for callers that ask other
+    policies what they would do there; ``on_battle(battle_seed)`` runs after each reset."""
+    mover = RandomPolicy(seed=seed)
+    taken = battle = 0
+    while taken < n:
+        env.reset(seed=seed + battle)
+        if on_battle is not None:
+            on_battle(seed + battle)
+        battle += 1
+        for agent in env.agent_iter():
+            obs, _, term, trunc, _ = env.last()
+            if term or trunc:
+                env.step(None)
+                continue
+            if taken == n:
+                break
+            o, m = obs["observation"], obs["action_mask"]
+            yield agent, o, m
+            taken += 1
+            env.step(mover.act(o, m, agent, env))
 
 
 def play_battle(env: Any, policies: Mapping[str, Policy], seed: int) -> Battle:

@@ -76,26 +76,11 @@ def record_decisions(scenario: str, n: int, seed: int,
     ``scenario`` (seeds ``seed``, ``seed + 1``, ...), and the environment that played them
     (policies translate masks with its ``relative_actions``, which depend on the seat only);
     ``env_kwargs``: the env's ``layout`` and views."""
-    from agents.base import RandomPolicy
+    from agents.evaluation import random_decisions
     from traveller_env.env import TravellerEnv
 
     env = TravellerEnv(scenario, **env_kwargs)
-    mover = RandomPolicy(seed=seed)
-    rows: list[tuple] = []
-    battle = seed
-    while len(rows) < n:
-        env.reset(seed=battle)
-        battle += 1
-        for agent in env.agent_iter():
-            obs, _, term, trunc, _ = env.last()
-            if term or trunc:
-                env.step(None)
-                continue
-            if len(rows) == n:
-                break
-            o, m = obs["observation"], obs["action_mask"]
-            rows.append((o.copy(), m.copy(), agent))
-            env.step(mover.act(o, m, agent, env))
+    rows = [(o.copy(), m.copy(), agent) for agent, o, m in random_decisions(env, n, seed)]
     return env, rows
 
 

@@ -22,8 +22,8 @@ ort = pytest.importorskip("onnxruntime")
 onnx = pytest.importorskip("onnx")
 torch = pytest.importorskip("torch")
 
-from agents.base import RandomPolicy  # noqa: E402
 from agents.checkpoint import ensemble_bytes, read_checkpoint  # noqa: E402
+from agents.evaluation import random_decisions  # noqa: E402
 from agents.onnx_export import export_onnx  # noqa: E402
 from agents.onnx_policy import OnnxPolicy, read_metadata  # noqa: E402
 from agents.ppo_policy import ActorCritic, checkpoint_bytes, load_ppo_policy  # noqa: E402
@@ -78,28 +78,15 @@ def decisions(scenario: str, policies: dict, n: int, seed: int = 0,
     the first ``n`` decisions every policy's action, and the observations and relative
     masks."""
     env = raw_env(scenario, backend="python", layout=layout, **VIEWS)
-    mover = RandomPolicy(seed=seed)
     acts = {k: [] for k in policies}
     obs_rows, masks = [], []
-    battle = 0
-    while len(obs_rows) < n:
-        env.reset(seed=seed + battle)
-        battle += 1
-        for agent in env.agent_iter():
-            obs, _, term, trunc, _ = env.last()
-            if term or trunc:
-                env.step(None)
-                continue
-            if len(obs_rows) == n:
-                break
-            o, m = obs["observation"], obs["action_mask"]
-            for k, p in policies.items():
-                action = p.act(o, m, agent, env)
-                assert m[action], f"{k} chose an illegal action"
-                acts[k].append(action)
-            obs_rows.append(o)
-            masks.append(env.relative_actions.mask(agent, m))
-            env.step(mover.act(o, m, agent, env))
+    for agent, o, m in random_decisions(env, n, seed):
+        for k, p in policies.items():
+            action = p.act(o, m, agent, env)
+            assert m[action], f"{k} chose an illegal action"
+            acts[k].append(action)
+        obs_rows.append(o)
+        masks.append(env.relative_actions.mask(agent, m))
     return (np.array(obs_rows, np.float32), np.array(masks, np.float32),
             {k: np.array(v) for k, v in acts.items()})
 

@@ -23,7 +23,7 @@ ort = pytest.importorskip("onnxruntime")
 onnx = pytest.importorskip("onnx")
 torch = pytest.importorskip("torch")
 
-from agents.base import RandomPolicy  # noqa: E402
+from agents.evaluation import random_decisions  # noqa: E402
 from agents.onnx_export import export_onnx  # noqa: E402
 from agents.onnx_policy import OnnxPolicy, read_metadata  # noqa: E402
 from agents.ppo_policy import ActorCritic, checkpoint_bytes, load_ppo_policy  # noqa: E402
@@ -77,27 +77,17 @@ def play_decisions(scenario: str, policies: dict, n: int = DECISIONS, seed: int 
     policy's action for the deciding seat. Returns ``(observations, relative masks, actions
     by policy name)``."""
     env = TravellerEnv(scenario)
-    mover = RandomPolicy(seed=seed)
     obs_rows, mask_rows, acts = [], [], {k: [] for k in policies}
-    battle = 0
-    while len(obs_rows) < n:
-        env.reset(seed=seed + battle)
+
+    def reset_policies(battle_seed: int) -> None:
         for p in policies.values():
-            p.reset(seed + battle)
-        battle += 1
-        for agent in env.agent_iter():
-            obs, _, term, trunc, _ = env.last()
-            if term or trunc:
-                env.step(None)
-                continue
-            if len(obs_rows) == n:
-                break
-            o, m = obs["observation"], obs["action_mask"]
-            for k, p in policies.items():
-                acts[k].append(p.act(o, m, agent, env))
-            obs_rows.append(o.copy())
-            mask_rows.append(env.relative_actions.mask(agent, m))
-            env.step(mover.act(o, m, agent, env))
+            p.reset(battle_seed)
+
+    for agent, o, m in random_decisions(env, n, seed, on_battle=reset_policies):
+        for k, p in policies.items():
+            acts[k].append(p.act(o, m, agent, env))
+        obs_rows.append(o.copy())
+        mask_rows.append(env.relative_actions.mask(agent, m))
     return np.array(obs_rows), np.array(mask_rows), {k: np.array(v) for k, v in acts.items()}
 
 

@@ -20,7 +20,7 @@ ort = pytest.importorskip("onnxruntime")
 onnx = pytest.importorskip("onnx")
 torch = pytest.importorskip("torch")
 
-from agents.base import RandomPolicy  # noqa: E402
+from agents.evaluation import random_decisions  # noqa: E402
 from agents.onnx_policy import OnnxPolicy, read_metadata  # noqa: E402
 from agents.ppo_policy import ActorCritic, checkpoint_bytes, load_ppo_policy  # noqa: E402
 from agents.registry import make_policy  # noqa: E402
@@ -81,25 +81,12 @@ def decisions(scenario: str, policies: dict, n: int, layout: str | None, seed: i
     """Random legal battles of ``scenario`` (its env laid out by ``layout``, or its own);
     every policy's action for the deciding seat at each of the first ``n`` decisions."""
     env = TravellerEnv(scenario, **({"layout": layout} if layout else {}))
-    mover = RandomPolicy(seed=seed)
     acts = {k: [] for k in policies}
-    battle = 0
-    while len(acts[next(iter(acts))]) < n:
-        env.reset(seed=seed + battle)
-        battle += 1
-        for agent in env.agent_iter():
-            obs, _, term, trunc, _ = env.last()
-            if term or trunc:
-                env.step(None)
-                continue
-            if len(acts[next(iter(acts))]) == n:
-                break
-            o, m = obs["observation"], obs["action_mask"]
-            for k, p in policies.items():
-                action = p.act(o, m, agent, env)
-                assert m[action], f"{k} chose an illegal action"
-                acts[k].append(action)
-            env.step(mover.act(o, m, agent, env))
+    for agent, o, m in random_decisions(env, n, seed):
+        for k, p in policies.items():
+            action = p.act(o, m, agent, env)
+            assert m[action], f"{k} chose an illegal action"
+            acts[k].append(action)
     return {k: np.array(v) for k, v in acts.items()}
 
 
