@@ -7,9 +7,11 @@
   one thread (``bench_vector.thread_scaling``);
 * **training end to end**: ``traveller train ppo --scenario squad --opponents red=tactician``
   (``bench_train.train_ppo_figures``: the trainer's own decisions per second and its shares of
-  battles, inference and updates) with one thread (``--env-threads 1 --threads 1``) and with
-  every core (``--env-threads N --threads N``), on the CPU and, where torch sees one, on the
-  GPU (``--device cuda``).
+  battles, inference and updates) on one thread (``--env-threads 1 --threads 1
+  --update-threads 1``), with every core for the battles and the update (``--env-threads N
+  --threads 1 --update-threads N``, the trainer's default on N cores up to 8) and with every
+  core for inference too (``--threads N``), on the CPU and, where torch sees one, on the GPU
+  (``--device cuda``).
 
 ::
 
@@ -100,15 +102,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"vector {scenario} vs {opponent} N={sizes['vector_envs']}: " + ", ".join(
             f"{k}: {s['decisions_per_s'][str(k)]:,.0f}/s "
             f"({s['fraction_of_linear'][str(k)]:.0%})" for k in counts), flush=True)
+    # (battle threads, torch threads choosing actions, torch threads in the update)
+    configs = list(dict.fromkeys([(1, 1, 1), (cores, 1, cores), (cores, cores, cores)]))
     for device in devices:
-        for k in sorted({1, cores}):
+        for k, choose, learn in configs:
             with contextlib.redirect_stdout(io.StringIO()):
                 row = train_ppo_figures("squad", "core", sizes["train_decisions"],
-                                        sizes["train_envs"], sizes["train_steps"], threads=k,
-                                        env_threads=k, device=device,
-                                        opponents="red=tactician")
+                                        sizes["train_envs"], sizes["train_steps"],
+                                        threads=choose, env_threads=k, device=device,
+                                        opponents="red=tactician", update_threads=learn)
             result["train"].append(row)
-            print(f"train ppo squad vs tactician, {k} thread(s), {row['device']}: "
+            print(f"train ppo squad vs tactician, {k} battle thread(s), torch {choose} "
+                  f"choosing / {learn} updating, {row['device']}: "
                   f"{row['decisions_per_second']:,.0f} decisions/s (battles "
                   f"{row['env_share']:.0%}, inference {row['inference_share']:.0%}, updates "
                   f"{row['update_share']:.0%})", flush=True)

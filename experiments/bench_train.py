@@ -167,6 +167,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--ppo-threads", default="1",
                         help="train_ppo --threads, torch threads, comma-separated (each with "
                         "each --ppo-env-threads on the core backend; default: %(default)s)")
+    parser.add_argument("--ppo-update-threads", default="0",
+                        help="train_ppo --update-threads, torch threads during the update, "
+                        "comma-separated (each with each --ppo-threads and --ppo-env-threads on "
+                        "the core backend; 0: the trainer's default; default: %(default)s)")
     parser.add_argument("--ppo-env-threads", default="0",
                         help="train_ppo --env-threads on the core backend, comma-separated "
                         "(0: the trainer's default; default: %(default)s)")
@@ -309,12 +313,13 @@ class FreeVector:
 def train_ppo_figures(scenario: str, backend: str, decisions: int, num_envs: int,
                       num_steps: int, threads: int, env_threads: int = 1,
                       device: str = "cpu", opponents: str = "red=random",
-                      overlap: bool = False) -> dict[str, Any]:
+                      overlap: bool = False, update_threads: int = 0) -> dict[str, Any]:
     """``traveller_rl/ppo/trainer.py`` for ``decisions`` learner decisions against
     ``opponents`` (no evaluation, run folder in a temporary directory): its own timers, and
     ``others_cpu``, the cores other processes used meanwhile (``None`` without
     ``/proc/stat``). Backend ``"free"`` trains on ``FreeVector`` instead (the learner-only
-    ceiling). ``overlap``: the trainer's ``--overlap`` (core backend)."""
+    ceiling). ``overlap``: the trainer's ``--overlap`` (core backend); ``update_threads``:
+    its ``--update-threads`` (0: its default)."""
     import contextlib
     import io
     import tempfile
@@ -322,13 +327,15 @@ def train_ppo_figures(scenario: str, backend: str, decisions: int, num_envs: int
     from traveller_rl.ppo.rows import env_threads as env_threads_of
     from traveller_rl.ppo.trainer import Args, Group, train
     from traveller_rl.ppo.update import resolve_device
+    from traveller_rl.ppo.update import update_threads as update_threads_of
 
     with tempfile.TemporaryDirectory() as tmp:
         args = Args(scenario=scenario, opponents=opponents, total_timesteps=decisions,
                     seed=0, out=tmp, backend="python" if backend == "free" else backend,
                     num_envs=num_envs, num_steps=num_steps, env_threads=env_threads,
                     device=device, threads=threads, eval_every=0, eval_battles=0,
-                    final_eval_battles=0, progress=False, overlap=overlap)
+                    final_eval_battles=0, progress=False, overlap=overlap,
+                    update_threads=update_threads)
         prepared = None
         if backend == "free":
             prepared = ([Group(FreeVector(scenario, num_envs), 0, num_envs, "learn", 0,
@@ -342,6 +349,7 @@ def train_ppo_figures(scenario: str, backend: str, decisions: int, num_envs: int
         result = json.loads((Path(tmp) / "evaluation.json").read_text())
     return {"scenario": scenario, "backend": backend, "num_envs": num_envs,
             "num_steps": num_steps, "threads": threads,
+            "update_threads": update_threads_of(update_threads),
             "env_threads": env_threads_of(args) if backend == "core" else 1,
             "device": str(resolve_device(device)), "overlap": overlap,
             "others_cpu": others, "decisions": result["decisions"],
@@ -392,6 +400,7 @@ def main(argv: list[str] | None = None) -> int:
 
     env_threads = [int(k) for k in args.ppo_env_threads.split(",") if k.strip()]
     torch_threads = [int(k) for k in str(args.ppo_threads).split(",") if k.strip()]
+    learner_threads = [int(k) for k in str(args.ppo_update_threads).split(",") if k.strip()]
     devices = [d.strip() for d in args.ppo_device.split(",") if d.strip()]
     overlaps = overlap_modes(args.ppo_overlap)
     if args.ppo_repeats < 1:
@@ -432,17 +441,19 @@ def main(argv: list[str] | None = None) -> int:
                        if backend == "python" else
                        (args.ppo_fast_num_envs, args.ppo_fast_num_steps,
                         args.ppo_fast_decisions))
-            configs = [(k, th, device, ov) for th in torch_threads for k in env_threads
+            configs = [(k, th, u, device, ov) for u in learner_threads
+                       for th in torch_threads for k in env_threads
                        for device in devices for ov in overlaps] if backend == "core" else \
-                [(1, torch_threads[0], device, False) for device in devices]
+                [(1, torch_threads[0], learner_threads[0], device, False) for device in devices]
             repeats = args.ppo_repeats if backend == "core" else 1
             runs: dict[tuple, list[dict[str, Any]]] = {c: [] for c in configs}
             for _ in range(repeats):  # alternating rounds: each configuration once per round
-                for k, th, device, ov in configs:
+                for k, th, u, device, ov in configs:
                     wait_quiet(args.ppo_wait_quiet)
-                    runs[(k, th, device, ov)].append(train_ppo_figures(
+                    runs[(k, th, u, device, ov)].append(train_ppo_figures(
                         scenario, backend, d, n, t, th, env_threads=k,
-                        device=device, opponents=args.ppo_opponents, overlap=ov))
+                        device=device, opponents=args.ppo_opponents, overlap=ov,
+                        update_threads=u))
             first = None
             for config in configs:
                 row = median_run(runs[config])
@@ -456,6 +467,7 @@ def main(argv: list[str] | None = None) -> int:
                          else f"train_ppo ({backend}") + (
                     f", {row['env_threads']} env thr" if backend == "core" else "") + (
                     f", {row['threads']} torch thr" if len(torch_threads) > 1 else "") + (
+                    f", {row['update_threads']} upd thr" if len(learner_threads) > 1 else "") + (
                     ", overlap" if row["overlap"] else "") + f", {row['device']})"
                 print(f"{'':<10}{label:<34}{f'{n} x {t}':>10}"
                       f"{row['decisions_per_second']:>13,.0f}{row['env_share']:>11.1%}"

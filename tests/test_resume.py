@@ -76,6 +76,21 @@ def test_a_changed_flag_is_refused_naming_it_and_budgets_may_change():
         resume.check_resumable_config(saved, {**saved, "seed": 2})
 
 
+def test_a_checkpoint_from_before_update_threads_updated_on_threads():
+    """Runs saved before --update-threads existed updated on --threads: they resume with
+    --update-threads equal to it, and a different count is refused naming the flag."""
+    import dataclasses
+
+    from traveller_rl.ppo.args import Args
+    from traveller_rl.ppo.trainer import check_resume
+
+    old = dataclasses.asdict(Args(threads=1))
+    del old["update_threads"]
+    check_resume(Args(threads=1, update_threads=1), {"args": old})
+    with pytest.raises(ValueError, match=r"--update-threads \(checkpoint: 1, now: 0\)"):
+        check_resume(Args(threads=1), {"args": old})
+
+
 def test_checkpoints_round_trip_and_other_versions_are_refused(tmp_path):
     state = {"update": 7, "weights": torch.arange(5.0), "rows": b"\x00\x01"}
     path = resume.write_checkpoint(tmp_path, state)
@@ -241,6 +256,7 @@ def test_a_resumed_run_continues_a_stopped_one_exactly(uninterrupted, tmp_path):
     (["--lr", "0.001"], r"--lr \(checkpoint: 0.00025, now: 0.001\)"),
     (["--overwrite"], "--resume and --overwrite"),
     (["--backend", "core"], r"--backend \(checkpoint: 'python', now: 'core'\)"),
+    (["--update-threads", "2"], r"--update-threads \(checkpoint: 0, now: 2\)"),
 ])
 def test_resume_refuses_what_it_cannot_continue_naming_the_flag(uninterrupted, tmp_path,
                                                                  flags, message, capsys):

@@ -102,6 +102,73 @@ def test_env_threads_flag_resolves_and_refuses_bad_values():
         env_threads(Args(env_threads=-1))
 
 
+def test_update_threads_flag_resolves_and_refuses_bad_values():
+    from traveller_rl.ppo.rows import available_cores
+    from traveller_rl.ppo.update import MAX_AUTO_UPDATE_THREADS, update_threads
+
+    assert update_threads(3) == 3
+    assert update_threads(0) == min(available_cores(), MAX_AUTO_UPDATE_THREADS)
+    for bad in (-1, 257, 1.5, True):
+        with pytest.raises(ValueError, match="--update-threads"):
+            update_threads(bad)
+
+
+def test_torch_threads_are_widened_inside_the_block_only():
+    from traveller_rl.ppo.update import torch_threads
+
+    before = torch.get_num_threads()
+    with torch_threads(before + 1):
+        assert torch.get_num_threads() == before + 1
+    assert torch.get_num_threads() == before
+    with pytest.raises(RuntimeError), torch_threads(before + 2):
+        raise RuntimeError("an update that fails")
+    assert torch.get_num_threads() == before
+
+
+def test_the_update_runs_on_update_threads_and_the_rollouts_on_threads(monkeypatch, tmp_path):
+    """--update-threads widens torch's threads for the PPO update only: the policy's choices
+    (the rollouts, beside the battle threads) stay on --threads."""
+    import traveller_rl.ppo.rollout as rollout_module
+    from traveller_rl.ppo import trainer
+
+    seen: dict[str, set[int]] = {"update": set(), "choose": set()}
+    real_update, real_sample = trainer.ppo_update, rollout_module.sample_masked
+
+    def update(*a, **k):
+        seen["update"].add(torch.get_num_threads())
+        return real_update(*a, **k)
+
+    def sample(*a, **k):
+        seen["choose"].add(torch.get_num_threads())
+        return real_sample(*a, **k)
+
+    monkeypatch.setattr(trainer, "ppo_update", update)
+    monkeypatch.setattr(rollout_module, "sample_masked", sample)
+    _learn_briefly(tmp_path / "run", "--update-threads", "2")
+    assert seen == {"update": {2}, "choose": {1}}
+    assert torch.get_num_threads() == 1
+
+
+def _learn_briefly(out: Path, *extra: str) -> Path:
+    from traveller_rl.ppo import trainer
+
+    backend = "core" if core.available() else "python"
+    assert trainer.main(["--scenario", "duel", "--opponents", "red=rush", "--seed", "3",
+                         "--total-timesteps", "1024", "--num-envs", "16", "--num-steps", "16",
+                         "--threads", "1", "--eval-every", "0", "--eval-battles", "0",
+                         "--final-eval-battles", "0", "--backend", backend, "--no-progress",
+                         "--out", str(out), *extra]) == 0
+    return out
+
+
+def test_update_threads_give_a_reproducible_run(tmp_path):
+    """The same --update-threads count gives the same ppo.pt byte for byte."""
+    runs = [_learn_briefly(tmp_path / f"run{i}", "--update-threads", "2") for i in range(2)]
+    assert (runs[0] / "ppo.pt").read_bytes() == (runs[1] / "ppo.pt").read_bytes()
+    config = json.loads((runs[0] / "config.json").read_text())
+    assert config["args"]["update_threads"] == 2
+
+
 def test_device_flag():
     from traveller_rl.ppo.update import resolve_device
 
@@ -175,9 +242,25 @@ def test_bench_machine_smoke(tmp_path):
     for case in result["vector"].values():
         assert case["fraction_of_linear"]["1"] == pytest.approx(1.0)
         assert all(rate > 0 for rate in case["decisions_per_s"].values())
-    assert [(r["env_threads"], r["device"]) for r in result["train"]] == [(1, "cpu"),
-                                                                           (2, "cpu")]
+    assert [(r["env_threads"], r["threads"], r["update_threads"], r["device"])
+            for r in result["train"]] == [(1, 1, 1, "cpu"), (2, 1, 2, "cpu"), (2, 2, 2, "cpu")]
     assert all(r["decisions"] >= 256 for r in result["train"])
+
+
+@needs_core
+def test_bench_train_takes_a_list_of_update_threads(tmp_path):
+    """``experiments.bench_train --ppo-update-threads 1,2``: a row per count, in order."""
+    from experiments import bench_train
+
+    out = tmp_path / "bench.json"
+    assert bench_train.main(["--skip-maskable", "--skip-free", "--ppo-scenarios", "squad",
+                             "--ppo-backends", "core", "--ppo-fast-num-envs", "16",
+                             "--ppo-fast-num-steps", "8", "--ppo-fast-decisions", "256",
+                             "--ppo-env-threads", "2", "--ppo-update-threads", "1,2",
+                             "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["train_ppo"]
+    assert [(r["env_threads"], r["update_threads"]) for r in rows] == [(2, 1), (2, 2)]
+    assert rows[0]["ratio_to_first"] == 1.0 and rows[1]["decisions_per_second"] > 0
 
 
 # ---------------------------------------------------------------- where the rollout lives

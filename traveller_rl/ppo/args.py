@@ -213,7 +213,12 @@ class Args:
     """--arch entity: transformer blocks mixing the actor's slot tokens before pooling (0:
     none; an entity critic has none). --embed must be a multiple of their 4 heads"""
     threads: int = 1
-    """torch CPU threads (1: reproducible to the byte, and fastest for small networks)"""
+    """torch CPU threads while the policy chooses actions (rollouts, evaluations; 1 is fastest
+    beside the battle threads)"""
+    update_threads: int = 0
+    """torch CPU threads during the PPO update, when the battles wait (0: one per available
+    core, at most 8). The count is part of the run: the same count gives the same ppo.pt byte
+    for byte; pass 1 for the same bytes on every machine"""
     env_threads: int = 0
     """threads stepping the battles (--backend core; the results are identical for any count):
     0 picks one per available core, at most 8; 1 steps every row on the calling thread"""
@@ -258,6 +263,7 @@ class Args:
                         ("--epochs", self.epochs, 1),
                         ("--minibatches", self.minibatches, 1),
                         ("--threads", self.threads, 1),
+                        ("--update-threads", self.update_threads, 0),
                         ("--env-threads", self.env_threads, 0),
                         ("--embed", self.embed, 1),
                         ("--attention", self.attention, 0),
@@ -404,8 +410,8 @@ HELP_GROUPS: dict[str, tuple[str, ...]] = {
     "reward shaping": ("style", "knockouts", "potential"),
     "observation views": ("move_view", "aim_view", "attack_view"),
     "budget": ("total_timesteps", "stop_after_updates", "max_train_seconds", "seed",
-               "backend", "num_envs", "num_steps", "threads", "env_threads", "overlap",
-               "device"),
+               "backend", "num_envs", "num_steps", "threads", "update_threads", "env_threads",
+               "overlap", "device"),
     "PPO hyperparameters": ("lr", "anneal_lr", "epochs", "minibatches", "gamma", "gae_lambda",
                             "clip_coef", "ent_coef", "vf_coef", "max_grad_norm"),
     "network": ("init", "hidden", "arch", "embed", "critic", "attention"),

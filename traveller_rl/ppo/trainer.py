@@ -71,7 +71,8 @@ several), ``learning_curve.png`` (evaluations with intervals, training win rates
 ``evaluation.json``; with ``--checkpoint-every``, ``resume.ckpt``, which ``--resume DIR``
 continues from (either backend; see docs/training.md). The same seed
 and flags on one thread (``--threads 1``) give the same ``ppo.pt``, byte for byte, on either
-backend (the backends play the same battles), resumed or not.
+backend (the backends play the same battles), resumed or not, for any ``--env-threads`` and
+the same ``--update-threads`` count (the update's torch threads, by default one per core).
 """
 
 from __future__ import annotations
@@ -157,7 +158,13 @@ from traveller_rl.ppo.shaping import (
     parse_style,
     parse_terms,
 )
-from traveller_rl.ppo.update import UpdateSettings, ppo_update, resolve_device
+from traveller_rl.ppo.update import (
+    UpdateSettings,
+    ppo_update,
+    resolve_device,
+    torch_threads,
+    update_threads,
+)
 
 # the trainer's own names, and the ones that lived here before it was split by
 # responsibility and are imported from here still
@@ -276,6 +283,7 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
 
     # ---- seeding: one block (torch's initialisation, the sampler, NumPy's shuffles)
     torch.set_num_threads(args.threads)
+    learner_threads = update_threads(args.update_threads)  # widened for the update only
     torch.manual_seed(args.seed)
     device = resolve_device(args.device)  # the learner's: the rollout, inference, update
     gen = torch.Generator(device=device).manual_seed(derive_seed(args.seed, 1) & (2**63 - 1))
@@ -482,7 +490,8 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
         # ---- GAE per seat, then the PPO update
         t = time.perf_counter()
         idx, adv, ret = rollout.advantages(args.gamma, args.gae_lambda)
-        losses = ppo_update(net, optimizer, rollout, idx, adv, ret, rng, settings)
+        with torch_threads(learner_threads):
+            losses = ppo_update(net, optimizer, rollout, idx, adv, ret, rng, settings)
         carried = rollout.carry()
         update += 1
         timers.update += time.perf_counter() - t
@@ -559,8 +568,11 @@ def check_resume(args: Args, checkpoint: dict[str, Any]) -> None:
     """``ValueError`` naming each flag of ``args`` that differs from the checkpoint's run
     (budgets and verbosity may change; the folder is the run's own, whatever ``--out`` first
     named it)."""
-    # a checkpoint from before --overlap existed ran without it
-    check_resumable_config({"overlap": False, **checkpoint["args"], "out": ""},
+    # a checkpoint from before --overlap existed ran without it, and before --update-threads
+    # it updated on --threads
+    saved = checkpoint["args"]
+    check_resumable_config({"overlap": False, "update_threads": saved.get("threads", 1),
+                            **saved, "out": ""},
                            {**dataclasses.asdict(args), "out": ""})
 
 

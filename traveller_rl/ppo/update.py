@@ -6,13 +6,16 @@ the network is (``--device``), on the rollout's tensors where they already are (
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
-__all__ = ["DEVICES", "UpdateSettings", "UpdateStats", "ppo_update", "resolve_device"]
+__all__ = ["DEVICES", "MAX_AUTO_UPDATE_THREADS", "UpdateSettings", "UpdateStats", "ppo_update",
+           "resolve_device", "torch_threads", "update_threads"]
 
 #: ``--device`` choices.
 DEVICES = ("cpu", "cuda", "auto")
@@ -29,6 +32,37 @@ def resolve_device(name: str) -> torch.device:
         raise ValueError("--device cuda: torch sees no GPU here (torch.cuda.is_available() is "
                          "False); use --device cpu or auto")
     return torch.device(name)
+
+
+#: ``--update-threads 0``: one torch thread per available core, at most this many.
+MAX_AUTO_UPDATE_THREADS = 8
+
+
+def update_threads(k: int) -> int:
+    """``--update-threads``: torch's CPU threads during the update, or with 0 one per
+    available core up to ``MAX_AUTO_UPDATE_THREADS`` (``ValueError`` naming the flag if
+    negative or over 256)."""
+    from traveller_rl.ppo.rows import available_cores
+
+    if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= 256:
+        raise ValueError(f"--update-threads must be an int in [0, 256] (0: one per core, at "
+                         f"most {MAX_AUTO_UPDATE_THREADS}), got {k!r}")
+    return k or min(available_cores(), MAX_AUTO_UPDATE_THREADS)
+
+
+@contextmanager
+def torch_threads(n: int) -> Iterator[None]:
+    """torch's CPU threads set to ``n`` inside the block and restored after it. The trainer
+    widens them for the update only: during the rollouts the battle threads have the cores,
+    and idle torch workers spinning beside them would slow the battles down."""
+    before = torch.get_num_threads()
+    if n != before:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        if n != before:
+            torch.set_num_threads(before)
 
 
 @dataclass(frozen=True)
