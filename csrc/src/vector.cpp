@@ -3,6 +3,7 @@
 #include "traveller/vector.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -201,22 +202,35 @@ StepRefusal VecBattles::step(const std::int64_t* actions, const std::uint8_t* fo
         }
         return StepRefusal{};
     }
-    // Rows are independent: contiguous chunks, one per worker (the same workers every call),
-    // each with its own skip count.
+    // Rows are independent: the workers (the same threads every call) take blocks of rows
+    // as they come free, each with its own skip count, so a step does not wait for one
+    // worker's fixed share when its thread was displaced or its rows plan longer. A row's
+    // result does not depend on the thread that steps it.
     std::vector<std::int64_t> skipped(static_cast<std::size_t>(workers), 0);
     std::vector<int> failed(static_cast<std::size_t>(workers), -1);
+    const int block = std::max(1, n / (workers * kBlocksPerWorker));
+    std::atomic<int> next{0};
     const std::function<void(int)> job = [&](int w) {
-        const int lo = static_cast<int>(static_cast<std::int64_t>(n) * w / workers);
-        const int hi = static_cast<int>(static_cast<std::int64_t>(n) * (w + 1) / workers);
-        failed[static_cast<std::size_t>(w)] = step_rows(lo, hi, skipped[static_cast<std::size_t>(w)]);
+        const auto k = static_cast<std::size_t>(w);
+        for (;;) {
+            const int lo = next.fetch_add(block, std::memory_order_relaxed);
+            if (lo >= n) return;
+            const int r = step_rows(lo, std::min(n, lo + block), skipped[k]);
+            if (r >= 0) {  // this worker stops; the lowest stuck row is reported
+                failed[k] = r;
+                return;
+            }
+        }
     };
     workers_.run(workers, job);
     for (auto s : skipped) skipped_ += s;
+    int first = -1;
     for (int r : failed) {
-        if (r >= 0) {
-            *stuck = r;
-            return refused(r);
-        }
+        if (r >= 0 && (first < 0 || r < first)) first = r;
+    }
+    if (first >= 0) {
+        *stuck = first;
+        return refused(first);
     }
     return StepRefusal{};
 }

@@ -177,6 +177,9 @@ public:
     void restore(const std::string& data);
 
     static constexpr int kMaxSkipped = 1000;
+    // step() with several threads: rows are handed out in blocks of about
+    // n / (threads * kBlocksPerWorker), each to the first worker that comes free.
+    static constexpr int kBlocksPerWorker = 8;
 
 private:
     // What the rows of one scenario share (every row's, or a set's k-th).
