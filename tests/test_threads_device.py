@@ -217,6 +217,24 @@ def test_the_learner_learns_on_cuda_and_its_checkpoint_loads_on_the_cpu(tmp_path
 
 
 @needs_cuda
+def test_a_cuda_runs_resume_checkpoint_reads_on_the_cpu_and_resumes(tmp_path):
+    """resume.ckpt of a --device cuda run holds CUDA weights; it reads back onto the CPU and
+    the run resumes on the GPU to its end."""
+    from traveller_rl.ppo import resume, trainer
+
+    flags = ["--scenario", "duel", "--opponents", "red=rush", "--seed", "4",
+             "--total-timesteps", "1024", "--num-envs", "16", "--num-steps", "16",
+             "--eval-every", "0", "--eval-battles", "0", "--final-eval-battles", "0",
+             "--device", "cuda", "--no-progress"]
+    out = tmp_path / "run"
+    assert trainer.main([*flags, "--out", str(out), "--checkpoint-every", "1",
+                         "--stop-after-updates", "2"]) == 0
+    state = resume.read_checkpoint(out)
+    assert all(t.device.type == "cpu" for t in state["net"].values())
+    assert trainer.main([*flags, "--resume", str(out), "--checkpoint-every", "1"]) == 0
+
+
+@needs_cuda
 def test_cuda_sampling_never_draws_an_illegal_action():
     from traveller_rl.ppo.rollout import sample_masked
 

@@ -189,7 +189,9 @@ def read_checkpoint(folder: Path) -> dict[str, Any]:
     if version != CHECKPOINT_FORMAT:
         raise ValueError(f"--resume {folder}: checkpoint format version {version}; this "
                          f"version of traveller reads version {CHECKPOINT_FORMAT}")
-    return torch.load(io.BytesIO(data[_HEADER.size:]), weights_only=False)
+    # on the CPU whatever device wrote it (a run on a GPU resumes on any machine; the
+    # trainer moves the weights and the optimizer's state to its own --device)
+    return torch.load(io.BytesIO(data[_HEADER.size:]), map_location="cpu", weights_only=False)
 
 
 # ------------------------------------------------------------------ logs and folders
