@@ -47,6 +47,23 @@ def scripted(sc: dict, rolls) -> tuple[Any, ScriptedDice]:
 
 
 
+#: Timing fields of a run's progress.jsonl / training.jsonl (everything else reproducible).
+RUN_LOG_TIMING = ("seconds", "wall_seconds")
+
+
+def run_log_lines(path) -> list[dict]:
+    """A run's ``progress.jsonl`` or ``training.jsonl``, one dict per line, without the
+    timing fields: what two runs of the same flags and seed must share."""
+    import json
+    from pathlib import Path
+
+    rows = [json.loads(line) for line in Path(path).read_text().splitlines()]
+    for row in rows:
+        for key in RUN_LOG_TIMING:
+            row.pop(key, None)
+    return rows
+
+
 def squad_labels(**views: bool) -> tuple[list[str], list[str]]:
     """``squad``'s observation labels and slot-relative action labels, with ``views``."""
     from traveller_env.env import TravellerEnv

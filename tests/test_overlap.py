@@ -11,14 +11,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run_log_lines
 
 from traveller_cli import main as cli_main
 from traveller_env import core
 
 needs_core = pytest.mark.skipif(not core.available(), reason="the compiled core is not built")
 
-#: Timing fields of progress.jsonl / training.jsonl (everything else must match).
-TIMING = ("seconds", "wall_seconds")
 #: 24 battles of squad against the in-core tactician, 16 steps a rollout, 4 updates.
 RUN = ["--scenario", "squad", "--opponents", "red=tactician", "--seed", "5",
        "--total-timesteps", "1536", "--num-envs", "24", "--num-steps", "16", "--threads", "1",
@@ -33,13 +32,6 @@ def _train(out: Path, *flags: str) -> Path:
     return out
 
 
-def _lines(path: Path) -> list[dict]:
-    rows = [json.loads(line) for line in path.read_text().splitlines()]
-    for row in rows:
-        for key in TIMING:
-            row.pop(key, None)
-    return rows
-
 
 @needs_core
 def test_an_overlapped_run_is_reproducible_on_any_number_of_battle_threads(tmp_path):
@@ -47,7 +39,7 @@ def test_an_overlapped_run_is_reproducible_on_any_number_of_battle_threads(tmp_p
     two = _train(tmp_path / "two", *RUN, "--overlap", "--env-threads", "2")
     assert (one / "ppo.pt").read_bytes() == (two / "ppo.pt").read_bytes()
     for name in ("progress.jsonl", "training.jsonl"):
-        assert _lines(one / name) == _lines(two / name), name
+        assert run_log_lines(one / name) == run_log_lines(two / name), name
     assert json.loads((one / "config.json").read_text())["args"]["overlap"] is True
 
 
@@ -55,8 +47,8 @@ def test_an_overlapped_run_is_reproducible_on_any_number_of_battle_threads(tmp_p
 def test_an_overlapped_run_trains_as_the_plain_run_does(tmp_path):
     """The same updates of the same size, decisions and log fields; other numbers (half the
     battles are others, the decisions come half by half)."""
-    plain = _lines(_train(tmp_path / "plain", *RUN) / "training.jsonl")
-    halves = _lines(_train(tmp_path / "halves", *RUN, "--overlap") / "training.jsonl")
+    plain = run_log_lines(_train(tmp_path / "plain", *RUN) / "training.jsonl")
+    halves = run_log_lines(_train(tmp_path / "halves", *RUN, "--overlap") / "training.jsonl")
     assert [r["update"] for r in halves] == [r["update"] for r in plain] == [1, 2, 3, 4]
     assert [r["decisions"] for r in halves] == [r["decisions"] for r in plain]
     assert [set(r) for r in halves] == [set(r) for r in plain]
@@ -112,7 +104,7 @@ def test_a_pool_run_overlaps_too(tmp_path):
     one = _train(tmp_path / "one", *flags)
     two = _train(tmp_path / "two", *flags)
     assert (one / "ppo.pt").read_bytes() == (two / "ppo.pt").read_bytes()
-    assert _lines(one / "training.jsonl") == _lines(two / "training.jsonl")
+    assert run_log_lines(one / "training.jsonl") == run_log_lines(two / "training.jsonl")
 
 
 @needs_core

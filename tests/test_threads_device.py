@@ -11,14 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from conftest import run_log_lines
 
 from traveller_env import core, vector
 
 needs_core = pytest.mark.skipif(not core.available(), reason="the compiled core is not built")
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="torch sees no GPU")
 
-#: Timing fields of progress.jsonl / training.jsonl (everything else must match).
-TIMING = ("seconds", "wall_seconds")
 
 
 def _train(out: Path, *extra: str) -> Path:
@@ -33,13 +32,6 @@ def _train(out: Path, *extra: str) -> Path:
     return out
 
 
-def _lines(path: Path) -> list[dict]:
-    rows = [json.loads(line) for line in path.read_text().splitlines()]
-    for row in rows:
-        for key in TIMING:
-            row.pop(key, None)
-    return rows
-
 
 @needs_core
 def test_env_threads_give_the_same_run_byte_for_byte(tmp_path):
@@ -47,8 +39,8 @@ def test_env_threads_give_the_same_run_byte_for_byte(tmp_path):
     two = _train(tmp_path / "two", "--env-threads", "2")
     assert (one / "ppo.pt").read_bytes() == (two / "ppo.pt").read_bytes()
     for name in ("progress.jsonl", "training.jsonl"):
-        assert _lines(one / name) == _lines(two / name), name
-    assert len(_lines(one / "training.jsonl")) >= 3
+        assert run_log_lines(one / name) == run_log_lines(two / name), name
+    assert len(run_log_lines(one / "training.jsonl")) >= 3
     config = json.loads((two / "config.json").read_text())
     assert config["args"]["env_threads"] == 2 and config["args"]["device"] == "cpu"
 
