@@ -205,28 +205,34 @@ def uninterrupted(tmp_path_factory):
     return out
 
 
-def test_a_run_killed_at_a_random_moment_resumes_to_the_same_bytes(uninterrupted, tmp_path):
-    """SIGKILL a run at a random moment after its first resume checkpoint; ``--resume``
-    finishes it with the uninterrupted run's ``ppo.pt``, byte for byte, and its logs with no
-    line lost or doubled."""
+def _kill_at_a_random_moment(flags, out):
+    """Start a run of ``flags`` in ``out`` in another process (a resume checkpoint every
+    update) and SIGKILL it at a random moment after its first resume checkpoint: mid-rollout,
+    mid-update or mid-write (or let it end, if it gets there first)."""
     import signal
     import time
 
-    out = tmp_path / "killed"
-    proc = subprocess.Popen([sys.executable, "-m", "traveller_rl.ppo.trainer", *RUN,
+    proc = subprocess.Popen([sys.executable, "-m", "traveller_rl.ppo.trainer", *flags,
                              "--out", str(out), "--checkpoint-every", "1"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 300
     while (time.monotonic() < deadline and proc.poll() is None
            and not (out / resume.RESUME_FILE).exists()):
         time.sleep(0.01)
-    time.sleep(random.Random().uniform(0.0, 1.5))  # anywhere in the run: mid-rollout, mid-write
+    time.sleep(random.Random().uniform(0.0, 1.5))
     if proc.poll() is None:
         os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     assert proc.returncode in (0, -signal.SIGKILL), proc.stderr.read().decode()
     assert (out / resume.RESUME_FILE).exists()
 
+
+def test_a_run_killed_at_a_random_moment_resumes_to_the_same_bytes(uninterrupted, tmp_path):
+    """SIGKILL a run at a random moment after its first resume checkpoint; ``--resume``
+    finishes it with the uninterrupted run's ``ppo.pt``, byte for byte, and its logs with no
+    line lost or doubled."""
+    out = tmp_path / "killed"
+    _kill_at_a_random_moment(RUN, out)
     assert _train([*RUN, "--resume", str(out), "--checkpoint-every", "1"]) == 0
     assert (out / "ppo.pt").read_bytes() == (uninterrupted / "ppo.pt").read_bytes()
     assert _updates(out / "training.jsonl") == [1, 2, 3, 4, 5, 6]
@@ -285,26 +291,10 @@ def _kill_resume_and_compare(flags, tmp_path):
     """Run ``flags`` whole, and again killed at a random moment after its first resume
     checkpoint and resumed: the same ``ppo.pt`` byte for byte, the same training log; returns
     both folders."""
-    import signal
-    import time
-
     whole = tmp_path / "whole"
     assert _train([*flags, "--out", str(whole)]) == 0
     out = tmp_path / "killed"
-    proc = subprocess.Popen([sys.executable, "-m", "traveller_rl.ppo.trainer", *flags,
-                             "--out", str(out), "--checkpoint-every", "1"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 300
-    while (time.monotonic() < deadline and proc.poll() is None
-           and not (out / resume.RESUME_FILE).exists()):
-        time.sleep(0.01)
-    time.sleep(random.Random().uniform(0.0, 1.5))
-    if proc.poll() is None:
-        os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    assert proc.returncode in (0, -signal.SIGKILL), proc.stderr.read().decode()
-    assert (out / resume.RESUME_FILE).exists()
-
+    _kill_at_a_random_moment(flags, out)
     assert _train([*flags, "--resume", str(out), "--checkpoint-every", "1"]) == 0
     assert (out / "ppo.pt").read_bytes() == (whole / "ppo.pt").read_bytes()
     assert _updates(out / "training.jsonl") == _updates(whole / "training.jsonl")
