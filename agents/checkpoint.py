@@ -180,6 +180,11 @@ def _check_same_observation(members: list[dict], sources: list[str], whose: str)
                 raise ValueError(f"{src}: its {what} differ from {first_src}'s{shown}; "
                                  f"{whose} must read the same observation and choose among "
                                  "the same actions")
+        if data.get("layout") != first.get("layout"):
+            named = [("layout " + str(d["layout"].get("name", "?")) if d.get("layout")
+                      else "no layout") for d in (data, first)]
+            raise ValueError(f"{src}: trained on {named[0]}, {first_src} on {named[1]}; "
+                             f"{whose} must read the same observation")
         labels, first_labels = data.get("observation_labels"), first.get("observation_labels")
         if labels and first_labels and list(labels) != list(first_labels):
             raise ValueError(f"{src}: its observation labels differ from {first_src}'s; "
@@ -211,6 +216,7 @@ def ensemble_bytes(members: list[dict], sources: list[str]) -> bytes:
     return checkpoint_bytes(
         ensemble, scenario, list(first["action_labels"]), members=specs,
         **{v: True for v, on in views_of(first).items() if on},
+        **({"layout": first["layout"]} if first.get("layout") is not None else {}),
         # an imitation start anywhere in it stays on record
         **({"imitation": ",".join(teachers)} if teachers else {}),
         decisions=sum(int(d.get("decisions") or 0) for d in members))
@@ -250,6 +256,7 @@ def by_side_bytes(members: dict[str, dict], sources: dict[str, str]) -> bytes:
     return checkpoint_bytes(
         net, scenario, list(first["action_labels"]), sides=specs,
         **{v: True for v, on in views_of(first).items() if on},
+        **({"layout": first["layout"]} if first.get("layout") is not None else {}),
         **({"imitation": ",".join(teachers)} if teachers else {}),
         decisions=sum(int(d.get("decisions") or 0) for d in members.values()))
 

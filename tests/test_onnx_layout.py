@@ -149,3 +149,36 @@ def test_malformed_layout_metadata_is_named(exported, tmp_path):
     bad.write_bytes(model.SerializeToString())
     with pytest.raises(ValueError, match=r"bad\.onnx: metadata layout: .*map_size must be"):
         OnnxPolicy(bad, "squad")
+
+
+def test_an_ensemble_of_layout_checkpoints_keeps_the_layout(tmp_path):
+    """An ensemble (and a by-side checkpoint) of checkpoints trained on a layout is on that
+    layout: it plays any fitting scenario, exports to ONNX with the layout in its metadata
+    and the same actions, refuses a scenario beyond it, and a member without the layout is
+    refused naming it."""
+    from agents.checkpoint import by_side_bytes, ensemble_bytes, read_checkpoint
+
+    members = [write_layout_pt(tmp_path / f"m{seed}.pt", seed=seed) for seed in (0, 1)]
+    datas = [read_checkpoint(p) for p in members]
+    ens = tmp_path / "ensemble.pt"
+    ens.write_bytes(ensemble_bytes(datas, [str(p) for p in members]))
+    assert read_checkpoint(ens)["layout"] == LAYOUTS["6v6"].to_dict()
+    out = tmp_path / "ensemble.onnx"
+    assert traveller(["export", str(ens), "--onnx", str(out)]) == 0
+    assert read_metadata(out)["layout"] == LAYOUTS["6v6"].to_dict()
+    acts = decisions("gen:skirmish@1000", {"onnx": OnnxPolicy(out, "gen:skirmish@1000"),
+                                           "pt": load_ppo_policy(ens, "gen:skirmish@1000")},
+                     n=80, layout=None)
+    np.testing.assert_array_equal(acts["onnx"], acts["pt"])
+    with pytest.raises(ValueError, match=DUEL_LIMIT):
+        load_ppo_policy(ens, "duel")
+    sides = tmp_path / "by_side.pt"
+    sides.write_bytes(by_side_bytes(dict(zip(("blue", "red"), datas, strict=True)),
+                                    {"blue": str(members[0]), "red": str(members[1])}))
+    assert load_ppo_policy(sides, "squad").layout == LAYOUTS["6v6"]
+
+    plain = dict(datas[1])
+    del plain["layout"]
+    with pytest.raises(ValueError, match=r"m1\.pt: trained on no layout, .*m0\.pt on layout "
+                                         r"6v6"):
+        ensemble_bytes([datas[0], plain], [str(members[0]), str(members[1])])
