@@ -15,7 +15,8 @@ with ``torch.set_num_threads(1)``, so every figure is one core's):
 
 * one decision at a time, as an NPC plays: the whole ``act()`` call (slot-relative mask
   translation, the forward pass, the action back to the seat's index) of ``OnnxPolicy``, of
-  ``PPOPolicy`` (how a ``.pt`` plays: a NumPy float64 forward pass) and of ``TrainedPolicy``
+  ``PPOPolicy`` (how a ``.pt`` plays: a NumPy float64 forward pass for an MLP actor, its
+  PyTorch network for an entity actor or an ensemble) and of ``TrainedPolicy``
   (how a ``.zip`` plays: ``MaskablePPO.predict`` in PyTorch); plus the ONNX graph alone
   (``session.run`` on one prepared row) and the PyTorch network alone (``ActorCritic.logits``
   on one row);
@@ -165,9 +166,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     figures: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         paths = _policies(Path(tmp), args)
+        pt = load_ppo_policy(paths["pt"], args.scenario)
+        # an MLP .pt plays a NumPy float64 forward pass, any other actor its torch network
+        pt_label = ("PPOPolicy.act (.pt: NumPy float64)" if pt.network is None
+                    else "PPOPolicy.act (.pt: PyTorch)")
         players = {"OnnxPolicy.act (onnxruntime)": OnnxPolicy(paths["onnx"], args.scenario),
-                   "PPOPolicy.act (.pt: NumPy float64)": load_ppo_policy(paths["pt"],
-                                                                          args.scenario)}
+                   pt_label: pt}
         if "zip" in paths:
             players["TrainedPolicy.act (.zip: SB3 + PyTorch)"] = load_policy(paths["zip"],
                                                                             args.scenario)

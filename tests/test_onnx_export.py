@@ -401,3 +401,17 @@ def test_benchmark_runs_and_writes_only_when_asked(tmp_path, capsys, monkeypatch
     written = json.loads((tmp_path / "out" / "bench.json").read_text())
     assert written["figures"].keys() == result["figures"].keys()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert "PPOPolicy.act (.pt: NumPy float64)" in result["figures"]  # an MLP actor
+
+
+def test_benchmark_names_how_an_entity_checkpoint_plays(tmp_path):
+    from conftest import member_checkpoint
+
+    from experiments import bench_onnx
+
+    pt = tmp_path / "entity.pt"
+    member_checkpoint(pt, "entity", seed=1)
+    result = bench_onnx.main(["--policy", str(pt), "--decisions", "20", "--repeats", "1",
+                              "--batch", "8", "--no-sb3"])
+    assert "PPOPolicy.act (.pt: PyTorch)" in result["figures"]
+    assert not any("NumPy" in label for label in result["figures"])
