@@ -52,7 +52,9 @@ _HEADER = struct.Struct("<4sH")
 #: ``Args`` fields a resumed run may change: budgets, and how much it prints or evaluates.
 MAY_CHANGE = frozenset({"total_timesteps", "max_train_seconds", "stop_after_updates",
                         "progress", "final_eval_battles", "resume", "checkpoint_every",
-                        "overwrite"})
+                        "overwrite",
+                        # the battles are the same on any number of threads
+                        "env_threads"})
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
 
 
