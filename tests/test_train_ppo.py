@@ -572,6 +572,8 @@ def test_pool_scripted_rows_run_in_the_core_unless_a_policy_has_no_core_version(
     (["--opponents", "red"], "--opponents: 'red' is not SEAT=POLICY"),
     (["--total-timesteps", "-5"], "--total-timesteps must be at least 1, got -5"),
     (["--num-envs", "0"], "--num-envs must be at least 1"),
+    (["--update-threads", "-1"], "--update-threads must be at least 0, got -1"),
+    (["--update-threads", "300"], "--update-threads must be at most 256"),
     (["--hidden", "64,x"], "--hidden must be positive layer sizes"),
     (["--backend", "gpu"], "--backend must be one of"),
     (["--pool", "--opponents", "red=rush"], "--pool and --opponents exclude each other"),
