@@ -35,6 +35,8 @@ def _train(out: Path, *extra: str) -> Path:
 
 @needs_core
 def test_env_threads_give_the_same_run_byte_for_byte(tmp_path):
+    from traveller_rl.ppo.update import update_threads
+
     one = _train(tmp_path / "one", "--env-threads", "1")
     two = _train(tmp_path / "two", "--env-threads", "2")
     assert (one / "ppo.pt").read_bytes() == (two / "ppo.pt").read_bytes()
@@ -43,6 +45,8 @@ def test_env_threads_give_the_same_run_byte_for_byte(tmp_path):
     assert len(run_log_lines(one / "training.jsonl")) >= 3
     config = json.loads((two / "config.json").read_text())
     assert config["args"]["env_threads"] == 2 and config["args"]["device"] == "cpu"
+    # the thread counts the run used, the update's default resolved
+    assert config["threads"] == {"env": 2, "update": update_threads(0), "choose": 1}
 
 
 @needs_core
@@ -159,6 +163,7 @@ def test_update_threads_give_a_reproducible_run(tmp_path):
     assert (runs[0] / "ppo.pt").read_bytes() == (runs[1] / "ppo.pt").read_bytes()
     config = json.loads((runs[0] / "config.json").read_text())
     assert config["args"]["update_threads"] == 2
+    assert config["threads"]["update"] == 2 and config["threads"]["choose"] == 1
 
 
 def test_device_flag():
