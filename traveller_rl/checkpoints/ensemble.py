@@ -5,9 +5,9 @@ geometric mean of theirs and greedy play takes the action with the highest mean
 log-probability (``agents.ppo_policy.EnsembleNet``). The members must read the same
 observation (size, views, labels, layout) and choose among the same slot-relative actions;
 their architectures and widths may differ. Members trained on a fixed layout make an ensemble
-on that layout (it plays every scenario that fits it). The result is an ordinary ``.pt`` checkpoint: it plays
-as an NPC anywhere a policy name is accepted, ``select_checkpoint`` ranks it and
-``squad_ppo --checkpoint`` evaluates it. It records each member's path and provenance
+on that layout (it plays every scenario that fits it). The result is an ordinary ``.pt``
+checkpoint: it plays as an NPC anywhere a policy name is accepted, ``select_checkpoint``
+ranks it and ``squad_ppo --checkpoint`` evaluates it. It records each member's path and provenance
 (``members``), and an imitation start of any member (``imitation``). It exports to ONNX
 (``traveller export``) but cannot be trained further (``train_ppo --init`` refuses it) or
 widened.

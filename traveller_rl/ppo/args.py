@@ -275,9 +275,6 @@ class Args:
                         ("--final-eval-battles", self.final_eval_battles, 0),
                         ("--seed", self.seed, 0),
                         ("--stop-after-updates", self.stop_after_updates, 0)))
-        if self.update_threads > 256:
-            raise ValueError(f"--update-threads must be at most 256 (0: one per core, at most "
-                             f"8), got {self.update_threads}")
         if not (np.isfinite(self.max_train_seconds) and self.max_train_seconds >= 0):
             raise ValueError("--max-train-seconds must be a number of seconds >= 0 (0: no "
                              f"limit), got {self.max_train_seconds}")

@@ -30,7 +30,7 @@ from traveller_rl.ppo.shaping import parse_terms
 __all__ = ["Group", "RowBatch", "apportion", "build_groups", "check_compatible", "draw_sides",
            "env_threads", "learner_obs_dim", "learner_views", "make_eval_vectors", "make_vector",
            "observation_columns", "parse_opponents", "parse_side_shares", "scenario_list",
-           "split_rows", "trained_views", "vector_views"]
+           "split_rows", "thread_count", "trained_views", "vector_views"]
 
 
 def parse_side_shares(text: str, sides: list[str]) -> np.ndarray | None:
@@ -168,14 +168,19 @@ def available_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def thread_count(k: int, flag: str, most: int) -> int:
+    """A thread-count flag's value: ``k``, or with 0 one per available core up to ``most``
+    (``ValueError`` naming ``flag`` if ``k`` is not an int in [0, 256])."""
+    if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= 256:
+        raise ValueError(f"{flag} must be an int in [0, 256] (0: one per core, at most "
+                         f"{most}), got {k!r}")
+    return k or min(available_cores(), most)
+
+
 def env_threads(args: Args) -> int:
     """The threads stepping the battles: ``--env-threads``, or with 0 one per available core
     up to ``MAX_AUTO_ENV_THREADS`` (``ValueError`` naming the flag if negative or > 256)."""
-    k = getattr(args, "env_threads", 1)
-    if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= 256:
-        raise ValueError(f"--env-threads must be an int in [0, 256] (0: one per core, at most "
-                         f"{MAX_AUTO_ENV_THREADS}), got {k!r}")
-    return k or min(available_cores(), MAX_AUTO_ENV_THREADS)
+    return thread_count(getattr(args, "env_threads", 1), "--env-threads", MAX_AUTO_ENV_THREADS)
 
 
 def layout_options(args: Args, scenario: str, seeds: tuple[int, int] | None = None

@@ -243,6 +243,7 @@ def prepare(args: Args) -> tuple[list[Group], dict[str, list[tuple[Any, int]]]]:
     naming the flag on bad input)."""
     args.check()
     resolve_device(args.device)  # ValueError naming --device before any battle is built
+    update_threads(args.update_threads)  # and --update-threads
     if args.resume:  # the checkpoint is there and the flags match it, before any battle
         check_resume(args, read_checkpoint(Path(args.resume)))
     groups = build_groups(args, halved_vector if args.overlap else None)

@@ -42,12 +42,9 @@ def update_threads(k: int) -> int:
     """``--update-threads``: torch's CPU threads during the update, or with 0 one per
     available core up to ``MAX_AUTO_UPDATE_THREADS`` (``ValueError`` naming the flag if
     negative or over 256)."""
-    from traveller_rl.ppo.rows import available_cores
+    from traveller_rl.ppo.rows import thread_count
 
-    if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= 256:
-        raise ValueError(f"--update-threads must be an int in [0, 256] (0: one per core, at "
-                         f"most {MAX_AUTO_UPDATE_THREADS}), got {k!r}")
-    return k or min(available_cores(), MAX_AUTO_UPDATE_THREADS)
+    return thread_count(k, "--update-threads", MAX_AUTO_UPDATE_THREADS)
 
 
 @contextmanager
