@@ -21,6 +21,8 @@ result) and the cells.
 --every 40`` plays the last ten checkpoints of a run (of updates that are multiples of 40, and
 the latest) on ``--battles`` battles drawn from the validation
 seeds (``scenario_set.VALIDATION_SEEDS``) and prints them ranked (``--out``: the ranking).
+``--split training`` plays the training seeds instead: the same checkpoints on the draws they
+trained on and on new ones tell memorised maps from a policy that plays any map.
 """
 
 from __future__ import annotations
@@ -31,8 +33,11 @@ import sys
 import time
 from pathlib import Path
 
-from traveller_env.scenario_set import TEST_SEEDS, VALIDATION_SEEDS
+from traveller_env.scenario_set import TEST_SEEDS, TRAINING_SEEDS, VALIDATION_SEEDS
 from traveller_rl.scenario_eval import load_learned, play_scenarios, summarise
+
+#: The seed ranges ``--select`` can play (``--split``).
+SPLITS = {"validation": VALIDATION_SEEDS, "training": TRAINING_SEEDS}
 
 #: The built-in scenarios a 6v6 layout holds (duel and range_* are too long for its map).
 BUILTIN_FITTING = ("squad", "ambush", "melee", "leadership_l0", "leadership_l3",
@@ -62,11 +67,11 @@ def candidates(pool: Path, last: int, every: int) -> list[Path]:
 
 
 def select(pool: Path, last: int, every: int, distribution: str, battles: int, opponent: str,
-           seed: int, backend: str) -> list[dict]:
+           seed: int, backend: str, split: str = "validation") -> list[dict]:
     """Checkpoints of ``pool`` (``candidates``) ranked by their win rate on ``battles``
-    battles drawn from ``distribution``'s validation seeds."""
+    battles drawn from ``distribution``'s ``split`` seeds (``SPLITS``)."""
     paths = candidates(pool, last, every)
-    scenarios = [f"{distribution}@{VALIDATION_SEEDS[0] + i}" for i in range(battles // 2)]
+    scenarios = [f"{distribution}@{SPLITS[split][0] + i}" for i in range(battles // 2)]
     ranked = []
     for path in paths:
         cell = summarise(play_scenarios(load_learned(path), scenarios, opponent, seed=seed,
@@ -107,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
                              "(and the latest)")
     parser.add_argument("--distribution", default="gen:squad",
                         help="--select: the distribution whose validation seeds to play")
+    parser.add_argument("--split", choices=tuple(SPLITS), default="validation",
+                        help="--select: the seeds to play (default validation)")
     parser.add_argument("--battles", type=int, default=1000,
                         help="battles per cell, even (default 1000)")
     parser.add_argument("--opponent", default="tactician")
@@ -117,13 +124,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.battles < 2 or args.battles % 2:
         parser.error(f"--battles {args.battles}: an even number >= 2")
     if args.select is not None:
+        lo, hi = SPLITS[args.split]
+        if args.battles // 2 > hi - lo + 1:
+            parser.error(f"--battles {args.battles}: the {args.split} seeds {lo}-{hi} hold "
+                         f"{2 * (hi - lo + 1)} battles (one from each side per seed)")
         ranked = select(args.select, args.last, args.every, args.distribution, args.battles,
-                        args.opponent, args.seed, args.backend)
+                        args.opponent, args.seed, args.backend, args.split)
         for c in ranked:
             print(f"{c['checkpoint']}  {_fmt(c)}")
         if args.out:
             args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text(json.dumps({"validation_seeds": list(VALIDATION_SEEDS),
+            args.out.write_text(json.dumps({f"{args.split}_seeds": [lo, hi],
                                             "ranked": ranked}, indent=1) + "\n")
         return 0
     if not args.policies:

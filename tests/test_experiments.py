@@ -90,3 +90,29 @@ def test_generalisation_select_takes_every_kth_checkpoint_and_the_latest(tmp_pat
         (tmp_path / f"ppo_u{u:06d}.pt").write_bytes(b"")
     names = [p.name for p in candidates(tmp_path, 3, 20)]
     assert names == ["ppo_u000060.pt", "ppo_u000080.pt", "ppo_u000085.pt"]
+
+
+@pytest.mark.parametrize("split, first", [("validation", 5000), ("training", 0)])
+def test_generalisation_select_plays_the_split_it_names(tmp_path, monkeypatch, split, first):
+    """``--split training`` ranks checkpoints on the draws they trained on, the default on the
+    validation seeds: the memorisation check of docs/generalisation.md."""
+    import experiments.generalisation as gen
+
+    (tmp_path / "ppo_u000010.pt").write_bytes(b"")
+    played: list[str] = []
+    monkeypatch.setattr(gen, "load_learned", lambda path: path)
+    monkeypatch.setattr(gen, "play_scenarios", lambda learned, scenarios, *a, **k:
+                        played.extend(scenarios) or [])
+    out = tmp_path / "ranked.json"
+    assert gen.main(["--select", str(tmp_path), "--split", split, "--battles", "6",
+                     "--out", str(out)]) == 0
+    assert played == [f"gen:squad@{first + i}" for i in range(3)]
+    assert set(json.loads(out.read_text())) == {f"{split}_seeds", "ranked"}
+
+
+def test_generalisation_select_refuses_more_battles_than_the_split_holds(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "experiments.generalisation", "--select",
+                           str(tmp_path), "--split", "training", "--battles", "2002"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "--battles 2002: the training seeds 0-999 hold 2000 battles" in done.stderr

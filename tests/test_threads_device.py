@@ -140,26 +140,30 @@ def test_the_update_runs_on_update_threads_and_the_rollouts_on_threads(monkeypat
 
     monkeypatch.setattr(trainer, "ppo_update", update)
     monkeypatch.setattr(rollout_module, "sample_masked", sample)
-    _learn_briefly(tmp_path / "run", "--update-threads", "2")
+    _duel_run(tmp_path / "run", "--update-threads", "2")
     assert seen == {"update": {2}, "choose": {1}}
     assert torch.get_num_threads() == 1
 
 
-def _learn_briefly(out: Path, *extra: str) -> Path:
+def _duel_run(out: Path, *extra: str, seed: int = 3, timesteps: int = 1024,
+              num_envs: int = 16, num_steps: int = 16) -> Path:
+    """A tiny duel run against ``rush`` (on the core where it is built), no evaluations unless
+    ``extra`` asks for them (a later flag overrides an earlier one): this file's runs."""
     from traveller_rl.ppo import trainer
 
     backend = "core" if core.available() else "python"
-    assert trainer.main(["--scenario", "duel", "--opponents", "red=rush", "--seed", "3",
-                         "--total-timesteps", "1024", "--num-envs", "16", "--num-steps", "16",
-                         "--threads", "1", "--eval-every", "0", "--eval-battles", "0",
-                         "--final-eval-battles", "0", "--backend", backend, "--no-progress",
-                         "--out", str(out), *extra]) == 0
+    assert trainer.main(["--scenario", "duel", "--opponents", "red=rush", "--seed", str(seed),
+                         "--total-timesteps", str(timesteps), "--num-envs", str(num_envs),
+                         "--num-steps", str(num_steps), "--threads", "1", "--eval-every", "0",
+                         "--eval-battles", "0", "--final-eval-battles", "0",
+                         "--backend", backend, "--no-progress", "--out", str(out),
+                         *extra]) == 0
     return out
 
 
 def test_update_threads_give_a_reproducible_run(tmp_path):
     """The same --update-threads count gives the same ppo.pt byte for byte."""
-    runs = [_learn_briefly(tmp_path / f"run{i}", "--update-threads", "2") for i in range(2)]
+    runs = [_duel_run(tmp_path / f"run{i}", "--update-threads", "2") for i in range(2)]
     assert (runs[0] / "ppo.pt").read_bytes() == (runs[1] / "ppo.pt").read_bytes()
     config = json.loads((runs[0] / "config.json").read_text())
     assert config["args"]["update_threads"] == 2
@@ -180,15 +184,8 @@ def test_device_flag():
 
 def _learn(out: Path, device: str) -> dict:
     """A tiny duel run against ``rush`` (the budget ``test_learning`` uses, halved)."""
-    from traveller_rl.ppo import trainer
-
-    backend = "core" if core.available() else "python"
-    assert trainer.main(["--scenario", "duel", "--opponents", "red=rush", "--seed", "1",
-                         "--total-timesteps", "32768", "--threads", "1", "--num-envs", "64",
-                         "--num-steps", "32", "--eval-every", "0", "--eval-vs", "rush",
-                         "--eval-battles", "100", "--final-eval-battles", "0",
-                         "--backend", backend, "--device", device, "--no-progress",
-                         "--out", str(out)]) == 0
+    _duel_run(out, "--eval-vs", "rush", "--eval-battles", "100", "--device", device, seed=1,
+              timesteps=32768, num_envs=64, num_steps=32)
     return json.loads((out / "evaluation.json").read_text())
 
 
@@ -283,7 +280,6 @@ def _rollouts_of(monkeypatch, out: Path, device: str, *extra: str) -> list:
     """The ``SeatRollout``s a tiny duel run against ``rush`` made, each with the devices its
     advantages came back on."""
     from traveller_rl.ppo import rollout as rollout_module
-    from traveller_rl.ppo import trainer
 
     made = []
 
@@ -299,13 +295,8 @@ def _rollouts_of(monkeypatch, out: Path, device: str, *extra: str) -> list:
             return got
 
     monkeypatch.setattr(rollout_module, "SeatRollout", Recorded)
-    backend = "core" if core.available() else "python"
-    assert trainer.main(["--scenario", "duel", "--opponents", "red=rush", "--seed", "2",
-                         "--total-timesteps", "256", "--num-envs", "8", "--num-steps", "16",
-                         "--threads", "1", "--eval-every", "0", "--eval-vs", "rush",
-                         "--eval-battles", "2", "--eval-envs", "2", "--final-eval-battles",
-                         "0", "--backend", backend, "--device", device, "--no-progress",
-                         "--out", str(out), *extra]) == 0
+    _duel_run(out, "--eval-vs", "rush", "--eval-battles", "2", "--eval-envs", "2", "--device",
+              device, *extra, seed=2, timesteps=256, num_envs=8)
     return made
 
 

@@ -30,7 +30,7 @@ from traveller_rl.ppo.shaping import parse_terms
 __all__ = ["Group", "RowBatch", "apportion", "build_groups", "check_compatible", "draw_sides",
            "env_threads", "learner_obs_dim", "learner_views", "make_eval_vectors", "make_vector",
            "observation_columns", "parse_opponents", "parse_side_shares", "scenario_list",
-           "split_rows", "thread_count", "trained_views", "vector_views"]
+           "split_rows", "thread_count", "trained_views", "vector_threads", "vector_views"]
 
 
 def parse_side_shares(text: str, sides: list[str]) -> np.ndarray | None:
@@ -183,6 +183,12 @@ def env_threads(args: Args) -> int:
     return thread_count(getattr(args, "env_threads", 1), "--env-threads", MAX_AUTO_ENV_THREADS)
 
 
+def vector_threads(args: Args) -> int:
+    """The threads the trainer's vectors step with: ``env_threads`` on the core, 1 on the
+    python backend (its rows are stepped in turn)."""
+    return env_threads(args) if args.backend == "core" else 1
+
+
 def layout_options(args: Args, scenario: str, seeds: tuple[int, int] | None = None
                    ) -> dict[str, Any]:
     """``vector.make``'s ``layout`` and ``seeds`` from ``--layout`` and ``--scenario-seeds``
@@ -212,7 +218,7 @@ def make_vector(args: Args, seed: int, num_envs: int, opponents: dict[str, str] 
     from traveller_env import vector
 
     scenario = scenario or scenario_list(args)[0]
-    threads = env_threads(args) if args.backend == "core" else 1
+    threads = vector_threads(args)
     extra = layout_options(args, scenario, seeds)
     try:
         return vector.make(scenario, num_envs=num_envs, seed=seed, backend=args.backend,

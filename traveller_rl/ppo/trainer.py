@@ -597,12 +597,12 @@ def write_config(out: Path, args: Args, scenario: str, groups: list[Group],
                  obs_dim: int) -> None:
     """``config.json``: every argument, the resolved layout, the thread counts the run used
     (``--update-threads 0`` resolved: a run's bytes depend on it), package versions."""
-    from traveller_rl.ppo.rows import env_threads
+    from traveller_rl.ppo.rows import vector_threads
 
     first = groups[0].venv
     write_json(out / "config.json", {
         "args": dataclasses.asdict(args), "scenario": scenario,
-        "threads": {"env": env_threads(args) if args.backend == "core" else 1,
+        "threads": {"env": vector_threads(args),
                     "update": update_threads(args.update_threads), "choose": args.threads},
         "possible_agents": first.possible_agents, "sides": first.sides,
         "obs_dim": obs_dim, "n_actions": first.n_actions, "action_labels": first.action_labels,
