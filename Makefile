@@ -90,8 +90,12 @@ demo: $(DEMO_STAMP)
 battle: $(DEMO_STAMP)
 	$(BIN)/traveller simulate --scenario squad --seed 1
 
+# The suite on one pytest-xdist worker per core (at most 4), a test file's tests on one worker
+# (its module fixtures are built once); TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 4 ] && n=4; echo $$n)
+
 test: $(STAMP) build browser
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 # Debian's Chromium and its driver for the replay viewer's browser tests (skipped when present;
 # apt-get as root, through sudo otherwise).
