@@ -62,17 +62,18 @@ def run_vector(scenario: Any, num_envs: int, decisions: int, seed: int = 0,
                backend: str = "python", threads: int = 1,
                opponents: dict[str, str] | None = None,
                relative_actions: bool | None = False, wall: bool = False,
-               **make_kw: Any) -> dict[str, float]:
+               warmup: int = WARMUP_STEPS, **make_kw: Any) -> dict[str, float]:
     """One timed run: decisions per second inside ``step``, the sampler's time per decision,
     how many steps, decisions and finished battles it covered. With ``threads`` > 1 (or
-    ``wall``) the time is wall-clock (CPU time would add the threads up). ``opponents``,
-    ``relative_actions`` and ``make_kw`` (``layout``, ``seeds``) as for ``vector.make`` (the
-    trainer's vectors: in-core opponents, relative actions, scenario sets)."""
+    ``wall``) the time is wall-clock (CPU time would add the threads up). ``warmup`` steps
+    are played first, untimed. ``opponents``, ``relative_actions`` and ``make_kw``
+    (``layout``, ``seeds``) as for ``vector.make`` (the trainer's vectors: in-core opponents,
+    relative actions, scenario sets)."""
     v = vector.make(scenario, num_envs=num_envs, seed=seed, backend=backend, threads=threads,
                     opponents=opponents, relative_actions=relative_actions, **make_kw)
     rng = np.random.default_rng(seed)
     _, mask, _ = v.reset()
-    for _ in range(WARMUP_STEPS):
+    for _ in range(warmup):
         _, mask, *_ = v.step(vector.random_legal_actions(mask, rng))
     steps = max(MIN_STEPS, decisions // num_envs)
     in_step = in_sampler = 0.0
@@ -189,14 +190,15 @@ SET_CASE = ("gen:squad", (0, 999), "6v6")
 
 
 def set_vs_fixed(num_envs: int, decisions: int, repeats: int = 3,
-                 opponent: str = "tactician") -> dict[str, Any]:
+                 opponent: str = "tactician", warmup: int = WARMUP_STEPS) -> dict[str, Any]:
     """The core vector over the scenario set ``SET_CASE`` (every battle's scenario drawn from
     its seed: a row rebuilds its battle, bookkeeping and policies when the scenario changes)
     against the fixed squad, both with ``opponent`` inside (red) and slot-relative actions
     (the trainer's vectors): the fixed squad as is and on the set's layout. The three run in
     turn in each of ``repeats`` rounds (CPU time, one thread); the medians and each one's ratio
-    to the fixed squad's, round by round. Building the set (its scenarios drawn, their tables)
-    is not timed."""
+    to the fixed squad's, round by round. Building the set (its scenarios drawn) and the first
+    ``warmup`` steps are not timed; the maps' line-of-sight tables fill as battles use them,
+    so a short window after a short warm-up meets most of the set's maps for the first time."""
     source, seeds, layout = SET_CASE
     cases = {"fixed squad": ("squad", {"relative_actions": True}),
              f"fixed squad layout {layout}": ("squad", {"relative_actions": True,
@@ -207,10 +209,10 @@ def set_vs_fixed(num_envs: int, decisions: int, repeats: int = 3,
     for r in range(repeats):
         for name, (sc, kw) in cases.items():
             runs[name].append(run_vector(sc, num_envs, decisions, seed=r, backend="core",
-                                         opponents={"red": opponent}, **kw))
+                                         opponents={"red": opponent}, warmup=warmup, **kw))
     base = [x["decisions_per_s"] for x in runs["fixed squad"]]
     out: dict[str, Any] = {"num_envs": num_envs, "opponent": opponent, "clock": "cpu",
-                           "repeats": repeats, "cases": {}}
+                           "repeats": repeats, "warmup_steps": warmup, "cases": {}}
     for name, case_runs in runs.items():
         rates = [x["decisions_per_s"] for x in case_runs]
         out["cases"][name] = {
@@ -308,6 +310,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "and their ratio")
     parser.add_argument("--set-envs", type=int, default=256,
                         help="rows of the --set vectors (default: %(default)s)")
+    parser.add_argument("--set-warmup", type=int, default=WARMUP_STEPS,
+                        help="--set: steps played untimed before each measurement (default: "
+                        "%(default)s; the maps' tables fill as battles use them)")
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
     return parser
 
@@ -317,9 +322,12 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.decisions < 1 or args.repeats < 1:
         raise SystemExit("--decisions and --repeats must be at least 1")
+    if args.set_warmup < 0:
+        raise SystemExit("--set-warmup must be at least 0")
     backends = tuple(args.backend or ("core", "python"))
     if args.set:
-        section = {"set_vs_fixed": set_vs_fixed(args.set_envs, args.decisions, args.repeats)}
+        section = {"set_vs_fixed": set_vs_fixed(args.set_envs, args.decisions, args.repeats,
+                                                warmup=args.set_warmup)}
         for name, case in section["set_vs_fixed"]["cases"].items():
             print(f"vector core {name} vs tactician N={args.set_envs}: "
                   f"{case['decisions_per_s']:>10,.0f} decisions/s, "

@@ -52,10 +52,12 @@ def test_bench_vector(tmp_path):
 def test_bench_vector_set_against_the_fixed_squad(tmp_path):
     out = tmp_path / "vector_set.json"
     _run("bench_vector", "--set", "--set-envs", "4", "--decisions", "40", "--repeats", "1",
-         "--json", str(out))
-    cases = json.loads(out.read_text())["vector"]["set_vs_fixed"]["cases"]
+         "--set-warmup", "3", "--json", str(out))
+    section = json.loads(out.read_text())["vector"]["set_vs_fixed"]
+    cases = section["cases"]
     assert cases["fixed squad"]["ratio_to_fixed_squad"] == 1.0
     assert any(name.startswith("set gen:squad@0-999") for name in cases)
+    assert section["warmup_steps"] == 3
 
 
 def test_bench_trees_compares_a_checkout_with_itself(tmp_path):

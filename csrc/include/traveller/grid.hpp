@@ -8,8 +8,10 @@
 // line-of-sight and cover tables are the only mutable part, filled on first use).
 #pragma once
 
-#include <atomic>
+#include <sys/mman.h>
+
 #include <memory>
+#include <new>
 
 #include <cmath>
 #include <cstdint>
@@ -169,11 +171,11 @@ public:
     bool line_of_sight(int ax, int ay, int bx, int by) const noexcept {
         if (walls_.empty()) return true;
         if (!los_table_.empty()) {
-            auto& cell = los_table_[pair_index(ax, ay, bx, by)];
-            std::uint8_t v = cell.load(std::memory_order_relaxed);
+            const std::size_t i = pair_index(ax, ay, bx, by);
+            std::uint8_t v = los_table_.get(i);
             if (v == 0) {
                 v = crossed_any(ax, ay, bx, by, walls_) ? 1 : 2;
-                cell.store(v, std::memory_order_relaxed);
+                los_table_.set(i, v);
             }
             return v == 2;
         }
@@ -185,11 +187,11 @@ public:
     bool cover_between(int sx, int sy, int tx, int ty) const noexcept {
         if (cover_.empty()) return false;
         if (!cover_table_.empty()) {
-            auto& cell = cover_table_[pair_index(sx, sy, tx, ty)];
-            std::uint8_t v = cell.load(std::memory_order_relaxed);
+            const std::size_t i = pair_index(sx, sy, tx, ty);
+            std::uint8_t v = cover_table_.get(i);
             if (v == 0) {
                 v = cover_uncached(sx, sy, tx, ty) ? 2 : 1;
-                cell.store(v, std::memory_order_relaxed);
+                cover_table_.set(i, v);
             }
             return v == 2;
         }
@@ -238,16 +240,37 @@ private:
     int width_, height_;
     std::vector<std::uint8_t> terrain_;
     std::vector<int> walls_, cover_;
-    // A lazily filled table shared by every battle (and thread) of a scenario: relaxed atomic
-    // bytes, since two threads may fill the same cell (with the same value) at once.
+    // A lazily filled table shared by every battle (and thread) of a scenario. Its bytes are
+    // an anonymous mapping of zero pages, so the pages of pairs never asked about are never
+    // touched: a scenario set holds a table per map, and value-initialised (or heap-calloc'd)
+    // tables made every page resident (about 0.4 MB per map of gen:squad). Cells are read and
+    // written with relaxed atomic builtins, since two threads may fill the same cell (with
+    // the same value) at once.
     class LazyTable {
     public:
         bool empty() const noexcept { return !cells_; }
-        void allocate(std::size_t n) { cells_.reset(new std::atomic<std::uint8_t>[n]()); }
-        std::atomic<std::uint8_t>& operator[](std::size_t i) const noexcept { return cells_[i]; }
+        void allocate(std::size_t n) {
+            void* p = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                             -1, 0);
+            if (p == MAP_FAILED) throw std::bad_alloc();
+            cells_ = Cells(static_cast<std::uint8_t*>(p), Unmap(n));
+        }
+        std::uint8_t get(std::size_t i) const noexcept {
+            return __atomic_load_n(&cells_[i], __ATOMIC_RELAXED);
+        }
+        void set(std::size_t i, std::uint8_t v) const noexcept {
+            __atomic_store_n(&cells_[i], v, __ATOMIC_RELAXED);
+        }
 
     private:
-        std::unique_ptr<std::atomic<std::uint8_t>[]> cells_;
+        struct Unmap {
+            Unmap() noexcept : bytes(0) {}
+            explicit Unmap(std::size_t n) noexcept : bytes(n) {}
+            std::size_t bytes;
+            void operator()(std::uint8_t* p) const noexcept { ::munmap(p, bytes); }
+        };
+        using Cells = std::unique_ptr<std::uint8_t[], Unmap>;
+        Cells cells_;
     };
     LazyTable los_table_, cover_table_;  // 0 unknown, 1 no, 2 yes
 };
