@@ -55,14 +55,16 @@ def battle_steps_per_s(generator: str, battles: int, repeats: int) -> float:
     return statistics.median(rates)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None) -> int:
+    """Time the generators, print the table, write ``--json``."""
+    parser = argparse.ArgumentParser(prog="python -m experiments.bench_rng",
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=200_000, help="calls per timing")
     parser.add_argument("--repeats", type=int, default=5, help="timings per figure (median)")
     parser.add_argument("--battles", type=int, default=30, help="squad battles per timing")
     parser.add_argument("--json", type=Path, default=Path("runs/bench_rng.json"),
                         help="where to write the figures")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     n, r = args.calls, args.repeats
 
     rnd = random.Random(1)
@@ -99,7 +101,8 @@ def main() -> None:
         "calls": n, "repeats": r, "battles": args.battles,
         "core": core.status()}, indent=1) + "\n")
     print(f"wrote {args.json}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

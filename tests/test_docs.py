@@ -1,5 +1,6 @@
 """The documentation is tested: every ```python block of README.md and docs/*.md runs, every
-``traveller`` command line in a ```bash block names a real command and real options, every
+``traveller`` command line in a ```bash block names a real command and real options, so does
+every ``python -m`` command of the project's own modules (in a block or inline), every
 relative link resolves, README.md stays short, every file in results/ is quoted by the docs,
 and the docs and results carry no diary words.
 
@@ -136,6 +137,64 @@ def test_bash_block_names_a_real_command(block: Block, words: list[str]):
         if word.startswith("--"):
             option = word.split("=", 1)[0]
             assert option in known, f"{block.id}: 'traveller {' '.join(words[:2])}' has no {option}"
+
+
+INLINE_CODE = re.compile(r"`([^`\n]+)`")
+#: The project's runnable modules the docs name (``python -m experiments.bench_vector ...``).
+OWN_MODULES = ("experiments.", "traveller_rl.", "traveller_env.", "traveller_cli.", "agents.")
+
+
+def module_commands() -> dict[str, dict[str, set[str]]]:
+    """``{module: {option: {where}}}`` for every ``python -m <module>`` command line of the
+    project's modules in the docs' bash blocks and inline code."""
+    found: dict[str, dict[str, set[str]]] = {}
+
+    def take(where: str, line: str) -> None:
+        try:
+            words = shlex.split(line, comments=True)
+        except ValueError:  # an unbalanced quote in prose: not a command line
+            return
+        for i in range(len(words) - 2):
+            if words[i].endswith("python") and words[i + 1] == "-m" \
+                    and words[i + 2].startswith(OWN_MODULES):
+                options = found.setdefault(words[i + 2], {})
+                for word in words[i + 3:]:
+                    if word in ("|", "&&", ";", ">", "2>&1"):
+                        break
+                    if word.startswith("--"):
+                        options.setdefault(word.split("=", 1)[0], set()).add(where)
+
+    for block in all_blocks("bash"):
+        for line in block.text.replace("\\\n", " ").splitlines():
+            take(block.id, line)
+    for doc in DOCS:
+        for n, line in enumerate(doc.read_text(encoding="utf-8").splitlines(), 1):
+            for span in INLINE_CODE.findall(line):
+                take(f"{doc.relative_to(ROOT).as_posix()}:{n}", span)
+    return found
+
+
+MODULES = module_commands()
+
+
+def test_the_docs_name_module_commands():
+    assert len(MODULES) >= 10 and "experiments.generalisation" in MODULES
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_python_m_command_names_a_real_module_and_real_options(module: str, capsys):
+    """The module runs its ``main(argv)`` with ``--help``; every option the docs give it must
+    be in that help."""
+    import importlib
+
+    mod = importlib.import_module(module)
+    assert callable(getattr(mod, "main", None)), f"python -m {module}: the module has no main"
+    with pytest.raises(SystemExit) as done:
+        mod.main(["--help"])
+    assert done.value.code in (0, None)
+    known = set(re.findall(r"--[\w-]+", capsys.readouterr().out))
+    for option, where in MODULES[module].items():
+        assert option in known, f"{sorted(where)}: 'python -m {module}' has no {option}"
 
 
 def test_readme_is_short():
