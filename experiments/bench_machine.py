@@ -101,7 +101,9 @@ def main(argv: list[str] | None = None) -> int:
         result["vector"][scenario] = s
         print(f"vector {scenario} vs {opponent} N={sizes['vector_envs']}: " + ", ".join(
             f"{k}: {s['decisions_per_s'][str(k)]:,.0f}/s "
-            f"({s['fraction_of_linear'][str(k)]:.0%})" for k in counts), flush=True)
+            f"({s['fraction_of_linear'][str(k)]:.0%})" for k in counts)
+            + f"; Python outside the core {s['python_share']:.1%} of a one-thread step",
+            flush=True)
     # (battle threads, torch threads choosing actions, torch threads in the update)
     configs = list(dict.fromkeys([(1, 1, 1), (cores, 1, cores), (cores, cores, cores)]))
     for device in devices:

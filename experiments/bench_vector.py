@@ -64,7 +64,9 @@ def run_vector(scenario: Any, num_envs: int, decisions: int, seed: int = 0,
                relative_actions: bool | None = False, wall: bool = False,
                warmup: int = WARMUP_STEPS, **make_kw: Any) -> dict[str, float]:
     """One timed run: decisions per second inside ``step``, the sampler's time per decision,
-    how many steps, decisions and finished battles it covered. With ``threads`` > 1 (or
+    how many steps, decisions and finished battles it covered, and the share of ``step``'s
+    time inside the backend's own step (the rest is the ``VectorEnv``'s Python around it,
+    which no thread count shortens). With ``threads`` > 1 (or
     ``wall``) the time is wall-clock (CPU time would add the threads up). ``warmup`` steps
     are played first, untimed. ``opponents``, ``relative_actions`` and ``make_kw``
     (``layout``, ``seeds``) as for ``vector.make`` (the trainer's vectors: in-core opponents,
@@ -73,12 +75,20 @@ def run_vector(scenario: Any, num_envs: int, decisions: int, seed: int = 0,
                     opponents=opponents, relative_actions=relative_actions, **make_kw)
     rng = np.random.default_rng(seed)
     _, mask, _ = v.reset()
+    inner, in_backend = v._backend.step, [0.0]
+
+    def timed_backend_step(*args: Any, **kwargs: Any) -> None:
+        t0 = clock()
+        inner(*args, **kwargs)
+        in_backend[0] += clock() - t0
+
+    clock = time.process_time if threads == 1 and not wall else time.perf_counter
     for _ in range(warmup):
         _, mask, *_ = v.step(vector.random_legal_actions(mask, rng))
     steps = max(MIN_STEPS, decisions // num_envs)
     in_step = in_sampler = 0.0
     ended = 0
-    clock = time.process_time if threads == 1 and not wall else time.perf_counter
+    v._backend.step = timed_backend_step
     t = clock()
     for _ in range(steps):
         actions = vector.random_legal_actions(mask, rng)
@@ -91,7 +101,7 @@ def run_vector(scenario: Any, num_envs: int, decisions: int, seed: int = 0,
     n = steps * num_envs
     return {"decisions_per_s": n / in_step, "step_us_per_decision": 1e6 * in_step / n,
             "sampler_us_per_decision": 1e6 * in_sampler / n, "steps": steps, "decisions": n,
-            "battles_ended": ended}
+            "battles_ended": ended, "backend_share": in_backend[0] / in_step}
 
 
 def memory_per_battle_kib(scenario: Any, num_envs: int = 64, backend: str = "python") -> float:
@@ -168,20 +178,32 @@ def thread_scaling(scenario: Any, opponent: str, num_envs: int, decisions: int,
                    relative_actions: bool = False) -> dict[str, Any]:
     """The core vector with the opponent ``opponent`` inside (red), stepped with each thread
     count in turn (alternating, ``repeats`` rounds; wall-clock time): the median decisions
-    per second per thread count, and its fraction of linear scaling from one thread."""
+    per second per thread count, and its fraction of linear scaling from one thread. Also
+    the share of a one-thread step spent in Python outside the core (``python_share``, the
+    median) and the fraction of linear that share alone allows at each count (Amdahl's
+    ``1 / (f + (1 - f) / k) / k``: the ceiling for a machine with those cores)."""
     runs: dict[int, list[float]] = {k: [] for k in threads}
+    shares: list[float] = []
     for r in range(repeats):
         for k in threads:
-            runs[k].append(run_vector(scenario, num_envs, decisions, seed=r, backend="core",
-                                      threads=k, opponents={"red": opponent},
-                                      relative_actions=relative_actions,
-                                      wall=True)["decisions_per_s"])
+            got = run_vector(scenario, num_envs, decisions, seed=r, backend="core", threads=k,
+                             opponents={"red": opponent}, relative_actions=relative_actions,
+                             wall=True)
+            runs[k].append(got["decisions_per_s"])
+            if k == 1:
+                shares.append(1.0 - got["backend_share"])
     rates = {k: statistics.median(v) for k, v in runs.items()}
     base = rates[threads[0]] / threads[0]
-    return {"num_envs": num_envs, "opponent": opponent, "relative_actions": relative_actions,
-            "clock": "wall", "repeats": {str(k): v for k, v in runs.items()},
-            "decisions_per_s": {str(k): v for k, v in rates.items()},
-            "fraction_of_linear": {str(k): v / (base * k) for k, v in rates.items()}}
+    out = {"num_envs": num_envs, "opponent": opponent, "relative_actions": relative_actions,
+           "clock": "wall", "repeats": {str(k): v for k, v in runs.items()},
+           "decisions_per_s": {str(k): v for k, v in rates.items()},
+           "fraction_of_linear": {str(k): v / (base * k) for k, v in rates.items()}}
+    if shares:
+        f = statistics.median(shares)
+        out["python_share"] = f
+        out["amdahl_fraction_of_linear"] = {str(k): 1.0 / (f + (1.0 - f) / k) / k
+                                            for k in (*threads, 16) if k >= 1}
+    return out
 
 
 #: The scenario set measured against the fixed squad (``set_vs_fixed``): a distribution, its
@@ -342,6 +364,11 @@ def main(argv: list[str] | None = None) -> int:
                 f"{k} threads {s['decisions_per_s'][str(k)]:,.0f}/s "
                 f"({s['fraction_of_linear'][str(k)]:.0%} of linear)" for k in counts),
                 flush=True)
+            if "python_share" in s:
+                print(f"    Python outside the core: {s['python_share']:.1%} of a one-thread "
+                      "step; that alone allows " + ", ".join(
+                          f"{v:.0%} of linear on {k}"
+                          for k, v in s["amdahl_fraction_of_linear"].items()), flush=True)
     else:
         section = run_all(args.decisions, args.repeats, backends, reference=True,
                           threads=args.threads)

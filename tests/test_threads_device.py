@@ -254,6 +254,10 @@ def test_bench_machine_smoke(tmp_path):
     for case in result["vector"].values():
         assert case["fraction_of_linear"]["1"] == pytest.approx(1.0)
         assert all(rate > 0 for rate in case["decisions_per_s"].values())
+        # the Python outside the core, and the ceiling it sets (Amdahl): 1.0 on one thread
+        assert 0.0 <= case["python_share"] < 1.0
+        ceiling = case["amdahl_fraction_of_linear"]
+        assert ceiling["1"] == pytest.approx(1.0) and ceiling["16"] <= ceiling["2"] <= 1.0
     assert [(r["env_threads"], r["threads"], r["update_threads"], r["device"])
             for r in result["train"]] == [(1, 1, 1, "cpu"), (2, 1, 2, "cpu"), (2, 2, 2, "cpu")]
     assert all(r["decisions"] >= 256 for r in result["train"])
