@@ -124,3 +124,17 @@ def test_a_list_of_scenarios_and_the_errors():
         vector.make("gen:squad", backend="python", seeds=(0, 3), relative_actions=False)
     with pytest.raises(ValueError, match="observation_slots"):
         v.observation_slots("blue_0")
+
+
+def test_the_envs_of_a_set_share_their_observation_labels():
+    """Under one layout every scenario's observation has the same labels: the set's envs hold
+    one copy of them, not one per map (a copy per map was a third of a set's memory)."""
+    from traveller_env.layout import resolve_layout
+    from traveller_env.scenario_set import build_scenario_set
+
+    sset = build_scenario_set(set_sources("gen:squad", (0, 2)), resolve_layout("6v6"),
+                              {"move_view": True})
+    builders = [env._obs_builder for env in sset.envs]
+    assert all(b.labels is builders[0].labels for b in builders)
+    assert sset.envs[0].observation_labels == sset.envs[2].observation_labels
+    assert len(builders[0].labels) == builders[0].size

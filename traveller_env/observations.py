@@ -9,6 +9,7 @@ one policy can play every seat. ``ObservationBuilder.slots(agent)`` names who si
 from __future__ import annotations
 
 import copy
+import functools
 import struct
 
 import numpy as np
@@ -174,6 +175,29 @@ def move_view_labels(max_move_squares: int) -> list[str]:
             for f in MOVE_VIEW_FIELDS]
 
 
+@functools.lru_cache(maxsize=64)
+def observation_labels(n_ally_slots: int, n_enemy_slots: int, views: tuple[str, ...],
+                       max_move_squares: int) -> tuple[str, ...]:
+    """The observation's labels for these slots and views, built once per shape: every env of
+    a scenario set under one layout shares them (a set of 1,000 maps held 1,000 copies)."""
+    slots = [f"ally{k}" for k in range(n_ally_slots)] + [f"enemy{k}"
+                                                        for k in range(n_enemy_slots)]
+    labels = [f"self.{f}" for f in SELF_FIELDS]
+    for name in slots:
+        labels += [f"{name}.{f}" for f in SLOT_FIELDS]
+    for view in views:
+        labels += view_labels(view, slots, max_move_squares)
+    return tuple(labels)
+
+
+@functools.lru_cache(maxsize=64)
+def state_labels(state_names: tuple[str, ...]) -> tuple[str, ...]:
+    """The global state's labels for these state blocks (a combatant's id or an empty
+    block's name each), built once per list of names."""
+    labels = [f"{name}.{f}" for name in state_names for f in STATE_FIELDS]
+    return tuple(labels + [f"phase_{p}" for p in PHASES] + ["round"])
+
+
 def view_labels(view: str, slot_names: list[str], max_move_squares: int) -> list[str]:
     """The labels of ``view``'s entries (one of ``VIEWS``) for an observer with these slots
     (``ally0``, ..., ``enemy0``, ...) and moves of up to ``max_move_squares`` squares."""
@@ -284,20 +308,15 @@ class ObservationBuilder:
             allies = [a for a in mine if a != cid]
             self._slots[cid] = (allies + [None] * (self.n_ally_slots - len(allies))
                                 + theirs + [None] * (self.n_enemy_slots - len(theirs)))
-        self.labels = [f"self.{f}" for f in SELF_FIELDS]
-        for k in range(self.n_slots):
-            name = f"ally{k}" if k < self.n_ally_slots else f"enemy{k - self.n_ally_slots}"
-            self.labels += [f"{name}.{f}" for f in SLOT_FIELDS]
-        for view in VIEWS:
-            if getattr(self, view):
-                self.labels += view_labels(view, self.slot_names(), self.max_move_squares)
+        views = tuple(view for view in VIEWS if getattr(self, view))
+        self.labels = observation_labels(self.n_ally_slots, self.n_enemy_slots, views,
+                                         self.max_move_squares)
         self.size = len(self.labels)
         # Native float32 (one type, so no padding): a plain cast per entry, the same bytes as
         # the standard size's rounding for values in [-1, 1], and cheaper.
         packer = struct.Struct(f"@{self.size}f")
         self._pack_into, self._pack_size = packer.pack_into, packer.size
-        self.state_labels = [f"{name}.{f}" for name in state_names for f in STATE_FIELDS]
-        self.state_labels += [f"phase_{p}" for p in PHASES] + ["round"]
+        self.state_labels = state_labels(tuple(state_names))
         self.state_size = len(self.state_labels)
         self._init_spares = {c.id: max(1, c.spares) for c in battle.combatants}
         self._skill_dms = {
