@@ -10,8 +10,12 @@
   battles, inference and updates) on one thread (``--env-threads 1 --threads 1
   --update-threads 1``), with every core for the battles and the update (``--env-threads N
   --threads 1 --update-threads N``, the trainer's default on N cores up to 8) and with every
-  core for inference too (``--threads N``), on the CPU and, where torch sees one, on the GPU
-  (``--device cuda``).
+  core for inference too (``--threads N``), and with battles and inference overlapped
+  (``--overlap``), on the CPU and, where torch sees one, on the GPU (``--device cuda``).
+
+The JSON is rewritten after every figure (``complete`` is false until the end), and a training
+configuration that fails is recorded with its error and the rest still run: the script is
+meant to run once on borrowed hardware.
 
 ::
 
@@ -92,37 +96,67 @@ def main(argv: list[str] | None = None) -> int:
                  "train_envs": 1024, "train_steps": 32, "train_decisions": 196_608}
     devices = (["cpu", *(["cuda"] if torch.cuda.is_available() else [])]
                if args.devices == "auto" else [d.strip() for d in args.devices.split(",")])
+    if not set(devices) <= {"cpu", "cuda"}:
+        build_parser().error(f"--devices {args.devices}: 'auto' or a comma-separated list of "
+                             "cpu and cuda")
     counts = thread_counts(cores)
     result: dict[str, Any] = {"machine": machine(), "sizes": sizes, "thread_counts": counts,
-                              "vector": {}, "train": []}
+                              "vector": {}, "train": [], "complete": False}
+    write(args.json, result)
     for scenario, opponent in VECTOR_CASES.items():
         s = thread_scaling(scenario, opponent, sizes["vector_envs"], sizes["vector_decisions"],
                            counts, sizes["repeats"])
         result["vector"][scenario] = s
+        write(args.json, result)
         print(f"vector {scenario} vs {opponent} N={sizes['vector_envs']}: " + ", ".join(
             f"{k}: {s['decisions_per_s'][str(k)]:,.0f}/s "
             f"({s['fraction_of_linear'][str(k)]:.0%})" for k in counts)
             + f"; Python outside the core {s['python_share']:.1%} of a one-thread step",
             flush=True)
-    # (battle threads, torch threads choosing actions, torch threads in the update)
-    configs = list(dict.fromkeys([(1, 1, 1), (cores, 1, cores), (cores, cores, cores)]))
     for device in devices:
-        for k, choose, learn in configs:
-            with contextlib.redirect_stdout(io.StringIO()):
-                row = train_ppo_figures("squad", "core", sizes["train_decisions"],
-                                        sizes["train_envs"], sizes["train_steps"],
-                                        threads=choose, env_threads=k, device=device,
-                                        opponents="red=tactician", update_threads=learn)
-            result["train"].append(row)
+        for k, choose, learn, overlap in train_configs(cores):
+            config = {"env_threads": k, "threads": choose, "update_threads": learn,
+                      "device": device, "overlap": overlap}
+            try:
+                with contextlib.redirect_stdout(io.StringIO()):
+                    row = train_ppo_figures("squad", "core", sizes["train_decisions"],
+                                            sizes["train_envs"], sizes["train_steps"],
+                                            threads=choose, env_threads=k, device=device,
+                                            opponents="red=tactician", update_threads=learn,
+                                            overlap=overlap)
+            except Exception as exc:  # one run on borrowed hardware: record, go on
+                result["train"].append({**config, "error": f"{type(exc).__name__}: {exc}"})
+                write(args.json, result)
+                print(f"train ppo {config}: failed: {type(exc).__name__}: {exc}", flush=True)
+                continue
+            result["train"].append({**row, "overlap": overlap})
+            write(args.json, result)
             print(f"train ppo squad vs tactician, {k} battle thread(s), torch {choose} "
-                  f"choosing / {learn} updating, {row['device']}: "
-                  f"{row['decisions_per_second']:,.0f} decisions/s (battles "
+                  f"choosing / {learn} updating{', overlapped' if overlap else ''}, "
+                  f"{row['device']}: {row['decisions_per_second']:,.0f} decisions/s (battles "
                   f"{row['env_share']:.0%}, inference {row['inference_share']:.0%}, updates "
                   f"{row['update_share']:.0%})", flush=True)
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(result, indent=2) + "\n")
+    result["complete"] = True
+    write(args.json, result)
     print(f"wrote {args.json}")
     return 0
+
+
+def train_configs(cores: int) -> list[tuple[int, int, int, bool]]:
+    """(battle threads, torch threads choosing actions, torch threads in the update,
+    ``--overlap``): one thread; every core for the battles and the update; every core for
+    the inference too; and the second with battles and inference overlapped."""
+    return list(dict.fromkeys([(1, 1, 1, False), (cores, 1, cores, False),
+                               (cores, cores, cores, False), (cores, 1, cores, True)]))
+
+
+def write(path: Path, result: dict[str, Any]) -> None:
+    """The results so far, rewritten after every figure (``complete`` false until the end), so
+    a run stopped part-way keeps what it measured."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(result, indent=2) + "\n")
+    tmp.replace(path)
 
 
 if __name__ == "__main__":

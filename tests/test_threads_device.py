@@ -258,9 +258,38 @@ def test_bench_machine_smoke(tmp_path):
         assert 0.0 <= case["python_share"] < 1.0
         ceiling = case["amdahl_fraction_of_linear"]
         assert ceiling["1"] == pytest.approx(1.0) and ceiling["16"] <= ceiling["2"] <= 1.0
-    assert [(r["env_threads"], r["threads"], r["update_threads"], r["device"])
-            for r in result["train"]] == [(1, 1, 1, "cpu"), (2, 1, 2, "cpu"), (2, 2, 2, "cpu")]
+    assert [(r["env_threads"], r["threads"], r["update_threads"], r["device"], r["overlap"])
+            for r in result["train"]] == [(1, 1, 1, "cpu", False), (2, 1, 2, "cpu", False),
+                                          (2, 2, 2, "cpu", False), (2, 1, 2, "cpu", True)]
+    assert result["complete"] is True
     assert all(r["decisions"] >= 256 for r in result["train"])
+
+
+@needs_core
+def test_bench_machine_records_a_failing_run_and_goes_on(tmp_path, monkeypatch):
+    """One run on borrowed hardware: a training configuration that raises is recorded with its
+    error, the others still run, and the JSON on disk holds every figure taken so far."""
+    from experiments import bench_machine, bench_train
+
+    real = bench_train.train_ppo_figures
+
+    def flaky(*args, **kwargs):
+        if kwargs.get("overlap"):
+            raise RuntimeError("CUDA error: out of memory")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(bench_train, "train_ppo_figures", flaky)
+    out = tmp_path / "machine.json"
+    assert bench_machine.main(["--small", "--max-threads", "1", "--devices", "cpu",
+                               "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    failed = [r for r in result["train"] if "error" in r]
+    assert [r["overlap"] for r in failed] == [True]
+    assert failed[0]["error"] == "RuntimeError: CUDA error: out of memory"
+    assert len(result["train"]) == 2 and result["complete"] is True
+    with pytest.raises(SystemExit) as refused:
+        bench_machine.main(["--small", "--devices", "cpu,tpu", "--json", str(out)])
+    assert refused.value.code == 2
 
 
 @needs_core
