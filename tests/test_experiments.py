@@ -36,6 +36,18 @@ def test_bench_core_policies(tmp_path):
     assert json.loads(out.read_text())
 
 
+def test_bench_sb3_measures_the_bridge_and_the_core(tmp_path):
+    pytest.importorskip("sb3_contrib")
+    out = tmp_path / "sb3.json"
+    _run("bench_sb3", "--timesteps", "256", "--n-envs", "2", "--env-steps", "50",
+         "--json", str(out))
+    figures = json.loads(out.read_text())
+    rates = [figures[k] for k in ("bridge_env_only_per_s", "bridge_maskable_ppo_per_s",
+                                  "core_env_only_per_s", "core_maskable_ppo_per_s")]
+    assert all(r > 0 for r in rates)
+    assert figures["maskable_ppo_speedup"] == pytest.approx(rates[3] / rates[1])
+
+
 def test_bench_rng(tmp_path):
     out = tmp_path / "rng.json"
     _run("bench_rng", "--calls", "200", "--repeats", "1", "--battles", "1", "--json", str(out))
@@ -118,3 +130,21 @@ def test_generalisation_select_refuses_more_battles_than_the_split_holds(tmp_pat
                           cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert "--battles 2002: the training seeds 0-999 hold 2000 battles" in done.stderr
+
+
+def test_every_experiment_has_a_smoke_test():
+    """Each script in experiments/ is run by some test (the rule for experiments/): a module
+    with a ``main`` is named by a test file, as ``_run("<name>", ...)`` here or imported."""
+    import re
+
+    tests = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "tests").glob("test_*.py"))
+    scripts = [p.stem for p in (ROOT / "experiments").glob("*.py")
+               if "def main(" in p.read_text(encoding="utf-8")]
+    assert len(scripts) >= 15
+
+    def named(name: str) -> bool:
+        return bool(re.search(rf"experiments[./]{name}\b|[\"']{name}[\"']|"
+                              rf"import [\w, ]*\b{name}\b", tests))
+
+    untested = [name for name in scripts if not named(name)]
+    assert not untested, f"experiments without a smoke test: {untested}"
