@@ -39,7 +39,11 @@ def play_and_compare(scenario, seed: int, attack_rate: float = 0.5, illegal_rate
     """Play one battle through both engines comparing observations and states at every step;
     count in ``seen`` the steps at which each field (label without its slot) was non-zero.
     Returns the number of decisions."""
-    from traveller_env.core.differential import Divergence, check_observations
+    from traveller_env.core.differential import (
+        Divergence,
+        check_observations,
+        take_same_random_action,
+    )
     from traveller_env.core.engine import CoreBattle
     from traveller_env.encoding import ActionCatalogue
     from traveller_env.observations import ObservationBuilder
@@ -81,20 +85,8 @@ def play_and_compare(scenario, seed: int, attack_rate: float = 0.5, illegal_rate
         mask = cat.mask(py)
         if py.current_agent != cb.current_agent or not np.array_equal(mask, cb.mask()):
             raise Divergence(f"{sc.name} seed {seed}, step {steps}: the battles diverged")
-        illegal = np.flatnonzero(mask == 0)
-        if penalize and len(illegal) and rng.random() < illegal_rate:
-            i = int(rng.choice(illegal))
-            reason = py.why_illegal(cat.actions[i])
-            py.forfeit(cat.labels[i], reason)
-            cb.forfeit(cat.labels[i], reason)
-        else:
-            legal_attacks = np.flatnonzero(mask.astype(bool) & attacks)
-            if len(legal_attacks) and rng.random() < attack_rate:
-                i = int(rng.choice(legal_attacks))
-            else:
-                i = int(rng.choice(np.flatnonzero(mask)))
-            py.apply(cat.actions[i])
-            cb.step(i)
+        take_same_random_action(py, cb, cat, mask, attacks, rng, penalize, attack_rate,
+                                illegal_rate)
         steps += 1
 
 

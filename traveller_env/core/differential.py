@@ -23,7 +23,8 @@ from ..rules.dice import Dice
 from ..scenario import build_battle, load_scenario
 from .engine import CoreBattle
 
-__all__ = ["Divergence", "check_observations", "first_difference", "play_both"]
+__all__ = ["Divergence", "check_observations", "first_difference", "play_both",
+           "take_same_random_action"]
 
 
 class Divergence(AssertionError):
@@ -75,6 +76,29 @@ def check_observations(builder: ObservationBuilder, py: Any, cb: CoreBattle,
                          f"{got[j] if j < len(got) else None!r}")
 
 
+def take_same_random_action(py: Any, cb: CoreBattle, cat: ActionCatalogue, mask: np.ndarray,
+                            attacks: np.ndarray, rng: np.random.Generator, penalize: bool,
+                            attack_rate: float, illegal_rate: float) -> None:
+    """One random decision taken in both engines: in a ``penalize`` scenario an illegal action
+    forfeited with probability ``illegal_rate`` (the Python engine's reason given to both);
+    otherwise a legal attack with probability ``attack_rate`` when there is one, else any legal
+    action. ``mask`` is the decider's (equal in both), ``attacks`` marks the attack actions."""
+    illegal = np.flatnonzero(mask == 0)
+    if penalize and len(illegal) and rng.random() < illegal_rate:
+        i = int(rng.choice(illegal))
+        reason = py.why_illegal(cat.actions[i])
+        py.forfeit(cat.labels[i], reason)
+        cb.forfeit(cat.labels[i], reason)
+        return
+    legal_attacks = np.flatnonzero(mask.astype(bool) & attacks)
+    if len(legal_attacks) and rng.random() < attack_rate:
+        i = int(rng.choice(legal_attacks))
+    else:
+        i = int(rng.choice(np.flatnonzero(mask)))
+    py.apply(cat.actions[i])
+    cb.step(i)
+
+
 def play_both(scenario: Any, seed: int, attack_rate: float = 0.5, illegal_rate: float = 0.05,
               reasons_every: int = 3) -> int:
     """Play one battle through both engines; raise ``Divergence`` at the first difference.
@@ -119,21 +143,8 @@ def play_both(scenario: Any, seed: int, attack_rate: float = 0.5, illegal_rate: 
                 if want != got:
                     raise Divergence(f"seed {seed}, decision {steps}: why_illegal("
                                      f"{cat.labels[i]}) python {want!r}, core {got!r}")
-        legal = np.flatnonzero(mask)
-        illegal = np.flatnonzero(mask == 0)
-        if penalize and len(illegal) and rng.random() < illegal_rate:
-            i = int(rng.choice(illegal))
-            reason = py.why_illegal(cat.actions[i])
-            py.forfeit(cat.labels[i], reason)
-            cb.forfeit(cat.labels[i], reason)
-        else:
-            legal_attacks = np.flatnonzero(mask.astype(bool) & attacks)
-            if len(legal_attacks) and rng.random() < attack_rate:
-                i = int(rng.choice(legal_attacks))
-            else:
-                i = int(rng.choice(legal))
-            py.apply(cat.actions[i])
-            cb.step(i)
+        take_same_random_action(py, cb, cat, mask, attacks, rng, penalize, attack_rate,
+                                illegal_rate)
         steps += 1
     dealt, taken, dropouts = cb.summary()
     s = py.summary
