@@ -175,13 +175,18 @@ def move_view_labels(max_move_squares: int) -> list[str]:
             for f in MOVE_VIEW_FIELDS]
 
 
+def slot_names(n_ally_slots: int, n_enemy_slots: int) -> list[str]:
+    """The slots' names in observation order (``ally0``..., then ``enemy0``...)."""
+    return ([f"ally{k}" for k in range(n_ally_slots)]
+            + [f"enemy{k}" for k in range(n_enemy_slots)])
+
+
 @functools.lru_cache(maxsize=64)
 def observation_labels(n_ally_slots: int, n_enemy_slots: int, views: tuple[str, ...],
                        max_move_squares: int) -> tuple[str, ...]:
     """The observation's labels for these slots and views, built once per shape: every env of
     a scenario set under one layout shares them (a set of 1,000 maps held 1,000 copies)."""
-    slots = [f"ally{k}" for k in range(n_ally_slots)] + [f"enemy{k}"
-                                                        for k in range(n_enemy_slots)]
+    slots = slot_names(n_ally_slots, n_enemy_slots)
     labels = [f"self.{f}" for f in SELF_FIELDS]
     for name in slots:
         labels += [f"{name}.{f}" for f in SLOT_FIELDS]
@@ -341,8 +346,7 @@ class ObservationBuilder:
 
     def slot_names(self) -> list[str]:
         """The slots' names in observation order (``ally0``..., then ``enemy0``...)."""
-        return [f"ally{k}" if k < self.n_ally_slots else f"enemy{k - self.n_ally_slots}"
-                for k in range(self.n_slots)]
+        return slot_names(self.n_ally_slots, self.n_enemy_slots)
 
     def aim_view_labels(self) -> list[str]:
         """The labels of the aim view's entries (``aim.ally0.on_me``, ..., ``aim.enemy0.on_me``)."""
