@@ -13,9 +13,9 @@
   core for inference too (``--threads N``), and with battles and inference overlapped
   (``--overlap``), on the CPU and, where torch sees one, on the GPU (``--device cuda``).
 
-The JSON is rewritten after every figure (``complete`` is false until the end), and a training
-configuration that fails is recorded with its error and the rest still run: the script is
-meant to run once on borrowed hardware.
+The JSON is rewritten (atomically) after every figure (``complete`` is false until the end),
+and a training configuration that fails is recorded with its error and the rest still run:
+the script is meant to run once on borrowed hardware.
 
 ::
 
@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import json
 import platform
 from pathlib import Path
 from typing import Any
@@ -83,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from experiments.bench_train import train_ppo_figures
     from experiments.bench_vector import thread_scaling
+    from traveller_rl.common import write_json
     from traveller_rl.ppo.rows import available_cores
 
     args = build_parser().parse_args(argv)
@@ -102,12 +102,12 @@ def main(argv: list[str] | None = None) -> int:
     counts = thread_counts(cores)
     result: dict[str, Any] = {"machine": machine(), "sizes": sizes, "thread_counts": counts,
                               "vector": {}, "train": [], "complete": False}
-    write(args.json, result)
+    write_json(args.json, result)
     for scenario, opponent in VECTOR_CASES.items():
         s = thread_scaling(scenario, opponent, sizes["vector_envs"], sizes["vector_decisions"],
                            counts, sizes["repeats"])
         result["vector"][scenario] = s
-        write(args.json, result)
+        write_json(args.json, result)
         print(f"vector {scenario} vs {opponent} N={sizes['vector_envs']}: " + ", ".join(
             f"{k}: {s['decisions_per_s'][str(k)]:,.0f}/s "
             f"({s['fraction_of_linear'][str(k)]:.0%})" for k in counts)
@@ -126,18 +126,18 @@ def main(argv: list[str] | None = None) -> int:
                                             overlap=overlap)
             except Exception as exc:  # one run on borrowed hardware: record, go on
                 result["train"].append({**config, "error": f"{type(exc).__name__}: {exc}"})
-                write(args.json, result)
+                write_json(args.json, result)
                 print(f"train ppo {config}: failed: {type(exc).__name__}: {exc}", flush=True)
                 continue
             result["train"].append({**row, "overlap": overlap})
-            write(args.json, result)
+            write_json(args.json, result)
             print(f"train ppo squad vs tactician, {k} battle thread(s), torch {choose} "
                   f"choosing / {learn} updating{', overlapped' if overlap else ''}, "
                   f"{row['device']}: {row['decisions_per_second']:,.0f} decisions/s (battles "
                   f"{row['env_share']:.0%}, inference {row['inference_share']:.0%}, updates "
                   f"{row['update_share']:.0%})", flush=True)
     result["complete"] = True
-    write(args.json, result)
+    write_json(args.json, result)
     print(f"wrote {args.json}")
     return 0
 
@@ -148,15 +148,6 @@ def train_configs(cores: int) -> list[tuple[int, int, int, bool]]:
     the inference too; and the second with battles and inference overlapped."""
     return list(dict.fromkeys([(1, 1, 1, False), (cores, 1, cores, False),
                                (cores, cores, cores, False), (cores, 1, cores, True)]))
-
-
-def write(path: Path, result: dict[str, Any]) -> None:
-    """The results so far, rewritten after every figure (``complete`` false until the end), so
-    a run stopped part-way keeps what it measured."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(result, indent=2) + "\n")
-    tmp.replace(path)
 
 
 if __name__ == "__main__":
