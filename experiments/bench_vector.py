@@ -66,15 +66,16 @@ def run_vector(scenario: Any, num_envs: int, decisions: int, seed: int = 0,
     """One timed run: decisions per second inside ``step``, the sampler's time per decision,
     how many steps, decisions and finished battles it covered, and the share of ``step``'s
     time inside the backend's own step (the rest is the ``VectorEnv``'s Python around it,
-    which no thread count shortens). With ``threads`` > 1 (or
-    ``wall``) the time is wall-clock (CPU time would add the threads up). ``warmup`` steps
-    are played first, untimed. ``opponents``, ``relative_actions`` and ``make_kw``
+    which no thread count shortens). With ``threads`` > 1 (or ``wall``) the time is
+    wall-clock (CPU time would add the threads up). ``warmup`` steps are played first,
+    untimed. ``opponents``, ``relative_actions`` and ``make_kw``
     (``layout``, ``seeds``) as for ``vector.make`` (the trainer's vectors: in-core opponents,
     relative actions, scenario sets)."""
     v = vector.make(scenario, num_envs=num_envs, seed=seed, backend=backend, threads=threads,
                     opponents=opponents, relative_actions=relative_actions, **make_kw)
     rng = np.random.default_rng(seed)
     _, mask, _ = v.reset()
+    clock = time.process_time if threads == 1 and not wall else time.perf_counter
     inner, in_backend = v._backend.step, [0.0]
 
     def timed_backend_step(*args: Any, **kwargs: Any) -> None:
@@ -82,7 +83,6 @@ def run_vector(scenario: Any, num_envs: int, decisions: int, seed: int = 0,
         inner(*args, **kwargs)
         in_backend[0] += clock() - t0
 
-    clock = time.process_time if threads == 1 and not wall else time.perf_counter
     for _ in range(warmup):
         _, mask, *_ = v.step(vector.random_legal_actions(mask, rng))
     steps = max(MIN_STEPS, decisions // num_envs)
@@ -202,7 +202,7 @@ def thread_scaling(scenario: Any, opponent: str, num_envs: int, decisions: int,
         f = statistics.median(shares)
         out["python_share"] = f
         out["amdahl_fraction_of_linear"] = {str(k): 1.0 / (f + (1.0 - f) / k) / k
-                                            for k in (*threads, 16) if k >= 1}
+                                            for k in (*threads, 16)}
     return out
 
 
