@@ -5,6 +5,8 @@ whole contract suite on both backends against the AEC env.)"""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from conftest import fighter, scenario
@@ -212,12 +214,14 @@ def test_a_tiny_map_and_one_on_one_melee_agree():
     lockstep(sc, 120, num_envs=5)
 
 
+STATUS = Path("/proc/self/status")
+
+
 def _resident_mb() -> float:
-    return int(open("/proc/self/status").read().split("VmRSS:")[1].split()[0]) / 1024
+    return int(STATUS.read_text().split("VmRSS:")[1].split()[0]) / 1024
 
 
-@pytest.mark.skipif(not __import__("os").path.exists("/proc/self/status"),
-                    reason="resident memory is read from Linux's /proc")
+@pytest.mark.skipif(not STATUS.exists(), reason="resident memory is read from Linux's /proc")
 def test_a_set_vector_does_not_make_its_maps_tables_resident():
     """Each map's line-of-sight and cover tables are mapped zero pages that fill as battles
     ask: a core vector over 200 distinct maps adds a few MB, where tables written at build
