@@ -82,7 +82,7 @@ def _core_pass(name: str, pair: tuple[str, str], battles: int) -> dict[str, tupl
 
 def _python_pass(name: str, pair: tuple[str, str], battles: int) -> dict[str, tuple[int, float]]:
     """The same battles with the Python policies on the Python engine."""
-    from agents.registry import make_policy
+    from traveller_agents.registry import make_policy
     from traveller_env.encoding import ActionCatalogue
     from traveller_env.rules.dice import Dice
     from traveller_env.rules.rng import derive_seed

@@ -1,4 +1,4 @@
-"""Decisions per second of an exported policy (``agents.onnx_policy.OnnxPolicy``, onnxruntime on
+"""Decisions per second of an exported policy (``traveller_agents.onnx_policy.OnnxPolicy``, onnxruntime on
 one thread) against the PyTorch policies of the same network, in the same run.
 
 The policy: a squad actor, a tanh MLP 64x64 as ``traveller_rl/ppo/trainer.py`` builds by default
@@ -77,8 +77,8 @@ def record_decisions(scenario: str, n: int, seed: int,
     ``scenario`` (seeds ``seed``, ``seed + 1``, ...), and the environment that played them
     (policies translate masks with its ``relative_actions``, which depend on the seat only);
     ``env_kwargs``: the env's ``layout`` and views."""
-    from agents.evaluation import random_decisions
     from traveller_env.env import TravellerEnv
+    from traveller_rl.evaluation import random_decisions
 
     env = TravellerEnv(scenario, **env_kwargs)
     rows = [(o.copy(), m.copy(), agent) for agent, o, m in random_decisions(env, n, seed)]
@@ -90,8 +90,8 @@ def _env_kwargs(policy: Path | None) -> dict[str, Any]:
     policy)."""
     if policy is None:
         return {}
-    from agents.ppo_policy import read_checkpoint
-    from agents.views import views_of
+    from traveller_agents.checkpoint import read_checkpoint
+    from traveller_agents.views import views_of
 
     data = read_checkpoint(policy)
     layout = {"layout": dict(data["layout"])} if data.get("layout") is not None else {}
@@ -115,9 +115,10 @@ def _policies(folder: Path, args: argparse.Namespace) -> dict[str, Any]:
     """The checkpoint (given or made), its export, and the SB3 twin when available."""
     import torch
 
-    from agents.onnx_export import export_onnx
-    from agents.ppo_policy import ActorCritic, checkpoint_bytes
+    from traveller_agents.checkpoint import checkpoint_bytes
+    from traveller_agents.nets import ActorCritic
     from traveller_env.env import TravellerEnv
+    from traveller_rl.onnx_export import export_onnx
 
     env = TravellerEnv(args.scenario)
     pt = args.policy
@@ -135,7 +136,7 @@ def _policies(folder: Path, args: argparse.Namespace) -> dict[str, Any]:
             from sb3_contrib import MaskablePPO
         except ImportError:
             return paths
-        from traveller_env.sb3 import TravellerSB3Env
+        from traveller_env.integrations.sb3 import TravellerSB3Env
 
         bridge = TravellerSB3Env(args.scenario, learner="blue", relative_actions=True)
         model = MaskablePPO("MlpPolicy", bridge, seed=args.seed, device="cpu",
@@ -152,9 +153,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     """Every figure (see the module docstring)."""
     import torch
 
-    from agents.onnx_policy import ACTION, ACTION_MASK, OBSERVATION, OnnxPolicy
-    from agents.ppo_policy import load_ppo_policy, network_from_checkpoint, read_checkpoint
-    from agents.trained import load_policy
+    from traveller_agents.checkpoint import network_from_checkpoint, read_checkpoint
+    from traveller_agents.onnx_policy import ACTION, ACTION_MASK, OBSERVATION, OnnxPolicy
+    from traveller_agents.ppo_policy import load_ppo_policy
+    from traveller_agents.trained import load_policy
 
     torch.set_num_threads(1)
     env, rows = record_decisions(args.scenario, args.decisions, args.seed,

@@ -31,7 +31,8 @@ __all__ = ["build_parser", "main", "pool_run"]
 def pool_run(stack: bool, updates: int, full_from: int, seed: int, num_envs: int = 256,
              num_steps: int = 64) -> dict[str, Any]:
     """One pool run of ``updates`` updates (temporary folder): its speed with a full pool."""
-    from traveller_rl.ppo.trainer import Args, train
+    from traveller_rl.ppo.args import Args
+    from traveller_rl.ppo.trainer import train
 
     with tempfile.TemporaryDirectory() as tmp:
         args = Args(scenario="squad", pool=True, pool_every=1, pool_size=30,

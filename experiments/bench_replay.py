@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from experiments.browser import console_errors, headless_chromium
-from traveller_env.cli import play_random
-from traveller_env.replay_html import replay_header, write_replay_html
+from traveller_env.replay.html import replay_header, write_replay_html
 from traveller_env.scenario import build_battle
+from traveller_env.simulate import play_random
 
 # Long animation frames (over 50 ms) as the browser reports them, with the time spent in
 # scripts (those over 5 ms), style and layout: a long frame without such work was the page
@@ -142,8 +142,8 @@ def screenshot(path: Path, width: int = 1100) -> Path:
     from PIL import Image
 
     import traveller_env
-    from agents.evaluation import play_battle
-    from agents.registry import make_policy
+    from traveller_agents.registry import make_policy
+    from traveller_rl.evaluation import play_battle
 
     env = traveller_env.raw_env("squad_commander")
     pols = {a: make_policy("leader" if env.side_of(a) == 0 else "tactician")

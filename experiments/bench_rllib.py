@@ -34,7 +34,7 @@ from traveller_rl.rllib import Args, build_config, prepare, start_ray
 
 def reference_steps_per_second(scenario: str, seconds: float, seed: int = 0) -> float:
     """``TravellerMultiAgentEnv`` stepped with random legal actions in a plain loop."""
-    from traveller_env.rllib import TravellerMultiAgentEnv
+    from traveller_env.integrations.rllib import TravellerMultiAgentEnv
 
     env = TravellerMultiAgentEnv({"scenario": scenario})
     rng = np.random.default_rng(seed)

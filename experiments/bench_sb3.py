@@ -1,5 +1,5 @@
 """SB3 at core speed: MaskablePPO decisions per second on ``CoreVecEnv`` (the compiled core,
-``traveller_env.sb3_vector``) against the SB3 bridge (``DummyVecEnv`` over
+``traveller_env.integrations.sb3_vector``) against the SB3 bridge (``DummyVecEnv`` over
 ``TravellerSB3Env``), in one run, same scenario, opponent, number of environments and PPO
 settings; plus the environments alone (random legal actions, no learning).
 
@@ -60,9 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from stable_baselines3.common.vec_env import DummyVecEnv
 
+    from traveller_env.integrations.sb3 import make_sb3_env
+    from traveller_env.integrations.sb3_vector import CoreVecEnv
     from traveller_env.policy import make_policy
-    from traveller_env.sb3 import make_sb3_env
-    from traveller_env.sb3_vector import CoreVecEnv
 
     def bridge() -> Any:
         return DummyVecEnv([make_sb3_env(args.scenario, learner="blue",

@@ -108,7 +108,7 @@ def isolated_step_us(scenario: str, steps: int = 5000) -> dict[str, float]:
     import numpy as np
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    from traveller_env.sb3 import make_sb3_env
+    from traveller_env.integrations.sb3 import make_sb3_env
 
     rng = np.random.default_rng(0)
     bridge = make_sb3_env(scenario, learner="blue")()
@@ -246,7 +246,7 @@ def maskable_ppo(scenario: str, timesteps: int, n_envs: int) -> dict[str, float]
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    from traveller_env.sb3 import make_sb3_env
+    from traveller_env.integrations.sb3 import make_sb3_env
 
     TimedVecEnv = _timed_vec_env_class()
 
@@ -324,8 +324,10 @@ def train_ppo_figures(scenario: str, backend: str, decisions: int, num_envs: int
     import io
     import tempfile
 
+    from traveller_rl.ppo.args import Args
+    from traveller_rl.ppo.rows import Group
     from traveller_rl.ppo.rows import env_threads as env_threads_of
-    from traveller_rl.ppo.trainer import Args, Group, train
+    from traveller_rl.ppo.trainer import train
     from traveller_rl.ppo.update import resolve_device
     from traveller_rl.ppo.update import update_threads as update_threads_of
 

@@ -76,7 +76,8 @@ def member_checkpoint(path, arch: str, seed: int, **extra):
     ``"entity"``; decisions ``100 * seed``), for the composite checkpoints' tests (ensembles,
     by-side); return its network."""
     torch = pytest.importorskip("torch")
-    from agents.ppo_policy import ActorCritic, checkpoint_bytes
+    from traveller_agents.checkpoint import checkpoint_bytes
+    from traveller_agents.nets import ActorCritic
 
     obs, actions = squad_labels(move_view=True)
     torch.manual_seed(seed)
@@ -91,7 +92,8 @@ def plain_checkpoint(path) -> None:
     """Write a tiny ``squad`` MLP checkpoint without any view (an observation that does not
     fit ``member_checkpoint``'s)."""
     pytest.importorskip("torch")
-    from agents.ppo_policy import ActorCritic, checkpoint_bytes
+    from traveller_agents.checkpoint import checkpoint_bytes
+    from traveller_agents.nets import ActorCritic
 
     obs, actions = squad_labels()
     net = ActorCritic(len(obs), len(actions), [8], arch="mlp")
@@ -103,7 +105,8 @@ def view_checkpoint(path, seed: int = 0, **views: bool):
     "with" the observation ``views`` that are on (``move_view=True``, ...); return its network."""
     torch = pytest.importorskip("torch")
     import traveller_env
-    from agents.ppo_policy import ActorCritic, checkpoint_bytes
+    from traveller_agents.checkpoint import checkpoint_bytes
+    from traveller_agents.nets import ActorCritic
 
     env = traveller_env.raw_env("squad", **views)
     torch.manual_seed(seed)
@@ -124,7 +127,7 @@ def play_like_the_network(net, full, envs, policies, seeds, choose, max_iter: in
     ``choose(agent, observation, mask)`` gives the action played. Returns the decisions
     checked."""
     torch = pytest.importorskip("torch")
-    from agents.ppo_policy import masked_logits
+    from traveller_agents.nets import masked_logits
 
     checked = 0
     for seed in seeds:

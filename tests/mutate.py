@@ -86,11 +86,11 @@ MUTANTS = (
     # evaluation and ratings
     Mutant("winrate_any_winner", ROLLOUT, "wins += int((w == learner_side).sum())",
            "wins += int((w >= 0).sum())", "the evaluation counts any side's win as the learner's"),
-    Mutant("matchup_side_swapped", "agents/evaluation.py",
+    Mutant("matchup_side_swapped", "traveller_rl/evaluation.py",
            '"wins" if b.winner == names[mine] else "losses")',
            '"losses" if b.winner == names[mine] else "wins")',
            "evaluate_matchup credits a side the other side's result"),
-    Mutant("wilson_no_z2", "agents/evaluation.py", "    z2 = z * z\n", "    z2 = z\n",
+    Mutant("wilson_no_z2", "traveller_rl/evaluation.py", "    z2 = z * z\n", "    z2 = z\n",
            "Wilson's z squared dropped"),
     Mutant("elo_scores_swapped", "traveller_rl/stats.py", "        wins[i, j] += s\n",
            "        wins[i, j] += 1 - s\n", "Elo credits a game's winner with the loss"),

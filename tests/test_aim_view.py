@@ -101,7 +101,7 @@ def test_a_checkpoint_trained_with_the_aim_view_plays_in_envs_without_it(tmp_pat
     with only the other view) the policy asks the env and picks what the network picks on
     the full observation; the ONNX export records it and ``OnnxPolicy`` does the same."""
     pytest.importorskip("torch")
-    from agents.ppo_policy import load_ppo_policy
+    from traveller_agents.ppo_policy import load_ppo_policy
 
     net = _checkpoint(tmp_path / "av.pt", move_view, True)
     policy = load_ppo_policy(tmp_path / "av.pt", "squad")
@@ -110,8 +110,8 @@ def test_a_checkpoint_trained_with_the_aim_view_plays_in_envs_without_it(tmp_pat
             full]
     onnx_policy = None
     if all(__import__("importlib").util.find_spec(m) for m in ("onnx", "onnxruntime")):
-        from agents.onnx_export import export_onnx
-        from agents.onnx_policy import OnnxPolicy, read_metadata
+        from traveller_agents.onnx_policy import OnnxPolicy, read_metadata
+        from traveller_rl.onnx_export import export_onnx
 
         export_onnx(tmp_path / "av.pt", tmp_path / "av.onnx")
         meta = read_metadata(tmp_path / "av.onnx")
@@ -138,7 +138,7 @@ def test_train_ppo_views_after_the_move_view_record_and_check_init_and_pool(tmp_
     records the view, ``--init`` must match it, and beside a pool opponent with the move view
     the learner must read the move view too (its inputs stay a prefix)."""
     pytest.importorskip("torch")
-    from agents.ppo_policy import read_checkpoint
+    from traveller_agents.checkpoint import read_checkpoint
     from traveller_rl.ppo import trainer as train_ppo
 
     flag, name = "--" + view.replace("_", "-"), view.replace("_", " ")

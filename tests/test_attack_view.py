@@ -165,7 +165,7 @@ def test_a_checkpoint_trained_with_the_attack_view_plays_in_envs_without_it(tmp_
     the policy asks the env and picks what the network picks on the full observation; the
     ONNX export records it and ``OnnxPolicy`` does the same."""
     pytest.importorskip("torch")
-    from agents.ppo_policy import load_ppo_policy
+    from traveller_agents.ppo_policy import load_ppo_policy
 
     net = view_checkpoint(tmp_path / "atk.pt", move_view=True, attack_view=True)
     policy = load_ppo_policy(tmp_path / "atk.pt", "squad")
@@ -175,8 +175,8 @@ def test_a_checkpoint_trained_with_the_attack_view_plays_in_envs_without_it(tmp_
             full]
     onnx_policy = None
     if all(__import__("importlib").util.find_spec(m) for m in ("onnx", "onnxruntime")):
-        from agents.onnx_export import export_onnx
-        from agents.onnx_policy import OnnxPolicy, read_metadata
+        from traveller_agents.onnx_policy import OnnxPolicy, read_metadata
+        from traveller_rl.onnx_export import export_onnx
 
         export_onnx(tmp_path / "atk.pt", tmp_path / "atk.onnx")
         meta = read_metadata(tmp_path / "atk.onnx")

@@ -1,4 +1,4 @@
-"""Behaviour statistics (``agents.behaviour``, ``traveller behaviour``): exact counts on
+"""Behaviour statistics (``traveller_rl.behaviour``, ``traveller behaviour``): exact counts on
 hand-built event logs over small maps, the replay against the engine's own state, and real
 battles of scripted policies whose behaviour is known."""
 
@@ -10,21 +10,21 @@ import math
 import pytest
 from conftest import fighter, scenario
 
-from agents.behaviour import (
+from traveller_agents.registry import make_policy
+from traveller_cli import main
+from traveller_env.env import TravellerEnv
+from traveller_env.rules.events import check_event
+from traveller_rl.behaviour import (
     COUNTS,
     DESCRIPTORS,
+    BattleStart,
     BehaviourTally,
-    Layout,
     _Replay,
     behaviour_stats,
     format_behaviour,
     tally_battle,
 )
-from agents.evaluation import evaluate_matchup, play_battle
-from agents.registry import make_policy
-from traveller_cli import main
-from traveller_env.env import TravellerEnv
-from traveller_env.rules.events import check_event
+from traveller_rl.evaluation import evaluate_matchup, play_battle
 
 VITALS = 21  # STR + DEX + END of conftest's average fighter
 
@@ -74,8 +74,8 @@ def end(winner="blue"):
     return ev("end", round=1, winner=winner, reason="victory" if winner else "max_rounds")
 
 
-def layout_of(blue, red, **kw) -> Layout:
-    return Layout.from_scenario(scenario([fighter(p) for p in blue], [fighter(p) for p in red],
+def layout_of(blue, red, **kw) -> BattleStart:
+    return BattleStart.from_scenario(scenario([fighter(p) for p in blue], [fighter(p) for p in red],
                                          **kw))
 
 
@@ -341,7 +341,7 @@ def test_the_replay_ends_where_the_engine_ends():
     """Positions, stances, STR + DEX + END and incapacitation replayed from the log equal the
     Python engine's own at the end of real squad battles (movers, crouchers, shooters)."""
     env = TravellerEnv("squad")
-    lay = Layout.from_scenario("squad")
+    lay = BattleStart.from_scenario("squad")
     for seed, (a, b) in enumerate([("tactician", "cover"), ("rush", "cover")]):
         policies = {ag: make_policy(a if env.side_of(ag) == 0 else b) for ag in env.possible_agents}
         battle = play_battle(env, policies, 100 + seed)

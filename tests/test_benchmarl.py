@@ -1,4 +1,4 @@
-"""BenchMARL over the learner-seat env: ``traveller_env.benchmarl_task.TravellerTask`` runs
+"""BenchMARL over the learner-seat env: ``traveller_env.integrations.benchmarl_task.TravellerTask`` runs
 BenchMARL's own ``Experiment`` with MAPPO and IPPO on duel (blue learns, red plays rush).
 
 A run is asserted, not learning (measured, seed 0: MAPPO's mean training return went from -1.0
@@ -18,7 +18,7 @@ if importlib.util.find_spec("benchmarl") is None or importlib.util.find_spec("to
 import torch
 
 from traveller_env import core
-from traveller_env.benchmarl_task import TravellerTask, make_torchrl_env
+from traveller_env.integrations.benchmarl_task import TravellerTask, make_torchrl_env
 
 from benchmarl.algorithms import IppoConfig, MappoConfig  # isort: skip
 from benchmarl.environments import task_config_registry  # isort: skip

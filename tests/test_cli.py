@@ -221,7 +221,8 @@ def test_the_sb3_command_evaluates_a_ppo_checkpoint_with_trainer_ppo(tmp_path, c
     """``traveller train leadership --trainer ppo`` is ``train leadership-ppo``."""
     import torch
 
-    from agents.ppo_policy import ActorCritic, checkpoint_bytes
+    from traveller_agents.checkpoint import checkpoint_bytes
+    from traveller_agents.nets import ActorCritic
     from traveller_env import vector
 
     venv = vector.make("leadership_l3", num_envs=1, seed=0, backend="python",
@@ -255,9 +256,9 @@ def test_benchmarks_write_no_file_unless_asked(module):
     assert not getattr(args, "json", None)
 
 
-def test_environment_commands_still_run_from_traveller_env_cli(capsys):
-    """``python -m traveller_env.cli`` keeps the environment's own commands."""
-    from traveller_env import cli
+def test_environment_commands_run_alone(capsys):
+    """``traveller_cli.env_commands`` holds the environment's own commands, runnable alone."""
+    from traveller_cli import env_commands as cli
 
     assert cli.main(["scenarios"]) == 0
     assert "duel" in capsys.readouterr().out

@@ -52,9 +52,9 @@ BASE: dict[str, list[str]] = {
 
 #: Functions that start real work: each is replaced by one that fails the test.
 WORK = [
-    ("traveller_env.cli", "play_random"),
-    ("agents.evaluation", "evaluate_matchup"),
-    ("agents.behaviour", "behaviour_stats"),
+    ("traveller_env.simulate", "play_random"),
+    ("traveller_rl.evaluation", "evaluate_matchup"),
+    ("traveller_rl.behaviour", "behaviour_stats"),
     ("traveller_rl.tournament", "run_tournament"),
     ("traveller_rl.ppo.trainer", "train"),
     ("traveller_rl.clone", "collect"),
@@ -317,7 +317,7 @@ def test_a_scenario_with_very_many_mistakes_lists_twenty_then_counts(tmp_path):
 
 
 def test_gif_frames_stay_within_the_pixel_budget_on_big_maps():
-    from traveller_env.render import GIF_PIXEL_BUDGET, gif_cell
+    from traveller_env.replay.render import GIF_PIXEL_BUDGET, gif_cell
 
     assert gif_cell(20, 10) == 32 and gif_cell(20, 10, cell=12) == 12
     assert 1000 * 1000 * gif_cell(1000, 1000, cell=32) ** 2 <= GIF_PIXEL_BUDGET
@@ -328,7 +328,7 @@ def test_gif_frames_stay_within_the_pixel_budget_on_big_maps():
 def test_a_streamed_gif_reads_back_frame_for_frame(tmp_path):
     from PIL import Image
 
-    from traveller_env.render import GifWriter, render_rgb
+    from traveller_env.replay.render import GifWriter, render_rgb
     from traveller_env.scenario import build_battle
 
     battle = build_battle("duel", seed=1)

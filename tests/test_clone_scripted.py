@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agents.ppo_policy import load_ppo_policy, read_checkpoint
+from traveller_agents.checkpoint import read_checkpoint
+from traveller_agents.ppo_policy import load_ppo_policy
 from traveller_env import raw_env
 from traveller_rl.clone import collect, main
 

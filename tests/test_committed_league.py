@@ -32,8 +32,8 @@ def play(league):
     """``play(a, b)``: the row of ``a`` against ``b`` (member names, ladder files or scripted
     NPC names) on the sample's battles; each policy loaded once."""
     pytest.importorskip("onnxruntime")
-    from agents.evaluation import evaluate_matchup
-    from agents.registry import make_policy
+    from traveller_agents.registry import make_policy
+    from traveller_rl.evaluation import evaluate_matchup
 
     loaded: dict = {}
 
@@ -119,7 +119,7 @@ def test_no_member_is_routed_by_the_member_rated_just_below_it(league, play):
 
 
 def test_the_ladder_names_league_members_or_scripted_npcs_in_rising_elo(league):
-    from agents.registry import make_policy
+    from traveller_agents.registry import make_policy
 
     ladder = json.loads((LEAGUE / "ladder_squad.json").read_text())
     known = {m["name"] for m in league["members"]} | {s["name"] for s in league["scripted"]}

@@ -199,7 +199,7 @@ def test_bad_backend_and_scripted_dice_are_refused_clearly():
 
 
 def test_the_sb3_bridge_on_the_core_matches_the_python_engine():
-    from traveller_env.sb3 import TravellerSB3Env
+    from traveller_env.integrations.sb3 import TravellerSB3Env
 
     envs = [TravellerSB3Env("squad", learner="blue", backend=b) for b in ("python", "core")]
     outs = [e.reset(seed=9) for e in envs]

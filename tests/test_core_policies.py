@@ -61,11 +61,11 @@ class _Env:
 
 def _python_policy(name: str, seed: int) -> Any:
     """The Python policy (imported directly: the sanitizer's venv has no training extras)."""
-    from agents.cover import CoverPolicy
-    from agents.leader import LeaderPolicy
-    from agents.marksman import MarksmanPolicy
-    from agents.rush import RushPolicy
-    from agents.tactician import TacticianPolicy
+    from traveller_agents.cover import CoverPolicy
+    from traveller_agents.leader import LeaderPolicy
+    from traveller_agents.marksman import MarksmanPolicy
+    from traveller_agents.rush import RushPolicy
+    from traveller_agents.tactician import TacticianPolicy
     from traveller_env.policy import PassivePolicy, RandomPolicy
 
     class CountingTactician(TacticianPolicy):

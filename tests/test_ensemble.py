@@ -1,4 +1,4 @@
-"""Ensemble checkpoints (traveller_rl/checkpoints/ensemble.py, agents.ppo_policy.EnsembleNet):
+"""Ensemble checkpoints (traveller_rl/checkpoints/ensemble.py, traveller_agents.ppo_policy.EnsembleNet):
 several train_ppo checkpoints played as one policy, the mean of their logits."""
 
 from __future__ import annotations
@@ -8,14 +8,10 @@ import pytest
 import torch
 from conftest import member_checkpoint, plain_checkpoint
 
-from agents.ppo_policy import (
-    EnsembleNet,
-    PPOPolicy,
-    load_ppo_policy,
-    network_from_checkpoint,
-    read_checkpoint,
-)
-from agents.registry import make_policy
+from traveller_agents.checkpoint import network_from_checkpoint, read_checkpoint
+from traveller_agents.nets import EnsembleNet
+from traveller_agents.ppo_policy import PPOPolicy, load_ppo_policy
+from traveller_agents.registry import make_policy
 from traveller_env import vector
 from traveller_rl.checkpoints import ensemble as ens
 from traveller_rl.common import checkpoint_provenance
@@ -55,7 +51,7 @@ def test_an_ensemble_plays_the_mean_of_its_members_logits(members):
     for i in range(len(obs)):
         legal = np.flatnonzero(mask[i])
         assert policy.choose(obs[i], mask[i]) == legal[np.argmax(want[i].numpy()[legal])]
-    from agents.evaluation import evaluate_matchup
+    from traveller_rl.evaluation import evaluate_matchup
 
     row = evaluate_matchup(make_policy(str(out), scenario="squad"), make_policy("rush"),
                            "squad", battles=2, seed=4)
@@ -112,8 +108,8 @@ def test_training_refuses_to_start_from_an_ensemble(members, capsys):
 
 
 def test_widening_refuses_an_ensemble_by_name_and_the_export_traces_it(members):
-    from agents.onnx_export import read_ppo_checkpoint
     from traveller_rl.checkpoints.widen import widen_checkpoint
+    from traveller_rl.onnx_export import read_ppo_checkpoint
 
     tmp, _, _ = members
     ens.main([str(tmp / "a.pt"), str(tmp / "b.pt"), "--out", str(tmp / "e.pt")])

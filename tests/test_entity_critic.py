@@ -8,15 +8,15 @@ import pytest
 import torch
 from conftest import squad_labels
 
-from agents.entity_net import EntityActor, EntityCritic, SlotAttention
-from agents.ppo_policy import (
-    ActorCritic,
+from traveller_agents.checkpoint import (
     checkpoint_bytes,
     ensemble_bytes,
-    load_ppo_policy,
     network_from_checkpoint,
     read_checkpoint,
 )
+from traveller_agents.entity_net import EntityActor, EntityCritic, SlotAttention
+from traveller_agents.nets import ActorCritic
+from traveller_agents.ppo_policy import load_ppo_policy
 from traveller_cli import main as cli_main
 from traveller_env import vector
 from traveller_rl.common import checkpoint_provenance

@@ -1,4 +1,4 @@
-"""The entity actor (agents/entity_net.py, ``train_ppo --arch entity``): its layout read from the
+"""The entity actor (traveller_agents/entity_net.py, ``train_ppo --arch entity``): its layout read from the
 labels, the same weights scoring every slot, and its checkpoints as NPC policies."""
 
 from __future__ import annotations
@@ -8,16 +8,11 @@ import pytest
 import torch
 from conftest import squad_labels
 
-from agents.entity_net import POINTER_KINDS, EntityActor, EntityLayout
-from agents.ppo_policy import (
-    ActorCritic,
-    PPOPolicy,
-    checkpoint_bytes,
-    load_ppo_policy,
-    network_from_checkpoint,
-    read_checkpoint,
-)
-from agents.registry import make_policy
+from traveller_agents.checkpoint import checkpoint_bytes, network_from_checkpoint, read_checkpoint
+from traveller_agents.entity_net import POINTER_KINDS, EntityActor, EntityLayout
+from traveller_agents.nets import ActorCritic
+from traveller_agents.ppo_policy import PPOPolicy, load_ppo_policy
+from traveller_agents.registry import make_policy
 from traveller_cli import main as cli_main
 from traveller_env import vector
 
@@ -127,7 +122,7 @@ def test_an_entity_checkpoint_round_trips_and_plays_as_the_network_does(tmp_path
         legal = np.flatnonzero(mask[i])
         assert policy.choose(obs[i], mask[i]) == legal[np.argmax(want[i][legal])]
     # an NPC anywhere a policy name is accepted, in an env without the move view too
-    from agents.evaluation import evaluate_matchup
+    from traveller_rl.evaluation import evaluate_matchup
 
     row = evaluate_matchup(make_policy(str(path), scenario="squad"), make_policy("rush"),
                            "squad", battles=2, seed=4)
@@ -196,8 +191,8 @@ def test_bad_arch_flags_give_clear_errors(flags, message, capsys, tmp_path):
 
 
 def test_widening_refuses_an_entity_checkpoint_by_name_and_the_export_traces_it(tmp_path):
-    from agents.onnx_export import read_ppo_checkpoint
     from traveller_rl.checkpoints.widen import widen_checkpoint
+    from traveller_rl.onnx_export import read_ppo_checkpoint
 
     obs_labels, actions = squad_labels()
     net = ActorCritic(len(obs_labels), len(actions), [16], arch="entity",

@@ -23,8 +23,8 @@ from conftest import fighter, scenario
 from pettingzoo.test import api_test, seed_test
 
 import traveller_env
-from agents.base import RandomPolicy
 from traveller_env import builtin_scenarios, env, raw_env
+from traveller_env.policy import RandomPolicy
 from traveller_env.rules.actions import MINOR_KINDS, SIGNIFICANT_KINDS
 from traveller_env.rules.battle import IllegalActionError
 from traveller_env.rules.dice import ScriptedDice

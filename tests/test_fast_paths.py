@@ -25,13 +25,13 @@ from hypothesis import strategies as st
 from pettingzoo.utils import wrappers
 
 import traveller_env
-from agents.base import RandomPolicy, policy_action
-from agents.evaluation import play_battle
-from agents.registry import make_policy
+from traveller_agents.registry import make_policy
 from traveller_env import builtin_scenarios, raw_env
 from traveller_env.observations import ObservationBuilder
+from traveller_env.policy import RandomPolicy, policy_action
 from traveller_env.rules.grid import GridMap, _segment_enters_square
 from traveller_env.scenario import build_battle, load_scenario
+from traveller_rl.evaluation import play_battle
 
 MAPPED = [n for n in builtin_scenarios()
           if build_battle(n, seed=0).grid.walls or build_battle(n, seed=0).grid.cover_squares]

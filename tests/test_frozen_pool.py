@@ -9,7 +9,7 @@ import pytest
 import torch
 from conftest import squad_labels
 
-from agents.ppo_policy import ActorCritic
+from traveller_agents.nets import ActorCritic
 from traveller_rl.ppo.stacked import StackedActors
 
 

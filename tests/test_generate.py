@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 import traveller_env
-from traveller_env.cli import main, play_random
+from traveller_cli.env_commands import main
+from traveller_cli.generate import check_scenario, parse_seed_range, scenario_yaml
 from traveller_env.generate import (
     Distribution,
     GeneratorError,
@@ -23,7 +24,6 @@ from traveller_env.generate import (
     parse_generated_name,
     scenario_hash,
 )
-from traveller_env.generate_cli import check_scenario, parse_seed_range, scenario_yaml
 from traveller_env.scenario import (
     ScenarioError,
     build_battle,
@@ -31,6 +31,7 @@ from traveller_env.scenario import (
     load_equipment,
     load_scenario,
 )
+from traveller_env.simulate import play_random
 
 DISTRIBUTIONS = ["gen:ambush", "gen:duel", "gen:skirmish", "gen:squad"]
 

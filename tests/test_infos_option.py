@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from traveller_env import raw_env
-from traveller_env.learner_seats import learner_seats_env
+from traveller_env.integrations.learner_seats import learner_seats_env
 from traveller_env.policy import RandomPolicy, policy_action
 from traveller_env.scenario import builtin_scenarios
 

@@ -1,11 +1,11 @@
-"""Imports run one way: rules -> encoding/observations -> env -> bridges -> agents -> the
+"""Imports run one way: rules -> encoding/observations -> env -> bridges -> policies (``traveller_agents``) -> the
 training layer (``traveller_rl``) -> the ``traveller`` command line (``traveller_cli``);
 ``experiments/`` (benchmarks, not installed) sits above them all and nothing installed
 imports it.
 
 Checked twice: statically (every ``import`` statement of each package's files, including the
 late ones inside functions) and at run time (a fresh interpreter that uses the environment
-must not have loaded ``agents``, ``traveller_rl``, ``experiments`` or ``traveller_cli``)."""
+must not have loaded ``traveller_agents``, ``traveller_rl``, ``experiments`` or ``traveller_cli``)."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: For each package, the packages above it in the layering, which it must not import.
 ABOVE = {
-    "traveller_env": ("agents", "traveller_rl", "experiments", "traveller_cli"),
-    "agents": ("traveller_rl", "experiments", "traveller_cli"),
+    "traveller_env": ("traveller_agents", "traveller_rl", "experiments", "traveller_cli"),
+    "traveller_agents": ("traveller_rl", "experiments", "traveller_cli"),
     "traveller_rl": ("experiments", "traveller_cli"),
     "traveller_cli": ("experiments",),
 }
@@ -94,16 +94,16 @@ def test_no_module_imports_a_package_above_its_own(package, path):
 
 def test_registry_and_trained_do_not_import_each_other_both_ways():
     """``registry`` -> ``trained`` -> ``scripted``: ``trained`` never imports ``registry``."""
-    trained = imported_modules(ROOT / "agents" / "trained.py")
-    assert "agents.registry" not in trained
-    assert "agents.scripted" in trained
-    assert "agents.trained" in imported_modules(ROOT / "agents" / "registry.py")
-    assert "agents.registry" not in imported_modules(ROOT / "agents" / "scripted.py")
+    trained = imported_modules(ROOT / "traveller_agents" / "trained.py")
+    assert "traveller_agents.registry" not in trained
+    assert "traveller_agents.scripted" in trained
+    assert "traveller_agents.trained" in imported_modules(ROOT / "traveller_agents" / "registry.py")
+    assert "traveller_agents.registry" not in imported_modules(ROOT / "traveller_agents" / "scripted.py")
 
 
 #: The installed packages, each of which must have no import cycle among its own modules
 #: (``traveller_rl`` once it exists).
-CYCLE_FREE = ("traveller_env", "agents", "traveller_cli", "traveller_rl")
+CYCLE_FREE = ("traveller_env", "traveller_agents", "traveller_cli", "traveller_rl")
 
 
 def module_name(path: Path) -> str:
@@ -222,7 +222,7 @@ def test_the_kinds_use_only_the_public_battle_effects_interface():
 
 
 @pytest.mark.parametrize("folder", ["experiments", "tests", "traveller_env", "traveller_cli",
-                                    "traveller_rl", "agents"])
+                                    "traveller_rl", "traveller_agents"])
 def test_no_sys_path_edits(folder):
     """Experiments run as modules (``python -m experiments.X``) and tests import them as
     ``experiments.X``: nothing edits ``sys.path``."""
@@ -237,17 +237,18 @@ def test_no_sys_path_edits(folder):
 
 
 _USE_ENV = """
-    import traveller_env, traveller_env.env, traveller_env.sb3, traveller_env.cli
+    import random
+    import traveller_env, traveller_env.env, traveller_env.integrations.sb3, traveller_env.simulate
     env = traveller_env.env("duel")
     env.reset(seed=0)
     for agent in env.agent_iter(max_iter=40):
         _, _, term, trunc, _ = env.last()
         env.step(None if term or trunc else int(env.action_mask().nonzero()[0][0]))
-    assert traveller_env.cli.main(["scenarios"]) == 0
+    traveller_env.simulate.play_random(traveller_env.build_battle("duel", seed=0), random.Random(0))
 """
 
 _USE_BRIDGE = """
-    from traveller_env.sb3 import TravellerSB3Env
+    from traveller_env.integrations.sb3 import TravellerSB3Env
     bridge = TravellerSB3Env("duel", learner="blue")
     bridge.reset(seed=0)
 """
@@ -272,7 +273,7 @@ def test_using_the_environment_loads_no_agents_nor_experiments(code):
     check = textwrap.dedent(code) + textwrap.dedent("""
         import sys
         above = sorted(m for m in sys.modules
-                       if m.split(".")[0] in ("agents", "traveller_rl", "experiments",
+                       if m.split(".")[0] in ("traveller_agents", "traveller_rl", "experiments",
                                               "traveller_cli"))
         print("LOADED:" + " ".join(above))
     """)

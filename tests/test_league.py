@@ -116,8 +116,8 @@ def test_the_cli_reports_a_missing_league(tmp_path, capsys):
 
 def test_export_writes_onnx_members_that_play(tiny_league, tmp_path):
     pytest.importorskip("onnxruntime")
-    from agents.evaluation import evaluate_matchup
-    from agents.registry import make_policy
+    from traveller_agents.registry import make_policy
+    from traveller_rl.evaluation import evaluate_matchup
     from traveller_rl.league import policy_path
 
     to = tmp_path / "shipped"
@@ -172,7 +172,8 @@ def test_add_joins_a_checkpoint_to_a_league_and_refuses_bad_input(tiny_league, t
     assert "imitation" not in guest  # trained by RL alone
 
     squad_ckpt = tmp_path / "squad.pt"
-    from agents.ppo_policy import ActorCritic, checkpoint_bytes
+    from traveller_agents.checkpoint import checkpoint_bytes
+    from traveller_agents.nets import ActorCritic
     from traveller_env.env import TravellerEnv
 
     squad = TravellerEnv("squad")  # a squad checkpoint: does not fit the duel league
@@ -190,7 +191,7 @@ def test_add_joins_a_checkpoint_to_a_league_and_refuses_bad_input(tiny_league, t
     # a member that began as a behaviour clone says so in the manifest
     import torch
 
-    from agents.ppo_policy import read_checkpoint
+    from traveller_agents.checkpoint import read_checkpoint
     cloned = tmp_path / "cloned.pt"
     data = read_checkpoint(source)
     data["imitation"] = "tactician"

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 import torch
 
-from agents.nets import ActorCritic
+from traveller_agents.nets import ActorCritic
 from traveller_rl.ppo.rollout import SeatRollout
 from traveller_rl.ppo.update import UpdateSettings, ppo_update
 
@@ -218,8 +218,8 @@ def test_the_trainer_learns_to_beat_rush(duel_run):
 def test_the_trained_policy_beats_a_random_player_on_the_same_duels(duel_run):
     """The fixed baseline: ``random`` against ``rush`` on 200 duels wins far less than the
     trained policy's lower bound."""
-    from agents.evaluation import evaluate_matchup
-    from agents.registry import make_policy
+    from traveller_agents.registry import make_policy
+    from traveller_rl.evaluation import evaluate_matchup
 
     row = evaluate_matchup(make_policy("random", seed=0), make_policy("rush"), "duel",
                            battles=200, seed=20_000)
@@ -249,7 +249,7 @@ def test_cloning_beats_the_most_frequent_legal_action():
 # ---------------------------------------------------------------------------- evaluation
 def test_wilson_interval_known_value():
     """81 of 100: the Wilson 95% interval is (0.7222, 0.8749)."""
-    from agents.evaluation import wilson_interval
+    from traveller_rl.evaluation import wilson_interval
 
     lo, hi = wilson_interval(81, 100)
     assert lo == pytest.approx(0.72221, abs=1e-5) and hi == pytest.approx(0.87485, abs=1e-5)
@@ -258,8 +258,8 @@ def test_wilson_interval_known_value():
 def test_evaluate_matchup_credits_each_side_its_own_result():
     """``rush`` against a ``passive`` target wins every duel from either side; ``passive``
     never wins, from either side: the side bookkeeping cannot swap or merge them."""
-    from agents.evaluation import evaluate_matchup
-    from agents.registry import make_policy
+    from traveller_agents.registry import make_policy
+    from traveller_rl.evaluation import evaluate_matchup
 
     strong = evaluate_matchup(make_policy("rush"), make_policy("passive"), "duel", battles=10)
     weak = evaluate_matchup(make_policy("passive"), make_policy("rush"), "duel", battles=10)
@@ -288,8 +288,8 @@ def test_maskable_ppo_through_the_sb3_bridge_learns_to_beat_rush():
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    from agents.registry import make_policy
-    from traveller_env.sb3 import TravellerSB3Env
+    from traveller_agents.registry import make_policy
+    from traveller_env.integrations.sb3 import TravellerSB3Env
 
     def bridge() -> TravellerSB3Env:
         return TravellerSB3Env("duel", learner="blue", policies={"red_0": make_policy("rush")})

@@ -23,7 +23,7 @@ import pytest
 from conftest import fighter, scenario
 
 import traveller_env
-from traveller_env.sb3 import TravellerSB3Env
+from traveller_env.integrations.sb3 import TravellerSB3Env
 from traveller_env.scenario import ScenarioError
 from traveller_rl import common as train_common
 
@@ -183,7 +183,7 @@ def test_bridge_accepts_numpy_scalars_and_one_element_arrays():
 
 
 def test_bridge_with_assist_names_its_larger_space_and_the_delegate_action():
-    from agents.registry import make_policy
+    from traveller_agents.registry import make_policy
 
     bridge = TravellerSB3Env("squad", learner="blue", assist=make_policy("marksman", seed=0),
                              focus=("leadership", "direct"))
@@ -322,7 +322,7 @@ def _junk_zip() -> bytes:
 
 @pytest.mark.parametrize("kind", ["empty", "truncated", "cut_short", "not_a_zip", "junk_zip"])
 def test_loading_a_broken_model_file_is_a_value_error_naming_the_file(models, kind, tmp_path):
-    from agents.trained import load_policy
+    from traveller_agents.trained import load_policy
 
     good = (models / "duel.zip").read_bytes()
     data = {"empty": b"", "truncated": good[: len(good) // 2], "cut_short": good[:-64],
@@ -335,7 +335,7 @@ def test_loading_a_broken_model_file_is_a_value_error_naming_the_file(models, ki
 
 
 def test_loading_a_model_for_another_scenario_names_the_spaces_and_scenarios(models):
-    from agents.trained import load_policy
+    from traveller_agents.trained import load_policy
 
     path = models / "duel.zip"
     assert load_policy(path, "duel").name == "duel"
@@ -352,7 +352,7 @@ def test_loading_a_model_for_another_scenario_names_the_spaces_and_scenarios(mod
 
 
 def test_a_corrupt_meta_file_is_named(models, tmp_path):
-    from agents.trained import load_policy
+    from traveller_agents.trained import load_policy
 
     path = tmp_path / "m.zip"
     path.write_bytes((models / "duel.zip").read_bytes())
@@ -362,7 +362,7 @@ def test_a_corrupt_meta_file_is_named(models, tmp_path):
 
 
 def test_trained_policy_refuses_a_mask_or_observation_of_the_wrong_shape(models):
-    from agents.trained import load_policy
+    from traveller_agents.trained import load_policy
 
     policy = load_policy(models / "duel.zip", "duel")
     d = policy.model.observation_space.shape[0]

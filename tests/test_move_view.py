@@ -111,7 +111,8 @@ def test_the_env_appends_the_view_with_labels_and_checks_the_keyword():
 def _move_view_checkpoint(path, seed: int = 0):
     """A ``train_ppo`` checkpoint (random weights, spread logits) trained "with" the view."""
     torch = pytest.importorskip("torch")
-    from agents.ppo_policy import ActorCritic, checkpoint_bytes
+    from traveller_agents.checkpoint import checkpoint_bytes
+    from traveller_agents.nets import ActorCritic
 
     env = traveller_env.raw_env("squad", move_view=True)
     torch.manual_seed(seed)
@@ -128,7 +129,8 @@ def test_a_checkpoint_trained_with_the_view_plays_in_an_env_without_it(tmp_path)
     asks ``env.move_view_vector`` and picks what the network picks on the full observation;
     ONNX export records it and ``OnnxPolicy`` does the same."""
     torch = pytest.importorskip("torch")
-    from agents.ppo_policy import load_ppo_policy, masked_logits
+    from traveller_agents.nets import masked_logits
+    from traveller_agents.ppo_policy import load_ppo_policy
 
     net = _move_view_checkpoint(tmp_path / "mv.pt")
     policy = load_ppo_policy(tmp_path / "mv.pt", "squad")
@@ -136,8 +138,8 @@ def test_a_checkpoint_trained_with_the_view_plays_in_an_env_without_it(tmp_path)
     full = traveller_env.raw_env("squad", move_view=True)
     onnx_policy = None
     if all(__import__("importlib").util.find_spec(m) for m in ("onnx", "onnxruntime")):
-        from agents.onnx_export import export_onnx
-        from agents.onnx_policy import OnnxPolicy, read_metadata
+        from traveller_agents.onnx_policy import OnnxPolicy, read_metadata
+        from traveller_rl.onnx_export import export_onnx
 
         export_onnx(tmp_path / "mv.pt", tmp_path / "mv.onnx")
         assert read_metadata(tmp_path / "mv.onnx")["move_view"] is True
@@ -187,7 +189,8 @@ def test_a_pool_mixes_checkpoints_with_and_without_the_view(tmp_path, learner_vi
     checkpoint without (or with) it: the vector observes the view when anyone needs it and
     each network reads its own prefix; the learner's checkpoint has its own size."""
     torch = pytest.importorskip("torch")
-    from agents.ppo_policy import ActorCritic, checkpoint_bytes, read_checkpoint
+    from traveller_agents.checkpoint import checkpoint_bytes, read_checkpoint
+    from traveller_agents.nets import ActorCritic
     from traveller_rl.ppo import trainer as train_ppo
 
     if learner_view:  # the other one lacks the view

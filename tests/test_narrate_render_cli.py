@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 
 from traveller_cli import main
-from traveller_env.cli import play_random
-from traveller_env.render import (
+from traveller_env.replay.render import (
     DOWN_COLOUR,
     HIT_COLOUR,
     MISS_COLOUR,
@@ -26,6 +25,7 @@ from traveller_env.render import (
 from traveller_env.rules.events import EVENT_KINDS
 from traveller_env.rules.narrate import EVENT_TYPES, generic, narrate, narrate_log
 from traveller_env.scenario import build_battle, builtin_scenarios
+from traveller_env.simulate import play_random
 
 RULES = Path(__file__).resolve().parents[1] / "traveller_env" / "rules"
 

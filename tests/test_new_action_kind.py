@@ -14,10 +14,9 @@ import pytest
 from conftest import fighter, scenario
 
 import traveller_env
-from traveller_env.rules.actions import parse_action
+from traveller_env.integrations.sb3 import TravellerSB3Env
 from traveller_env.rules.events import EventKind
-from traveller_env.rules.kinds import ActionKind, register_kind, unregister_kind
-from traveller_env.sb3 import TravellerSB3Env
+from traveller_env.rules.kinds import ActionKind, parse_action, register_kind, unregister_kind
 
 
 class Taunt(ActionKind):

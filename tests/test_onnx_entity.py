@@ -1,5 +1,5 @@
 """``traveller export`` of actors that are traced rather than written layer by layer
-(``agents.onnx_trace``): the entity actor (``train_ppo --arch entity``, with and without slot
+(``traveller_rl.onnx_trace``): the entity actor (``train_ppo --arch entity``, with and without slot
 attention) and an ensemble of checkpoints.
 
 Small untrained entity checkpoints on the ``6v6`` layout with the move and attack views (as a
@@ -22,15 +22,16 @@ ort = pytest.importorskip("onnxruntime")
 onnx = pytest.importorskip("onnx")
 torch = pytest.importorskip("torch")
 
-from agents.checkpoint import ensemble_bytes, read_checkpoint  # noqa: E402
-from agents.evaluation import random_decisions  # noqa: E402
-from agents.onnx_export import export_onnx  # noqa: E402
-from agents.onnx_policy import OnnxPolicy, read_metadata  # noqa: E402
-from agents.ppo_policy import ActorCritic, checkpoint_bytes, load_ppo_policy  # noqa: E402
-from agents.registry import make_policy  # noqa: E402
+from traveller_agents.checkpoint import checkpoint_bytes, ensemble_bytes, read_checkpoint  # noqa: E402
+from traveller_agents.nets import ActorCritic
+from traveller_agents.onnx_policy import OnnxPolicy, read_metadata  # noqa: E402
+from traveller_agents.ppo_policy import load_ppo_policy
+from traveller_agents.registry import make_policy  # noqa: E402
 from traveller_cli import main as traveller  # noqa: E402
 from traveller_env import raw_env  # noqa: E402
 from traveller_env.layout import LAYOUTS  # noqa: E402
+from traveller_rl.evaluation import random_decisions  # noqa: E402
+from traveller_rl.onnx_export import export_onnx  # noqa: E402
 
 VIEWS = {"move_view": True, "attack_view": True}
 SCENARIOS = ("squad", "gen:squad@1000")

@@ -1,4 +1,4 @@
-"""``traveller export`` and ``agents.onnx_policy.OnnxPolicy`` (export and playing without torch).
+"""``traveller export`` and ``traveller_agents.onnx_policy.OnnxPolicy`` (export and playing without torch).
 
 Checkpoints with random weights stand in for trained ones (the export copies weights; what
 they learned does not matter): a ``train_ppo`` ``.pt`` (64x64, as ``train_ppo``'s default)
@@ -23,13 +23,15 @@ ort = pytest.importorskip("onnxruntime")
 onnx = pytest.importorskip("onnx")
 torch = pytest.importorskip("torch")
 
-from agents.evaluation import random_decisions  # noqa: E402
-from agents.onnx_export import export_onnx  # noqa: E402
-from agents.onnx_policy import OnnxPolicy, read_metadata  # noqa: E402
-from agents.ppo_policy import ActorCritic, checkpoint_bytes, load_ppo_policy  # noqa: E402
-from agents.registry import is_trained, make_policy, parse_policy_list  # noqa: E402
+from traveller_agents.checkpoint import checkpoint_bytes
+from traveller_agents.nets import ActorCritic
+from traveller_agents.onnx_policy import OnnxPolicy, read_metadata  # noqa: E402
+from traveller_agents.ppo_policy import load_ppo_policy
+from traveller_agents.registry import is_trained, make_policy, parse_policy_list  # noqa: E402
 from traveller_cli import main as traveller  # noqa: E402
 from traveller_env.env import TravellerEnv  # noqa: E402
+from traveller_rl.evaluation import random_decisions  # noqa: E402
+from traveller_rl.onnx_export import export_onnx  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DECISIONS = 1000
@@ -54,7 +56,7 @@ def write_zip(path: Path, scenario: str, relative: bool = True, assist: str = ""
     pytest.importorskip("sb3_contrib")
     from sb3_contrib import MaskablePPO
 
-    from traveller_env.sb3 import TravellerSB3Env
+    from traveller_env.integrations.sb3 import TravellerSB3Env
     from traveller_rl.common import atomic_save_model
 
     kwargs = {}
@@ -140,7 +142,7 @@ def test_sampling_is_seeded_and_legal(squad):
 
 @pytest.mark.parametrize(("scenario", "relative"), [("squad", True), ("duel", False)])
 def test_maskable_ppo_zip_exports_and_plays_as_its_loader(tmp_path, scenario, relative):
-    from agents.trained import TrainedPolicy, load_policy
+    from traveller_agents.trained import TrainedPolicy, load_policy
 
     path = write_zip(tmp_path / "model.zip", scenario, relative=relative)
     out = tmp_path / "model.onnx"
@@ -155,7 +157,7 @@ def test_maskable_ppo_zip_exports_and_plays_as_its_loader(tmp_path, scenario, re
 
 
 def test_assisted_zip_exports_its_focus_and_assistant(tmp_path):
-    from agents.trained import AssistedPolicy, load_policy
+    from traveller_agents.trained import AssistedPolicy, load_policy
 
     scenario = "squad_commander"
     path = write_zip(tmp_path / "lead.zip", scenario, assist="never_lead",
@@ -178,7 +180,7 @@ def test_the_committed_trained_models_export_exactly(tmp_path, model, scenario):
     """The docs' trained MaskablePPO models (``results/``): slot-relative 64x64, and the
     128x128 leadership model with ``assist``/``focus`` (trained on several scenarios)."""
     pytest.importorskip("sb3_contrib")
-    from agents.trained import load_policy
+    from traveller_agents.trained import load_policy
 
     path = ROOT / "results" / model / "model.zip"
     out = tmp_path / f"{model}.onnx"
@@ -297,8 +299,8 @@ def test_playing_an_onnx_policy_imports_no_torch(squad):
                 return None
 
         sys.meta_path.insert(0, NoTorch())
-        from agents.evaluation import evaluate_matchup
-        from agents.registry import make_policy
+        from traveller_rl.evaluation import evaluate_matchup
+        from traveller_agents.registry import make_policy
         from traveller_env.policy import resolve_policy
 
         policy = make_policy({str(out)!r}, scenario="squad")

@@ -20,15 +20,17 @@ ort = pytest.importorskip("onnxruntime")
 onnx = pytest.importorskip("onnx")
 torch = pytest.importorskip("torch")
 
-from agents.evaluation import random_decisions  # noqa: E402
-from agents.onnx_policy import OnnxPolicy, read_metadata  # noqa: E402
-from agents.ppo_policy import ActorCritic, checkpoint_bytes, load_ppo_policy  # noqa: E402
-from agents.registry import make_policy  # noqa: E402
+from traveller_agents.checkpoint import checkpoint_bytes
+from traveller_agents.nets import ActorCritic
+from traveller_agents.onnx_policy import OnnxPolicy, read_metadata  # noqa: E402
+from traveller_agents.ppo_policy import load_ppo_policy
+from traveller_agents.registry import make_policy  # noqa: E402
 from traveller_cli import main as traveller  # noqa: E402
 from traveller_env import raw_env  # noqa: E402
 from traveller_env.env import TravellerEnv  # noqa: E402
 from traveller_env.layout import LAYOUTS  # noqa: E402
 from traveller_rl.benchmark import build_parser, play_one, run, why_not_playable  # noqa: E402
+from traveller_rl.evaluation import random_decisions  # noqa: E402
 
 FITS = ("squad", "gen:squad@1000", "gen:skirmish@1000")
 DUEL_LIMIT = r"trained on a fixed layout; scenario 'duel' does not fit layout '6v6'.*40x40 " \
@@ -156,7 +158,7 @@ def test_an_ensemble_of_layout_checkpoints_keeps_the_layout(tmp_path):
     layout: it plays any fitting scenario, exports to ONNX with the layout in its metadata
     and the same actions, refuses a scenario beyond it, and a member without the layout is
     refused naming it."""
-    from agents.checkpoint import by_side_bytes, ensemble_bytes, read_checkpoint
+    from traveller_agents.checkpoint import by_side_bytes, ensemble_bytes, read_checkpoint
 
     members = [write_layout_pt(tmp_path / f"m{seed}.pt", seed=seed) for seed in (0, 1)]
     datas = [read_checkpoint(p) for p in members]

@@ -1,12 +1,12 @@
-"""The self-play pool bookkeeping (agents/pool.py: OpponentPool) and the SB3 checkpoint pool
-drawn through it (agents.trained.CheckpointPool)."""
+"""The self-play pool bookkeeping (traveller_rl/pool.py: OpponentPool) and the SB3 checkpoint pool
+drawn through it (traveller_rl.pool.CheckpointPool)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from agents.pool import SAMPLING, OpponentPool
+from traveller_rl.pool import SAMPLING, OpponentPool
 
 
 def test_members_by_kind_and_the_latest_of_each():
@@ -63,7 +63,7 @@ def test_bad_settings_are_refused():
 def test_checkpoint_pool_picks_uniformly_among_the_folder_now(tmp_path, monkeypatch):
     """CheckpointPool: the fallback while the folder is empty, then a uniform pick over the
     sorted checkpoints there at each reset, as one integers draw of its seeded generator."""
-    import agents.trained as trained
+    import traveller_rl.pool as pool_module
 
     class Stub:
         def __init__(self, path):
@@ -72,9 +72,9 @@ def test_checkpoint_pool_picks_uniformly_among_the_folder_now(tmp_path, monkeypa
         def reset(self, seed=None):
             pass
 
-    monkeypatch.setattr(trained, "load_policy",
+    monkeypatch.setattr(pool_module, "load_policy",
                         lambda path, scenario, deterministic=False: Stub(path))
-    pool = trained.CheckpointPool(tmp_path, "duel", seed=5)
+    pool = pool_module.CheckpointPool(tmp_path, "duel", seed=5)
     rng = np.random.default_rng(5)
     pool.reset()
     assert pool.current is pool.fallback

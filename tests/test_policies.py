@@ -8,10 +8,12 @@ import numpy as np
 import pytest
 from conftest import fighter, scenario
 
-from agents.base import Policy, RandomPolicy
-from agents.common import aim_plan, attack_dm, attack_value, chebyshev
-from agents.registry import POLICIES, make_policy, parse_policy_list
+from traveller_agents.registry import make_policy, parse_policy_list
+from traveller_agents.scripted import POLICIES
+from traveller_agents.tactics import aim_plan, attack_dm, attack_value
 from traveller_env.env import TravellerEnv
+from traveller_env.policy import Policy, RandomPolicy
+from traveller_env.rules.attack import chebyshev
 from traveller_env.scenario import builtin_scenarios
 
 SCRIPTED = ["rush", "marksman", "cover", "leader", "tactician"]
@@ -110,7 +112,7 @@ def test_attack_dm_matches_the_engine_in_real_battles():
 
 def test_aim_plan_aims_at_long_range_and_fires_at_short_range():
     # Skill 1, DEX 0: DM -1 at the 2x Range band, +2 at the 1/4 band; 3D damage, no armour.
-    from agents.common import attack_outcome
+    from traveller_agents.tactics import attack_outcome
 
     def values(base):
         return lambda a: attack_outcome(base + a, 3, 0, 0, 30)[1]
@@ -415,8 +417,8 @@ def test_trained_policy_loader_checks_the_spaces(tmp_path):
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.env_util import make_vec_env
 
-    from agents.trained import load_policy
-    from traveller_env.sb3 import make_sb3_env
+    from traveller_agents.trained import load_policy
+    from traveller_env.integrations.sb3 import make_sb3_env
 
     torch.set_num_threads(1)
     venv = make_vec_env(make_sb3_env("duel", learner="blue"), n_envs=1, seed=0)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.scripted import POLICIES
+from traveller_agents.scripted import POLICIES
 from traveller_env import policy as policy_module
 from traveller_env.policy import (
     ENTRY_POINT_GROUP,
@@ -146,12 +146,12 @@ def test_a_broken_entry_point_says_which_and_why(tmp_path, monkeypatch):
 
 def test_resolve_policy_finds_names_and_installed_loaders(tmp_path):
     """``resolve_policy``: registered names first, then the installed loaders of trained
-    checkpoints (``agents.registry.load_trained`` through the entry-point group)."""
+    checkpoints (``traveller_agents.registry.load_trained`` through the entry-point group)."""
     from traveller_env.policy import LOADER_GROUP, resolve_policy
 
     assert resolve_policy("random").name == "random"
     loaders = [ep.value for ep in metadata.entry_points(group=LOADER_GROUP)]
-    assert loaders == ["agents.registry:load_trained"]
+    assert loaders == ["traveller_agents.registry:load_trained"]
     with pytest.raises(ValueError, match="needs the scenario"):
         resolve_policy(str(tmp_path / "model.zip"))
     with pytest.raises(ValueError, match="unknown policy 'nobody'"):

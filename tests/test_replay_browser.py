@@ -18,8 +18,6 @@ import pytest
 from conftest import fighter, scenario
 
 import traveller_env
-from agents.evaluation import play_battle
-from agents.registry import make_policy
 from experiments.browser import (
     CHROMEDRIVER,
     browser_missing,
@@ -27,8 +25,8 @@ from experiments.browser import (
     headless_chromium,
     requested_urls,
 )
-from traveller_env.cli import play_random
-from traveller_env.replay_html import (
+from traveller_agents.registry import make_policy
+from traveller_env.replay.html import (
     _page,
     read_replay_jsonl,
     replay_header,
@@ -37,6 +35,8 @@ from traveller_env.replay_html import (
 )
 from traveller_env.rules.narrate import narrate
 from traveller_env.scenario import build_battle
+from traveller_env.simulate import play_random
+from traveller_rl.evaluation import play_battle
 
 try:  # without selenium the driver fixture fails with the install hint
     from selenium.webdriver.common.keys import Keys
@@ -490,7 +490,7 @@ def test_the_state_reducer_agrees_with_the_engine(driver, name, seed, shown):
     header, events, states = _engine_battle(name, seed)
     assert len(states) > 200 and any(e["type"] == "attack" and e["hit"] for e in events)
     assert shown <= {e["type"] for e in events}
-    source = (Path(traveller_env.__file__).parent / "viewer" / "state.js").read_text()
+    source = (Path(traveller_env.__file__).parent / "replay" / "viewer" / "state.js").read_text()
     data = json.dumps({"header": header, "events": events})
     forward = sorted(states)
     jumps = random.Random(seed).sample(forward, len(forward))

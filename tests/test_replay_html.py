@@ -16,10 +16,9 @@ import pytest
 from conftest import fighter, scenario
 
 import traveller_env
-from agents.evaluation import play_battle
-from agents.registry import make_policy
-from traveller_env.cli import main, play_random
-from traveller_env.replay_html import (
+from traveller_agents.registry import make_policy
+from traveller_cli.env_commands import main
+from traveller_env.replay.html import (
     SCRIPTS,
     VIEWER_FIELDS,
     ReplayError,
@@ -34,6 +33,8 @@ from traveller_env.replay_html import (
 )
 from traveller_env.rules.narrate import EVENT_TYPES, narrate
 from traveller_env.scenario import build_battle, load_scenario
+from traveller_env.simulate import play_random
+from traveller_rl.evaluation import play_battle
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 DATA_RE = re.compile(r'<script id="replay-data" type="application/json">(.*?)</script>', re.S)
@@ -243,7 +244,7 @@ def test_malformed_events_are_listed_in_the_payload():
 
 
 def test_viewer_assets_are_package_data():
-    folder = resources.files("traveller_env").joinpath("viewer")
+    folder = resources.files("traveller_env.replay").joinpath("viewer")
     assert SCRIPTS == ("state.js", "render.js", "controls.js")
     for name in (*SCRIPTS, "viewer.css"):
         text = folder.joinpath(name).read_text(encoding="utf-8").lower()
@@ -263,7 +264,7 @@ def test_the_page_inlines_the_scripts_in_order_in_one_element():
 
 def test_the_state_reducer_has_no_dom():
     """state.js is the pure part: it names no page object (render.js and controls.js do)."""
-    folder = resources.files("traveller_env").joinpath("viewer")
+    folder = resources.files("traveller_env.replay").joinpath("viewer")
     code = re.sub(r"/\*.*?\*/|//[^\n]*", "", folder.joinpath("state.js").read_text())
     assert not re.search(r"\b(document|window|navigator|requestAnimationFrame|performance"
                          r"|setTimeout|setInterval|localStorage)\b", code)
@@ -277,7 +278,7 @@ def test_the_state_reducer_runs_under_node(tmp_path):
     data = tmp_path / "replay.json"
     data.write_text(json.dumps({"header": replay_header("ambush", battle),
                                 "events": battle.events}))
-    state_js = resources.files("traveller_env").joinpath("viewer", "state.js")
+    state_js = resources.files("traveller_env.replay").joinpath("viewer", "state.js")
     script = ("const S = require(process.argv[1]);"
               "const d = JSON.parse(require('fs').readFileSync(process.argv[2], 'utf8'));"
               "const s = S.stateAfter(d.header, d.events, d.events.length - 1);"
@@ -340,7 +341,7 @@ def test_replay_command(tmp_path, capsys):
 
 
 def test_eval_replays_are_the_evaluated_battles(tmp_path):
-    from agents.evaluation import evaluate_matchup
+    from traveller_rl.evaluation import evaluate_matchup
 
     learned, opponent = make_policy("marksman"), make_policy("rush")
     from traveller_cli.evaluate import write_eval_replays
@@ -357,10 +358,10 @@ def test_eval_replays_are_the_evaluated_battles(tmp_path):
 def test_eval_command_html_dir(tmp_path, capsys, monkeypatch):
     # The model loading has its own tests (test_misuse, test_training); here a scripted
     # policy stands in for the loaded model so that only the --html-dir plumbing is timed.
-    import agents.trained
+    import traveller_agents.trained
     from traveller_cli import main as traveller
 
-    monkeypatch.setattr(agents.trained, "load_policy",
+    monkeypatch.setattr(traveller_agents.trained, "load_policy",
                         lambda path, scenario: make_policy("marksman", seed=0))
     (tmp_path / "m.zip").write_bytes(b"")
     out = tmp_path / "pages"

@@ -8,8 +8,9 @@ import json
 
 import torch
 
-from agents.ppo_policy import ActorCritic, checkpoint_bytes
-from agents.registry import make_policy
+from traveller_agents.checkpoint import checkpoint_bytes
+from traveller_agents.nets import ActorCritic
+from traveller_agents.registry import make_policy
 from traveller_env import vector
 
 

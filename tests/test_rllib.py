@@ -12,9 +12,9 @@ import pytest
 from conftest import fighter, scenario
 
 import traveller_env
-from agents.base import policy_action
-from agents.registry import make_policy
-from traveller_env.rllib import TravellerMultiAgentEnv
+from traveller_agents.registry import make_policy
+from traveller_env.integrations.rllib import TravellerMultiAgentEnv
+from traveller_env.policy import policy_action
 
 
 def skirmish(**rewards) -> dict:
@@ -246,7 +246,7 @@ def test_masked_module_never_picks_a_masked_action():
     from ray.rllib.core.columns import Columns
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
-    from traveller_env.rllib.modules import MaskedPPOTorchRLModule, ScriptedRLModule
+    from traveller_env.integrations.rllib.modules import MaskedPPOTorchRLModule, ScriptedRLModule
 
     env = TravellerMultiAgentEnv({"scenario": "duel"})
     spec = RLModuleSpec(module_class=MaskedPPOTorchRLModule,
@@ -283,8 +283,8 @@ def test_train_rllib_end_to_end(tmp_path, capsys):
     """A tiny run through `traveller train rllib` on a local Ray with 2 env runners, one
     policy per side and a scripted NPC: checkpoint, metadata, evaluation; the checkpoint
     loads as an NPC (registry, `traveller eval`, the tournament) and plays battles."""
-    from agents.evaluation import play_battle
     from traveller_cli import main
+    from traveller_rl.evaluation import play_battle
 
     out = tmp_path / "run"
     assert main(["train", "rllib", "--scenario", "squad", "--num-env-runners", "2",

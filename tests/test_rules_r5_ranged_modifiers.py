@@ -15,7 +15,8 @@ import pytest
 from conftest import fighter, scenario, scripted
 from rules_helpers import BLUE_FIRST, events_of, last, with_weapons
 
-from traveller_env.rules.battle import IllegalActionError, range_dm
+from traveller_env.rules.attack import range_dm
+from traveller_env.rules.battle import IllegalActionError
 
 # Scenario-local weapons whose range bands fall exactly on square distances (1.5 m each).
 GUN6 = {"skill": "gun_combat.slug", "damage": "1D", "range": 6, "magazine": 10}

@@ -1,4 +1,4 @@
-"""The SB3 bridge (``traveller_env.sb3``): a single-learner ``gymnasium.Env`` over the AEC
+"""The SB3 bridge (``traveller_env.integrations.sb3``): a single-learner ``gymnasium.Env`` over the AEC
 environment. Checked with Gymnasium's and SB3's env checkers, against the AEC mask, for the
 learner's own reward (a known bug of PettingZoo's SB3 tutorial wrapper), for the knocked-out
 learner's outcome reward, under SB3's vectorised environments, and with a short MaskablePPO
@@ -19,8 +19,8 @@ from stable_baselines3.common.env_checker import check_env as sb3_check_env
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
-from agents.base import RandomPolicy
-from traveller_env.sb3 import TravellerSB3Env, make_sb3_env
+from traveller_env.integrations.sb3 import TravellerSB3Env, make_sb3_env
+from traveller_env.policy import RandomPolicy
 
 LEARNERS = [("duel", "blue_0"), ("duel", "red"), ("squad", "blue"), ("ambush", "guards"),
             ("melee", "all"), ("squad", "all")]

@@ -1,4 +1,4 @@
-"""``traveller_env.sb3_vector.CoreVecEnv``: sb3-contrib's MaskablePPO on the compiled core.
+"""``traveller_env.integrations.sb3_vector.CoreVecEnv``: sb3-contrib's MaskablePPO on the compiled core.
 
 The VecEnv contract (shapes, masks through ``env_method("action_masks")``, side rewards that
 add up to the battle's outcome, dones with the winner), and a short MaskablePPO run on duel
@@ -19,7 +19,7 @@ if not core.available():
 from sb3_contrib import MaskablePPO
 from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
 
-from traveller_env.sb3_vector import CoreVecEnv
+from traveller_env.integrations.sb3_vector import CoreVecEnv
 
 
 def test_the_vecenv_contract_and_rewards_that_add_up_to_the_outcome():

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agents.registry import make_policy
+from traveller_agents.registry import make_policy
 from traveller_env import raw_env
 from traveller_rl.scenario_eval import load_learned, play_scenarios, summarise
 

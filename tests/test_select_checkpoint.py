@@ -135,7 +135,7 @@ def test_forbid_is_an_ablation_on_the_same_battles(trained_run, tmp_path, capsys
     import numpy as np
     import torch
 
-    from agents.ppo_policy import network_from_checkpoint, read_checkpoint
+    from traveller_agents.checkpoint import network_from_checkpoint, read_checkpoint
     from traveller_env import vector
     from traveller_rl.checkpoints.select import forbidden_actions
     from traveller_rl.ppo.rollout import greedy_actions, without_forbidden

@@ -1,4 +1,4 @@
-"""By-side checkpoints (traveller_rl/checkpoints/by_side.py, agents.ppo_policy.SideNet): one
+"""By-side checkpoints (traveller_rl/checkpoints/by_side.py, traveller_agents.ppo_policy.SideNet): one
 train_ppo checkpoint per side played as one policy, each seat by its own side's network."""
 
 from __future__ import annotations
@@ -10,16 +10,10 @@ import pytest
 import torch
 from conftest import member_checkpoint, plain_checkpoint
 
-from agents.ppo_policy import (
-    EnsembleNet,
-    PPOPolicy,
-    SideNet,
-    actor_logits,
-    load_ppo_policy,
-    network_from_checkpoint,
-    read_checkpoint,
-)
-from agents.registry import make_policy
+from traveller_agents.checkpoint import network_from_checkpoint, read_checkpoint
+from traveller_agents.nets import EnsembleNet, SideNet, actor_logits
+from traveller_agents.ppo_policy import PPOPolicy, load_ppo_policy
+from traveller_agents.registry import make_policy
 from traveller_env import vector
 from traveller_env.env import TravellerEnv
 from traveller_rl.checkpoints import by_side as sides
@@ -93,7 +87,7 @@ def test_each_seat_plays_its_own_sides_network(members):
         want = env.relative_actions.to_absolute(agent, int(legal[np.argmax(z[0].numpy()[legal])]))
         assert policy.act(o["observation"], o["action_mask"], agent, env) == want
     assert seen == {"blue", "red"}  # both sides' networks were asked
-    from agents.evaluation import evaluate_matchup
+    from traveller_rl.evaluation import evaluate_matchup
 
     row = evaluate_matchup(make_policy(str(tmp / "s.pt"), scenario="squad"), make_policy("rush"),
                            "squad", battles=2, seed=4)
@@ -139,7 +133,7 @@ def test_select_checkpoint_ranks_it_from_one_side_or_both(members, capsys, tmp_p
 
 def test_a_pool_plays_a_by_side_opponent_by_each_seats_side(members, tmp_path, monkeypatch):
     """As a --pool-opponents member, each frozen seat plays its own side's network."""
-    import agents.ppo_policy as ppo_policy
+    import traveller_agents.ppo_policy as ppo_policy
     from traveller_rl.ppo.trainer import build_parser, run
 
     tmp, _, _ = members
@@ -201,8 +195,8 @@ def test_an_ensemble_of_by_side_checkpoints_is_refused(members, capsys):
 
 
 def test_training_export_and_widening_refuse_it_by_name(members, capsys):
-    from agents.onnx_export import read_ppo_checkpoint
     from traveller_rl.checkpoints.widen import widen_checkpoint
+    from traveller_rl.onnx_export import read_ppo_checkpoint
     from traveller_rl.ppo import trainer as train_ppo
 
     tmp, _, _ = members
@@ -219,7 +213,7 @@ def test_training_export_and_widening_refuse_it_by_name(members, capsys):
 
 
 def test_loading_for_a_scenario_with_a_side_it_lacks_is_refused(members):
-    from agents.ppo_policy import by_side_bytes
+    from traveller_agents.checkpoint import by_side_bytes
 
     tmp, _, _ = members
     b, r = read_checkpoint(tmp / "blue.pt"), read_checkpoint(tmp / "red.pt")

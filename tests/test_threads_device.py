@@ -200,7 +200,7 @@ def test_the_learner_learns_on_the_cpu(tmp_path):
 
 @needs_cuda
 def test_the_learner_learns_on_cuda_and_its_checkpoint_loads_on_the_cpu(tmp_path):
-    from agents.trained import load_policy
+    from traveller_agents.trained import load_policy
 
     _assert_learned(_learn(tmp_path / "cuda", "cuda"))
     data = torch.load(tmp_path / "cuda" / "ppo.pt", map_location="cpu", weights_only=False)
@@ -352,7 +352,7 @@ def test_pool_and_overlap_runs_keep_their_rollout_on_cuda(monkeypatch, tmp_path)
     """The pool's frozen seats play on the CPU and the halves' rows are gathered into the
     pinned staging buffers: the learner's rollout is on CUDA all the same, and the checkpoint
     loads on the CPU."""
-    from agents.trained import load_policy
+    from traveller_agents.trained import load_policy
 
     (rollout,) = _rollouts_of(monkeypatch, tmp_path / "run", "cuda", "--opponents", "",
                               "--pool", "--pool-scripted", "rush", "--overlap")

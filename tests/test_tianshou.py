@@ -29,7 +29,7 @@ from tianshou.utils.torch_utils import policy_within_training_step, torch_train_
 
 from traveller_env import core
 from traveller_env import env as make_env
-from traveller_env.tianshou_scripted import ScriptedAlgorithm, masked_learner_env
+from traveller_env.integrations.tianshou_scripted import ScriptedAlgorithm, masked_learner_env
 
 BACKEND = "core" if core.available() else "python"
 

@@ -25,7 +25,7 @@ from torchrl.objectives import ClipPPOLoss, ValueEstimators
 
 from traveller_env import core
 from traveller_env import env as make_env
-from traveller_env.learner_seats import learner_seats_env
+from traveller_env.integrations.learner_seats import learner_seats_env
 from traveller_env.scenario import builtin_scenarios
 
 BACKEND = "core" if core.available() else "python"

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from traveller_rl.stats import bootstrap_elo, elo_ratings, openskill_ratings, wilson_interval
+from traveller_rl.evaluation import wilson_interval
+from traveller_rl.stats import bootstrap_elo, elo_ratings, openskill_ratings
 from traveller_rl.tournament import build_games, main, run_tournament, summarise
 
 POLICIES = ["rush", "marksman", "random"]

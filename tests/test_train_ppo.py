@@ -1,5 +1,5 @@
 """The batched PPO trainer (traveller_rl/ppo/trainer.py), its helpers (traveller_rl/ppo/rollout.py)
-and its checkpoints as NPC policies (agents/ppo_policy.py)."""
+and its checkpoints as NPC policies (traveller_agents/ppo_policy.py)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 import torch
 
-from agents.evaluation import evaluate_matchup
-from agents.ppo_policy import PPOPolicy, load_ppo_policy, network_from_checkpoint, read_checkpoint
-from agents.registry import make_policy
+from traveller_agents.checkpoint import network_from_checkpoint, read_checkpoint
+from traveller_agents.ppo_policy import PPOPolicy, load_ppo_policy
+from traveller_agents.registry import make_policy
 from traveller_cli import main as cli_main
 from traveller_env import vector
+from traveller_rl.evaluation import evaluate_matchup
 from traveller_rl.ppo.rollout import SeatRollout, greedy_actions, opponent_actions, sample_masked
 
 # A tiny run: 16 battles x 32 steps = 512 learner decisions per update, 4 updates.
@@ -262,7 +263,7 @@ def test_rollout_state_is_host_data_that_loads_on_any_device():
 def test_knockout_reward_counts_slots_present_but_out_of_play():
     """enemies_out and allies_out count the observer's enemy and ally slots whose combatant is
     present but not in play (an empty slot, present 0, is no knock-out)."""
-    from traveller_rl.ppo.trainer import KnockoutReward, parse_knockouts
+    from traveller_rl.ppo.shaping import KnockoutReward, parse_knockouts
 
     venv = vector.make("squad", num_envs=1, seed=0, backend="python", relative_actions=True)
     labels = venv.observation_labels
@@ -283,7 +284,7 @@ def test_knockout_reward_counts_slots_present_but_out_of_play():
 def test_knockout_reward_in_play_counts_knockouts_and_never_falls():
     """In random battles of squad, each seat's enemies_out starts at 0, never falls between its
     decisions of a battle, and rises in some (knocked-out combatants keep their slot, R8.2)."""
-    from traveller_rl.ppo.trainer import KnockoutReward, parse_knockouts
+    from traveller_rl.ppo.shaping import KnockoutReward, parse_knockouts
 
     venv = vector.make("squad", num_envs=8, seed=0, backend="python", relative_actions=True)
     ko = KnockoutReward(parse_knockouts("enemies_out=1"), venv.observation_labels)
@@ -307,7 +308,7 @@ def test_knockout_reward_in_play_counts_knockouts_and_never_falls():
 def test_position_potential_reads_the_move_view_of_the_seats_own_square():
     """clear_shots and exposed come from move.here.* (observations.move_view, R8.1), and cover
     only counts when the seat is crouched or prone (R5.3)."""
-    from traveller_rl.ppo.trainer import PositionPotential, parse_potential
+    from traveller_rl.ppo.shaping import PositionPotential, parse_potential
 
     venv = vector.make("squad", num_envs=1, seed=0, backend="python", relative_actions=True,
                        move_view=True)
@@ -326,7 +327,7 @@ def test_position_potential_reads_the_move_view_of_the_seats_own_square():
 def test_position_potential_reads_the_attack_view():
     """hit is the best attack.enemyK.hit (the seat's held aim is in it, so an aim pays when
     taken); threat is attack.here.threat (observations.ATTACK_VIEW_FIELDS)."""
-    from traveller_rl.ppo.trainer import PositionPotential, parse_potential
+    from traveller_rl.ppo.shaping import PositionPotential, parse_potential
 
     venv = vector.make("squad", num_envs=1, seed=0, backend="python", relative_actions=True,
                        attack_view=True)
@@ -401,7 +402,7 @@ def test_the_same_seed_gives_the_same_checkpoint_bytes(tiny_run, tmp_path):
     assert run(build_parser().parse_args([*TINY, "--out", str(again)])) == 0
     assert (again / "ppo.pt").read_bytes() == (tiny_run / "ppo.pt").read_bytes()
     # ... and training moved the weights away from the seeded initialisation.
-    from agents.ppo_policy import ActorCritic
+    from traveller_agents.nets import ActorCritic
 
     torch.manual_seed(3)
     init = ActorCritic(59, 48, [64, 64])
@@ -518,7 +519,8 @@ def test_pool_greedy_share_changes_the_frozen_play_and_stays_reproducible(tmp_pa
 def test_side_shares_share_out_scripted_rows_and_pool_battles_by_side(tmp_path):
     """--side-shares blue=0.75,red=0.25: the scripted rows go 3:1 to the learner as blue, a
     side with share 0 gets none, and the pool's per-battle side draw follows the shares."""
-    from traveller_rl.ppo.trainer import build_parser, draw_sides, run
+    from traveller_rl.ppo.rows import draw_sides
+    from traveller_rl.ppo.trainer import build_parser, run
 
     def groups_of(shares: str, out: str) -> list[dict]:
         """The training groups (label, rows) of a tiny pool run with these --side-shares."""
@@ -648,7 +650,7 @@ def test_the_core_and_python_backends_give_the_same_checkpoint(tmp_path):
 def test_move_view_runs_train_the_same_on_both_backends_and_say_so(tmp_path):
     """``--move-view``: both backends observe the move view alike (same checkpoint bytes); the
     checkpoint records it and its observation size includes it."""
-    from agents.ppo_policy import read_checkpoint
+    from traveller_agents.checkpoint import read_checkpoint
     from traveller_env.env import TravellerEnv
     from traveller_rl.ppo.trainer import build_parser, run
 
@@ -679,7 +681,7 @@ def test_one_policy_trains_on_several_scenarios(tmp_path):
              "--eval-envs", "2", "--final-eval-battles", "0", "--backend", "python",
              "--no-progress"]
     args = build_parser().parse_args([*flags, "--out", str(tmp_path / "probe")])
-    from traveller_rl.ppo.trainer import Args
+    from traveller_rl.ppo.args import Args
 
     groups, evals = prepare(Args(**vars(args)))
     assert [(g.start, g.stop, g.venv.scenario.name) for g in groups] == [
@@ -706,7 +708,7 @@ def test_one_policy_trains_on_several_scenarios(tmp_path):
 def test_style_shaping_reads_the_deciding_seats_observation_and_action():
     """--style terms: distance to the nearest enemy in play, share of enemies in play with
     line of sight, crouched/prone, attacks, leadership."""
-    from traveller_rl.ppo.trainer import StyleShaping, parse_style
+    from traveller_rl.ppo.shaping import StyleShaping, parse_style
 
     venv = vector.make("squad", num_envs=1, seed=0, backend="python", relative_actions=True)
     labels, actions = venv.observation_labels, venv.action_labels
@@ -728,7 +730,7 @@ def test_style_shaping_reads_the_deciding_seats_observation_and_action():
 def test_style_shots_into_cover_reads_the_target_slots_cover_flag():
     """shots_into_cover: an attack on an enemy slot whose "in cover from me" flag is set (R5.3)
     scores the weight; an attack on an exposed enemy, or any other action, scores nothing."""
-    from traveller_rl.ppo.trainer import StyleShaping, parse_style
+    from traveller_rl.ppo.shaping import StyleShaping, parse_style
 
     venv = vector.make("squad", num_envs=1, seed=0, backend="python", relative_actions=True)
     labels, actions = venv.observation_labels, venv.action_labels
@@ -744,7 +746,7 @@ def test_style_shots_into_cover_reads_the_target_slots_cover_flag():
 def test_style_reactions_score_a_dodge_or_a_parry():
     """reactions: react:dodge and react:parry score the weight (R3.6); react:none and other
     actions score nothing."""
-    from traveller_rl.ppo.trainer import StyleShaping, parse_style
+    from traveller_rl.ppo.shaping import StyleShaping, parse_style
 
     venv = vector.make("squad", num_envs=1, seed=0, backend="python", relative_actions=True)
     labels, actions = venv.observation_labels, venv.action_labels
@@ -758,7 +760,7 @@ def test_style_reactions_score_a_dodge_or_a_parry():
 def test_style_distance_in_metres_uses_the_map_size():
     """distance_m: metres (R8.1, 1.5 m squares) to the nearest enemy in play, from the slot's
     offset (dx, dy over the map's width and height), whatever the seat's weapon."""
-    from traveller_rl.ppo.trainer import StyleShaping, parse_style
+    from traveller_rl.ppo.shaping import StyleShaping, parse_style
 
     venv = vector.make("squad", num_envs=1, seed=0, backend="python", relative_actions=True)
     labels, actions = venv.observation_labels, venv.action_labels

@@ -10,10 +10,10 @@ import math
 import numpy as np
 import pytest
 
-from agents.aiming import AimProblem, outcome_distribution, problem_from_battle, solve
-from agents.evaluation import aims_before_first_shot, mean_interval, wilson_interval
+from traveller_agents.aiming import AimProblem, outcome_distribution, problem_from_battle, solve
 from traveller_env.rules.dice import parse_dice
 from traveller_env.scenario import build_battle
+from traveller_rl.evaluation import aims_before_first_shot, mean_interval, wilson_interval
 
 
 # ------------------------------------------------------------------ value iteration (R4.3)
@@ -56,10 +56,10 @@ def test_outcome_distribution_is_a_distribution_with_the_exact_miss_chance():
 def test_optimum_matches_simulated_battles_of_the_engine():
     """The value iteration uses the engine's own DMs: its expected rounds agree with 300
     seeded battles of the optimal policy within 4 standard errors."""
-    from agents.aiming import OptimalAimPolicy
-    from agents.base import PassivePolicy
-    from agents.evaluation import play_battle
+    from traveller_agents.aiming import OptimalAimPolicy
     from traveller_env import raw_env
+    from traveller_env.policy import PassivePolicy
+    from traveller_rl.evaluation import play_battle
 
     sol = solve(problem_from_battle(build_battle("range_short", seed=0), "blue_0", "red_0"))
     env = raw_env("range_short")
@@ -83,8 +83,8 @@ def test_wilson_interval_known_values():
 def test_a_matchup_splits_its_counts_by_the_side_played():
     """Sides alternate by battle (even battles on the first side); ``by_side`` counts each
     side's battles apart and they add up to the totals, with their own intervals."""
-    from agents.evaluation import evaluate_matchup, matchup_counts
-    from agents.registry import make_policy
+    from traveller_agents.registry import make_policy
+    from traveller_rl.evaluation import evaluate_matchup, matchup_counts
 
     seen = []
     row = evaluate_matchup(make_policy("marksman"), make_policy("rush"), "duel", battles=7,
@@ -173,7 +173,7 @@ def test_train_aiming_self_play_modes_smoke(runs):
 def test_train_leadership_smoke(runs):
     """A tiny assisted run: the model decides leadership only and loads back as an
     AssistedPolicy through its metadata."""
-    from agents.trained import AssistedPolicy, load_policy
+    from traveller_agents.trained import AssistedPolicy, load_policy
     from traveller_rl.recipes import leadership
 
     run = leadership.train_sb3(leadership.Args(

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from conftest import fighter, scenario
 
-from agents.scripted import POLICIES
+from traveller_agents.scripted import POLICIES
 from traveller_env import policy as policy_module
 from traveller_env import raw_env, vector
 from traveller_env.policy import make_policy, policy_action, policy_names, register_policy

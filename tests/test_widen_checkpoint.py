@@ -7,7 +7,7 @@ import pytest
 import torch
 from test_result_scripts import random_checkpoint
 
-from agents.ppo_policy import network_from_checkpoint, read_checkpoint
+from traveller_agents.checkpoint import network_from_checkpoint, read_checkpoint
 from traveller_rl.checkpoints.widen import main, widen
 
 
@@ -32,7 +32,7 @@ def test_the_wider_network_gives_the_same_logits_and_values(tmp_path):
 
 
 def test_a_deeper_layer_list_is_widened_layer_by_layer():
-    from agents.ppo_policy import ActorCritic
+    from traveller_agents.nets import ActorCritic
 
     torch.manual_seed(0)
     net = ActorCritic(7, 5, [4, 3])
@@ -98,7 +98,8 @@ def test_aim_view_inputs_are_added_with_zero_weights_and_train_ppo_takes_them(tm
 
 def _views_checkpoint(path, scenario, **views):
     """An untrained checkpoint for ``scenario`` reading ``views``."""
-    from agents.ppo_policy import ActorCritic, checkpoint_bytes
+    from traveller_agents.checkpoint import checkpoint_bytes
+    from traveller_agents.nets import ActorCritic
     from traveller_env import vector
 
     venv = vector.make(scenario, num_envs=1, seed=0, backend="python", relative_actions=True,
@@ -121,7 +122,7 @@ def test_a_view_is_added_where_the_observation_puts_it(tmp_path, have, add, caps
     import numpy as np
 
     import traveller_env
-    from agents.views import complete_observation
+    from traveller_agents.views import complete_observation
 
     src = _views_checkpoint(tmp_path / "src.pt", "squad", **have)
     out = tmp_path / "wide.pt"

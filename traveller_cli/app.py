@@ -2,7 +2,7 @@
 
 Two tables, so that a new command is one entry:
 
-* ``COMMANDS``: name -> ``Command(help, add_arguments, run)`` (``traveller_env.cli.Command``);
+* ``COMMANDS``: name -> ``Command(help, add_arguments, run)`` (``traveller_rl.commandline.Command``);
 * ``EXPERIMENTS``: the command's words -> ``Experiment(help, load)``, for a module of
   ``traveller_rl`` (``load`` imports it) that exposes ``build_parser(parser=None)`` (adds
   its options to the given parser) and ``run(args) -> int``. ``"tournament"`` is
@@ -20,10 +20,10 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any, NamedTuple
 
-from traveller_env import cli as env_cli
-from traveller_env.cli import Command
+from traveller_rl import commandline
+from traveller_rl.commandline import Command
 
-from . import behaviour, evaluate, export
+from . import behaviour, env_commands, evaluate, export
 
 __all__ = ["COMMANDS", "EXPERIMENTS", "GROUPS", "Experiment", "build_parser", "load_experiment",
            "main"]
@@ -41,13 +41,13 @@ class Experiment(NamedTuple):
 
 #: Commands by name (the environment's own, then those that need ``agents``).
 COMMANDS: dict[str, Command] = {
-    **env_cli.COMMANDS,
+    **env_commands.COMMANDS,
     "eval": Command("evaluate a trained model against scripted policies",
                     evaluate.add_arguments, evaluate.run, evaluate.EXAMPLES),
     "export": Command("write a trained policy (.pt or .zip) as an ONNX file that plays "
                       "without PyTorch", export.add_arguments, export.run, export.EXAMPLES),
     "behaviour": Command("behaviour statistics per policy: stance, cover, focus fire, aiming, "
-                         "leadership, distance kept (agents/behaviour.py)",
+                         "leadership, distance kept (traveller_rl/behaviour.py)",
                          behaviour.add_arguments, behaviour.run, behaviour.EXAMPLES),
 }
 
@@ -191,9 +191,9 @@ def build_parser(argv: Sequence[str] = ()
     """The ``traveller`` parser and its subparsers by command words (``"simulate"``,
     ``"train"``, ``"train aiming"``, ...). The experiment command that ``argv`` names gets its
     module's options; the others only their help line until they are named."""
-    parser = env_cli.new_parser()
+    parser = commandline.new_parser()
     sub = parser.add_subparsers(metavar="COMMAND")
-    parsers = env_cli.add_commands(sub, COMMANDS)
+    parsers = commandline.add_commands(sub, COMMANDS)
     groups: dict[str, Any] = {}  # group word -> its subparsers action
     for words, exp in EXPERIMENTS.items():
         *group, name = words.split()
@@ -224,4 +224,4 @@ def main(argv: Sequence[str] | None = None) -> int:
     status (the tournament 2 on a bad policy or scenario)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     parser, _ = build_parser(argv)
-    return env_cli.dispatch(parser, argv)
+    return commandline.dispatch(parser, argv)

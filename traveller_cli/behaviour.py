@@ -1,5 +1,5 @@
 """``traveller behaviour --scenario squad --policies rush,marksman --vs marksman``: behaviour
-statistics per policy (``agents.behaviour``), one table row per policy (``--by-side``: per policy
+statistics per policy (``traveller_rl.behaviour``), one table row per policy (``--by-side``: per policy
 and side played)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from traveller_env.cli import PROG, UsageError, int_at_least, seed_type
+from traveller_rl.commandline import PROG, UsageError, int_at_least, seed_type
 
 __all__ = ["add_arguments", "run"]
 
@@ -60,7 +60,7 @@ def _plain(value: Any) -> Any:
 
 def _policies(flag: str, text: str) -> list[str]:
     """The policy names of ``flag`` (a usage error naming it for an unknown one)."""
-    from agents.registry import parse_policy_list
+    from traveller_agents.registry import parse_policy_list
 
     try:
         return parse_policy_list(text)
@@ -71,7 +71,7 @@ def _policies(flag: str, text: str) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     """Describe each ``--policies`` entry against the ``--vs`` opponents; print the table
     (exit 0), or the error on stderr (exit 2) for bad input."""
-    from agents.behaviour import DESCRIPTORS, behaviour_stats, format_behaviour
+    from traveller_rl.behaviour import DESCRIPTORS, behaviour_stats, format_behaviour
 
     bar = None
     start = time.perf_counter()

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from traveller_env.cli import UsageError, int_at_least, seed_type
+from traveller_rl.commandline import UsageError, int_at_least, seed_type
 
 __all__ = ["add_arguments", "run", "write_eval_replays"]
 
@@ -47,7 +47,7 @@ traveller eval model.onnx --vs tactician --html-dir runs/replays"""
 
 def _check_model(model: Path) -> None:
     """A usage error unless ``model`` is a trained-policy file or RLlib folder."""
-    from agents.registry import is_known
+    from traveller_agents.registry import is_known
 
     if model.exists():
         return
@@ -65,10 +65,10 @@ def run(args: argparse.Namespace) -> int:
     """Evaluate ``args.model`` against each ``--vs`` policy; print the table (exit 0), or the
     error on stderr (exit 2) for a model that does not fit the scenario or an unknown
     policy."""
-    from agents.evaluation import evaluate_matchup, format_matchups
-    from agents.registry import make_policy, parse_policy_list
-    from agents.trained import load_policy
+    from traveller_agents.registry import make_policy, parse_policy_list
+    from traveller_agents.trained import load_policy
     from traveller_env.scenario import load_scenario
+    from traveller_rl.evaluation import evaluate_matchup, format_matchups
 
     _check_model(args.model)
     load_scenario(args.scenario)
@@ -101,12 +101,12 @@ def run(args: argparse.Namespace) -> int:
 
 def write_eval_replays(policy: Any, opponents: Sequence[Any], scenario: str,
                        seed: int, battles: int, out_dir: str | Path) -> list[Path]:
-    """Replay pages of the first ``battles`` battles of ``agents.evaluation.evaluate_matchup``
+    """Replay pages of the first ``battles`` battles of ``traveller_rl.evaluation.evaluate_matchup``
     against each opponent (same seeds and side assignment, so the same battles), as
     ``<scenario>_vs_<opponent>_<i>.html`` in ``out_dir``."""
     import traveller_env
-    from agents.evaluation import play_battle
-    from traveller_env.replay_html import safe_filename, write_battle_html
+    from traveller_env.replay.html import safe_filename, write_battle_html
+    from traveller_rl.evaluation import play_battle
 
     env = traveller_env.raw_env(scenario)
     paths = []

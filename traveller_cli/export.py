@@ -1,5 +1,5 @@
 """``traveller export POLICY --onnx out.onnx``: a trained policy as an ONNX file that
-``agents.onnx_policy.OnnxPolicy`` (or any onnxruntime) plays without PyTorch."""
+``traveller_agents.onnx_policy.OnnxPolicy`` (or any onnxruntime) plays without PyTorch."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 import json
 from pathlib import Path
 
-from traveller_env.cli import UsageError
+from traveller_rl.commandline import UsageError
 
 __all__ = ["add_arguments", "run"]
 
@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
 
         load_scenario(args.scenario)
     try:
-        from agents.onnx_export import export_onnx
+        from traveller_rl.onnx_export import export_onnx
 
         meta = export_onnx(args.policy, args.onnx, scenario=args.scenario)
     except ImportError as exc:

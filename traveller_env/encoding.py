@@ -14,7 +14,9 @@ from collections import defaultdict
 
 import numpy as np
 
-from .rules.actions import Action, parse_action
+from traveller_env.rules.kinds import parse_action
+from traveller_env.rules.vocabulary import Action
+
 from .rules.battle import Battle
 from .rules.grid import DIRECTIONS
 from .rules.kinds import KINDS, ActionKind

@@ -457,7 +457,7 @@ class TravellerEnv(AECEnv):
                            **views: bool) -> np.ndarray:
         """``agent``'s observation laid out by ``layout`` with ``views`` (``move_view=True``,
         ...), whatever this env's own layout and views: for policies trained on a layout that
-        play in any env whose scenario fits it (``agents.ppo_policy``). ``LayoutError`` names
+        play in any env whose scenario fits it (``traveller_agents.ppo_policy``). ``LayoutError`` names
         the limit a scenario breaks."""
         if self.battle is None or agent not in self._side_of:
             self._require_reset("layout_observation()")
@@ -554,7 +554,7 @@ class TravellerEnv(AECEnv):
     def move_view_vector(self, agent: str) -> np.ndarray:
         """The move view of ``agent`` alone (float32; the entries ``move_view=True`` appends to
         its observation), whatever this env's own ``move_view``: for policies trained with it
-        that play in an env without it (``agents.ppo_policy``)."""
+        that play in an env without it (``traveller_agents.ppo_policy``)."""
         if self.battle is None or agent not in self._side_of:
             self._require_reset("move_view_vector()")
             self._check_agent(agent)
@@ -563,7 +563,7 @@ class TravellerEnv(AECEnv):
     def aim_view_vector(self, agent: str) -> np.ndarray:
         """The aim view of ``agent`` alone (float32; the entries ``aim_view=True`` appends to
         its observation), whatever this env's own ``aim_view``: for policies trained with it
-        that play in an env without it (``agents.ppo_policy``)."""
+        that play in an env without it (``traveller_agents.ppo_policy``)."""
         if self.battle is None or agent not in self._side_of:
             self._require_reset("aim_view_vector()")
             self._check_agent(agent)
@@ -573,7 +573,7 @@ class TravellerEnv(AECEnv):
     def attack_view_vector(self, agent: str) -> np.ndarray:
         """The attack view of ``agent`` alone (float32; the entries ``attack_view=True``
         appends to its observation), whatever this env's own ``attack_view``: for policies
-        trained with it that play in an env without it (``agents.ppo_policy``)."""
+        trained with it that play in an env without it (``traveller_agents.ppo_policy``)."""
         if self.battle is None or agent not in self._side_of:
             self._require_reset("attack_view_vector()")
             self._check_agent(agent)
@@ -763,7 +763,7 @@ class TravellerEnv(AECEnv):
             gymnasium.logger.warn("render() called without a render_mode; pass render_mode="
                                   "'ansi' or 'rgb_array' to the constructor")
             return None
-        from . import render as _render
+        from traveller_env.replay import render as _render
 
         battle = self._python_battle()  # (on the core, drawn from the Python twin)
         if self.render_mode == "ansi":

@@ -53,7 +53,8 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .rules.actions import STANCES
+from traveller_env.rules.vocabulary import STANCES
+
 from .rules.checks import TARGET_NUMBER, characteristic_dm
 from .rules.damage import is_dead, is_incapacitated
 from .rules.events import check_event

@@ -14,8 +14,9 @@ import struct
 
 import numpy as np
 
+from traveller_env.rules.vocabulary import STANCES
+
 from .layout import Layout
-from .rules.actions import STANCES
 from .rules.attack import hit_probability, range_dm
 from .rules.battle import Battle
 from .rules.checks import skill_dm

@@ -1,5 +1,5 @@
 """The policy interface shared by scripted, random and trained policies (``traveller_env.policy``;
-``agents.base`` re-exports it).
+``traveller_agents.base`` re-exports it).
 
 A policy picks one action index for the selected agent of a ``TravellerEnv``::
 

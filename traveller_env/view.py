@@ -12,8 +12,10 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any
 
+from traveller_env.rules.kinds import parse_action
+from traveller_env.rules.vocabulary import Action
+
 from .rules import attack as attack_rules
-from .rules.actions import Action, parse_action
 from .rules.attack import range_dm
 from .rules.battle import Battle
 from .rules.budget import Budget

@@ -21,7 +21,7 @@ interval (battles resampled within each cell, ``BOOTSTRAP_SAMPLES`` times; rliab
 stratified bootstrap over the one run). Draws count as not won.
 
 **Not playable.** A learned policy plays only scenarios of its observation and action layout
-(its ONNX file is checked against each scenario: ``agents.onnx_policy``); one trained on a
+(its ONNX file is checked against each scenario: ``traveller_agents.onnx_policy``); one trained on a
 fixed layout (``traveller_env.layout``) plays every scenario that fits it, and the loader names
 the limit a scenario beyond it breaks. A battle whose
 scenario the policy or the opponent cannot play is recorded as ``not_playable`` with the
@@ -55,12 +55,12 @@ from typing import Any
 import numpy as np
 import yaml
 
-from agents.evaluation import wilson_interval
-from agents.registry import make_policy, parse_policy_list
-from traveller_env.cli import examples_epilog, int_at_least
+from traveller_agents.registry import make_policy, parse_policy_list
 from traveller_env.generate import GENERATED_PREFIX
 from traveller_env.scenario import ScenarioError, config_dir
+from traveller_rl.commandline import examples_epilog, int_at_least
 from traveller_rl.common import run_chunks
+from traveller_rl.evaluation import wilson_interval
 
 __all__ = ["BOOTSTRAP_SAMPLES", "Suite", "aggregate", "build_parser", "cell_summaries",
            "format_leaderboard", "format_table", "load_suite", "plan_battles",

@@ -28,7 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from traveller_env.cli import (
+from traveller_env.rules.rng import derive_seed
+from traveller_rl.commandline import (
     UsageError,
     check_seed,
     examples_epilog,
@@ -36,7 +37,6 @@ from traveller_env.cli import (
     run_standalone,
     seed_type,
 )
-from traveller_env.rules.rng import derive_seed
 
 from .common import atomic_write_bytes, check_minimums, hidden_sizes_arg, write_json
 
@@ -60,7 +60,7 @@ def collect(scenario: str, teacher: str, battles: int, seed: int, move_view: boo
     seed ``derive_seed(seed, i)``) and record every decision. Returns the demonstrations, the
     scenario's slot-relative action labels and its name."""
     from traveller_env import _core
-    from traveller_env.core.aec import CoreTravellerEnv
+    from traveller_env.env import CoreTravellerEnv
 
     if teacher not in _core.CORE_POLICIES:
         raise ValueError(f"--teacher {teacher!r}: not a policy of the compiled core; one of "
@@ -109,7 +109,7 @@ def fit(demos: Demonstrations, hidden: list[int], epochs: int, lr: float, batch:
     import torch
     from torch.nn import functional as F
 
-    from agents.ppo_policy import ActorCritic
+    from traveller_agents.nets import ActorCritic
 
     torch.manual_seed(seed)
     n_battles = int(demos.battle.max()) + 1
@@ -225,7 +225,7 @@ def run(args: argparse.Namespace) -> int:
     """Collect, fit, write the checkpoint and ``<out>.json``."""
     import torch
 
-    from agents.ppo_policy import checkpoint_bytes
+    from traveller_agents.checkpoint import checkpoint_bytes
 
     _check(args)
     torch.set_num_threads(args.threads)

@@ -130,8 +130,8 @@ def add_dataclass_args(parser: argparse.ArgumentParser, cls: type,
     ``groups`` (title -> field names) puts the flags in argparse argument groups, in that
     order; fields in no group go under "other options". ``short`` keeps only the first clause
     of each docstring (``short_help``). A field named ``seed`` takes a seed in [0, 2**64 - 1]
-    (``traveller_env.cli.seed_type``)."""
-    from traveller_env.cli import seed_type
+    (``traveller_rl.commandline.seed_type``)."""
+    from traveller_rl.commandline import seed_type
 
     docs = _field_docs(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}
@@ -251,7 +251,7 @@ def checkpoint_provenance(checkpoint: Path) -> dict[str, Any]:
     flags (``config.json``) and training seconds at that update (``training.jsonl``). A copied
     checkpoint gets only its own bookkeeping (``run`` is then None). A run started with
     ``--init`` counts only its own seconds: follow ``run.args.init`` for the rest."""
-    from agents.ppo_policy import arch_of, imitation_of, read_checkpoint
+    from traveller_agents.checkpoint import arch_of, imitation_of, read_checkpoint
 
     checkpoint = Path(checkpoint)
     data = read_checkpoint(checkpoint)

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from traveller_env.cli import (
+from traveller_rl.commandline import (
     check_at_least,
     check_output_folder,
     check_seed,
@@ -92,9 +92,9 @@ def _train(stage: Stage, seconds: float, battles: int, seed: int, out: Path,
 def _replay(checkpoint: Path, path: Path, seed: int) -> Path:
     """An HTML replay of the learned squad (blue) against ``tactician`` (red)."""
     import traveller_env
-    from agents.evaluation import play_battle
-    from agents.registry import make_policy
-    from traveller_env.replay_html import write_battle_html
+    from traveller_agents.registry import make_policy
+    from traveller_env.replay.html import write_battle_html
+    from traveller_rl.evaluation import play_battle
 
     env = traveller_env.raw_env("squad")
     learned = make_policy(str(checkpoint), scenario="squad")

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from traveller_env.cli import (
+from traveller_rl.commandline import (
     UsageError,
     check_at_least,
     check_seed,
@@ -87,8 +87,8 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
 
 def build_ladder(args: argparse.Namespace) -> dict[str, Any]:
     """Pick the levels, play each against the next, return the named set."""
-    from agents.evaluation import evaluate_matchup
-    from agents.registry import make_policy
+    from traveller_agents.registry import make_policy
+    from traveller_rl.evaluation import evaluate_matchup
     from traveller_rl.league import load_league, policy_path
 
     league = load_league(args.league)

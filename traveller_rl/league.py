@@ -27,14 +27,14 @@ the league ends as an uninterrupted run's would.
 **Rating** (``rate``). Every member and every scripted NPC named by ``--scripted`` meet in one
 round-robin tournament (``traveller_rl.tournament``: both sides, the same seeds for every
 pairing; OpenSkill and Elo with a bootstrap interval, win-rate matrix and heatmap in
-``DIR/tournament``). Each member's behaviour (``agents.behaviour``: distance kept, share of
+``DIR/tournament``). Each member's behaviour (``traveller_rl.behaviour``: distance kept, share of
 turns in cover, crouched or prone, shots and aims per shot, leadership use, focus fire)
 is measured against ``--behaviour-vs``; ``population.png`` places every policy by its style
 (distance kept) and strength (Elo).
 
 **Export** (``export``). Every member as an ONNX file (``traveller export``'s exporter) plus
 ``league.json`` with the ONNX paths, into ``--to`` (``results/league`` is the committed one):
-ready opponents for a game, no PyTorch needed (``agents.onnx_policy.OnnxPolicy``).
+ready opponents for a game, no PyTorch needed (``traveller_agents.onnx_policy.OnnxPolicy``).
 
 **Adding** (``add``). A checkpoint trained elsewhere joins an existing league as an imported
 member (as the config's ``imports`` do at ``train``), without retraining anyone: it must be a
@@ -51,7 +51,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from traveller_env.cli import (
+from traveller_rl.commandline import (
     UsageError,
     check_output_folder,
     examples_epilog,
@@ -71,7 +71,8 @@ def load_config(path: Path) -> dict[str, Any]:
     """The league config, checked (``ValueError`` naming the file and the key)."""
     import yaml
 
-    from traveller_rl.ppo.trainer import Args, parse_style
+    from traveller_rl.ppo.args import Args
+    from traveller_rl.ppo.shaping import parse_style
 
     try:
         data = yaml.safe_load(Path(path).read_text())
@@ -139,7 +140,7 @@ def style_flag(style: dict[str, float]) -> str:
 def _checkpoint_info(path: Path) -> dict[str, Any]:
     """A train_ppo checkpoint's bookkeeping: decisions trained, and ``lineage``, the entries
     that say how it began (``{"imitation": teacher}`` after a behaviour-cloning start)."""
-    from agents.ppo_policy import imitation_of, read_checkpoint
+    from traveller_agents.checkpoint import imitation_of, read_checkpoint
 
     data = read_checkpoint(path)
     return {"decisions": int(data.get("decisions", 0)), "lineage": imitation_of(data)}
@@ -169,7 +170,7 @@ def add(folder: Path, name: str, checkpoint: Path) -> dict[str, Any]:
     league's scenario."""
     import shutil
 
-    from agents.ppo_policy import load_ppo_policy
+    from traveller_agents.ppo_policy import load_ppo_policy
 
     league = load_league(folder)
     if not name or not name.replace("_", "").replace("-", "").isalnum():
@@ -373,10 +374,10 @@ def rating_of(r: dict[str, Any]) -> dict[str, Any]:
 
 def measure_behaviour(policies: list[str], names: dict[str, str], scenario: str, vs: str,
                       battles: int, seed: int) -> dict[str, dict]:
-    """Behaviour descriptors of every policy against ``vs`` (``agents.behaviour``)."""
+    """Behaviour descriptors of every policy against ``vs`` (``traveller_rl.behaviour``)."""
     if battles < 1:
         return {}
-    from agents.behaviour import DESCRIPTORS, behaviour_stats
+    from traveller_rl.behaviour import DESCRIPTORS, behaviour_stats
 
     out = {}
     for p in policies:
@@ -428,7 +429,7 @@ def export(folder: Path, to: Path) -> dict[str, Any]:
     """Every member as ONNX in ``to`` plus ``league.json`` pointing at the ONNX files."""
     import shutil
 
-    from agents.onnx_export import export_onnx
+    from traveller_rl.onnx_export import export_onnx
 
     league = load_league(folder)
     to.mkdir(parents=True, exist_ok=True)
@@ -536,7 +537,7 @@ def check_args(args: argparse.Namespace) -> None:
     except ValueError as exc:
         raise UsageError(f"FOLDER {exc}") from None
     if args.action == "rate":
-        from agents.registry import parse_policy_list
+        from traveller_agents.registry import parse_policy_list
 
         for flag, text in (("--scripted", args.scripted), ("--behaviour-vs",
                                                              args.behaviour_vs)):
@@ -562,7 +563,7 @@ def run(args: argparse.Namespace) -> int:
                            resume=getattr(args, "resume", False))
             print(f"league: {len(league['members'])} members in {args.out / LEAGUE_FILE}")
         elif args.action == "rate":
-            from agents.registry import parse_policy_list
+            from traveller_agents.registry import parse_policy_list
 
             scripted = parse_policy_list(args.scripted) if args.scripted else []
             league = rate(args.folder, scripted, args.battles, args.seed, args.workers,

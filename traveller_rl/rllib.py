@@ -1,6 +1,6 @@
 """Train PPO on Ray RLlib (new API stack) in a built-in scenario, on one machine or a cluster.
 
-The environment is ``traveller_env.rllib.TravellerMultiAgentEnv`` (slot-relative actions, so
+The environment is ``traveller_env.integrations.rllib.TravellerMultiAgentEnv`` (slot-relative actions, so
 one policy can play any seat) and the learned modules are ``MaskedPPOTorchRLModule``s:
 
 * ``--policy-mapping shared`` (default): one module, ``shared``, plays every seat that is not
@@ -8,7 +8,7 @@ one policy can play any seat) and the learned modules are ``MaskedPPOTorchRLModu
 * ``--policy-mapping per-side``: one module per side, named after the side.
 
 ``--opponents red=rush`` (a seat, agent id or side, ``=`` any policy name of
-``agents.registry``) has the environment play that seat with the scripted NPC, through a
+``traveller_agents.registry``) has the environment play that seat with the scripted NPC, through a
 ``ScriptedRLModule`` that is listed among the modules but not in ``policies_to_train``.
 
     python traveller_rl/rllib.py --scenario duel --num-env-runners 2 \\
@@ -28,7 +28,7 @@ The run folder (``--out``, default ``runs/rllib__<scenario>__<seed>__<time>``) h
 ``config.json`` (arguments, package versions), ``progress.jsonl`` (one line per training
 iteration), ``checkpoint/`` (RLlib's algorithm checkpoint, with ``traveller.json``: scenario,
 modules, which agent each plays) and ``evaluation.json``: each learned module loaded back from
-the checkpoint as an NPC policy (``agents.rllib_policy``) and played against ``--eval-vs``
+the checkpoint as an NPC policy (``traveller_agents.rllib_policy``) and played against ``--eval-vs``
 with sides alternating, wins with Wilson 95% intervals.
 """
 
@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from traveller_env.cli import (
+from traveller_rl.commandline import (
     UsageError,
     check_output_folder,
     check_seed,
@@ -61,7 +61,7 @@ from traveller_rl.common import (
 )
 
 MAPPINGS = ("shared", "per-side")
-META_FILE = "traveller.json"  # the same name as agents.rllib_policy.META_FILE
+META_FILE = "traveller.json"  # the same name as traveller_agents.rllib_policy.META_FILE
 
 
 @dataclass
@@ -139,7 +139,7 @@ class Args:
         if self.out:
             check_output_folder("--out", self.out, self.overwrite)
         if self.eval_battles:
-            from agents.registry import parse_policy_list
+            from traveller_agents.registry import parse_policy_list
 
             try:
                 parse_policy_list(self.eval_vs)
@@ -175,8 +175,8 @@ def build_config(args: Args, env_config: dict, plan: dict[str, str], space: Any,
     from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
-    from traveller_env.rllib import TravellerMultiAgentEnv
-    from traveller_env.rllib.modules import MaskedPPOTorchRLModule, ScriptedRLModule
+    from traveller_env.integrations.rllib import TravellerMultiAgentEnv
+    from traveller_env.integrations.rllib.modules import MaskedPPOTorchRLModule, ScriptedRLModule
 
     learned = sorted({m for m in plan.values() if not m.startswith("npc_")})
     specs = {}
@@ -258,7 +258,7 @@ def summary(result: dict, plan: dict[str, str]) -> dict[str, Any]:
 
 
 def write_meta(checkpoint: Path, args: Args, env_config: dict, plan: dict[str, str]) -> None:
-    """``traveller.json`` in the checkpoint: what ``agents.rllib_policy`` needs to load it."""
+    """``traveller.json`` in the checkpoint: what ``traveller_agents.rllib_policy`` needs to load it."""
     learned = sorted({m for m in plan.values() if not m.startswith("npc_")})
     write_json(checkpoint / META_FILE, {
         "scenario": args.scenario, "relative_actions": env_config["relative_actions"],
@@ -270,9 +270,9 @@ def write_meta(checkpoint: Path, args: Args, env_config: dict, plan: dict[str, s
 def evaluate(checkpoint: Path, args: Args, plan: dict[str, str]) -> list[dict]:
     """Each learned module, loaded back from the checkpoint as an NPC policy, against each
     ``--eval-vs`` opponent (sides alternating)."""
-    from agents.evaluation import evaluate_matchup
-    from agents.registry import make_policy
-    from agents.rllib_policy import load_rllib_policy
+    from traveller_agents.registry import make_policy
+    from traveller_agents.rllib_policy import load_rllib_policy
+    from traveller_rl.evaluation import evaluate_matchup
 
     rows = []
     for mid in sorted({m for m in plan.values() if not m.startswith("npc_")}):
@@ -286,7 +286,7 @@ def evaluate(checkpoint: Path, args: Args, plan: dict[str, str]) -> list[dict]:
 
 def print_rows(rows: list[dict]) -> None:
     """The evaluation table (per module and opponent: W/D/L and the Wilson 95% interval)."""
-    from agents.evaluation import format_matchups
+    from traveller_rl.evaluation import format_matchups
 
     for mid in dict.fromkeys(r["module"] for r in rows):
         print(f"module {mid}:")
@@ -297,7 +297,7 @@ def prepare(args: Args) -> tuple[dict, dict[str, str], Any]:
     """Check the arguments (``ValueError`` naming the flag) and build the env config, the
     module of each agent and a probe environment (for the spaces)."""
     args.check()
-    from traveller_env.rllib import TravellerMultiAgentEnv
+    from traveller_env.integrations.rllib import TravellerMultiAgentEnv
 
     opponents = parse_opponents(args.opponents)
     env_config: dict[str, Any] = {"scenario": args.scenario, "relative_actions": True}

@@ -46,13 +46,13 @@ class Learned:
 
 def load_learned(path: str | Path, name: str | None = None) -> Learned:
     """A ``traveller train ppo`` checkpoint (``.pt``) or an exported policy (``.onnx``)."""
-    from agents.views import VIEWS, views_of
+    from traveller_agents.views import VIEWS, views_of
 
     path = Path(path)
     if path.suffix == ".onnx":
         import onnxruntime as ort
 
-        from agents.onnx_policy import ACTION_MASK, OBSERVATION, read_metadata
+        from traveller_agents.onnx_policy import ACTION_MASK, OBSERVATION, read_metadata
 
         meta = read_metadata(path)
         if meta["action_targets"] != "relative":
@@ -70,8 +70,8 @@ def load_learned(path: str | Path, name: str | None = None) -> Learned:
                        layout, {v: bool(meta.get(v, False)) for v in VIEWS}, choose_onnx)
     import torch
 
-    from agents.checkpoint import network_from_checkpoint, read_checkpoint
-    from agents.nets import actor_logits, masked_logits
+    from traveller_agents.checkpoint import network_from_checkpoint, read_checkpoint
+    from traveller_agents.nets import actor_logits, masked_logits
 
     data = read_checkpoint(path)
     net = network_from_checkpoint(data)
@@ -132,7 +132,7 @@ def _one_battle(learned: Learned, venv: Any, side: int) -> dict[str, Any]:
 def summarise(records: list[dict[str, Any]]) -> dict[str, Any]:
     """Wins, draws, losses, the win rate and its Wilson 95% interval over the played battles
     (``not_playable`` ones counted apart); per side too."""
-    from agents.evaluation import wilson_interval
+    from traveller_rl.evaluation import wilson_interval
 
     def cell(rows: list[dict]) -> dict[str, Any]:
         played = [r for r in rows if r["result"] in ("win", "draw", "loss")]

@@ -8,9 +8,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from agents.evaluation import Z95, wilson_interval
-
-__all__ = ["Z95", "bootstrap_elo", "elo_ratings", "openskill_ratings", "wilson_interval"]
+__all__ = ["bootstrap_elo", "elo_ratings", "openskill_ratings"]
 
 def elo_ratings(names: Sequence[str], games: Iterable[tuple[int, int, float]],
                 iterations: int = 2000, tol: float = 1e-10) -> np.ndarray:

@@ -17,7 +17,7 @@ its battles, wins and win rate on each of the scenario's sides: ``n_side0``, ``w
 ``games.csv`` (one row per battle), ``results.json`` (all of it plus the run's settings),
 ``summary.md`` (the tables in Markdown) and ``winrate_heatmap.png``. With ``--replays DIR``,
 one example battle per scenario and pairing (battle 0, the first policy on side 0) is played
-again and written as a self-contained replay page (``traveller_env.replay_html``).
+again and written as a self-contained replay page (``traveller_env.replay.html``).
 
 **Resuming.** Finished games are appended to ``results.jsonl`` in ``--out`` as they finish
 (a first line records the arguments the tables depend on; each chunk of games is flushed and
@@ -46,9 +46,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from agents.evaluation import play_turns
-from agents.registry import is_trained, make_policy, parse_policy_list
-from traveller_env.cli import (
+from traveller_agents.registry import is_trained, make_policy, parse_policy_list
+from traveller_rl.commandline import (
     SEED_MAX,
     UsageError,
     check_at_least,
@@ -58,7 +57,8 @@ from traveller_env.cli import (
     seed_type,
 )
 from traveller_rl.common import run_chunks
-from traveller_rl.stats import bootstrap_elo, openskill_ratings, wilson_interval
+from traveller_rl.evaluation import play_turns, wilson_interval
+from traveller_rl.stats import bootstrap_elo, openskill_ratings
 
 __all__ = ["DEFAULT_OUT", "RESULTS_LOG", "Game", "build_games", "build_parser", "command_line",
            "game_key", "main", "play_game", "read_results_log", "run", "run_tournament",
@@ -385,7 +385,7 @@ def write_example_replays(policies: Sequence[str], scenarios: Sequence[str], see
     """One replay page per scenario and pairing: battle 0 of the tournament with the first
     policy on side 0, played again (the same battle: seeds depend only on the arguments), as
     ``<scenario>__<a>_vs_<b>.html`` in ``out``."""
-    from traveller_env.replay_html import safe_filename, write_battle_html
+    from traveller_env.replay.html import safe_filename, write_battle_html
 
     paths = []
     for sc in scenarios:

@@ -12,13 +12,12 @@ patterns are described once, in ``kinds.KINDS``, which also parses labels
 
 from __future__ import annotations
 
-from .kinds import kind_names, parse_action
-from .vocabulary import REACTIONS, STANCES, Action
+from .kinds import kind_names
 
 # ``MINOR_KINDS``, ``SIGNIFICANT_KINDS``, ``FREE_KINDS`` and ``TARGETED_KINDS`` are derived
 # from ``kinds.KINDS`` when asked (module ``__getattr__`` below), so they include the kinds
 # registered later.
-__all__ = ["REACTIONS", "STANCES", "Action", "parse_action"]
+__all__ = []
 
 _KIND_SETS = {
     "MINOR_KINDS": {"cost": "minor"},

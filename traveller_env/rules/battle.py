@@ -30,7 +30,6 @@ from typing import NamedTuple
 
 from . import attack as attack_rules
 from . import snapshot as snapshot_format
-from .attack import range_dm
 from .budget import BUDGET_STATES, Budget
 from .checks import roll_check
 from .combatant import Combatant
@@ -47,7 +46,7 @@ from .sequencing import TurnSequencing
 from .vocabulary import Action
 
 __all__ = ["Battle", "BattleSummary", "Decision", "IllegalActionError", "RulesOptions",
-           "TurnOptions", "range_dm"]
+           "TurnOptions"]
 
 
 class IllegalActionError(ValueError):

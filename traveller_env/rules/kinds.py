@@ -44,8 +44,8 @@ from .vocabulary import REACTIONS, STANCES, Action
 if TYPE_CHECKING:  # pragma: no cover
     from .combatant import Combatant
 
-__all__ = ["KINDS", "ActionKind", "BattleEffects", "KindContext", "kind_names",
-           "parse_action", "phase_dispatch", "register_kind", "unregister_kind"]
+__all__ = ["KINDS", "ActionKind", "KindContext", "kind_names", "parse_action", "phase_dispatch",
+           "register_kind", "unregister_kind"]
 
 COSTS = ("minor", "significant", "free", "end", "answer")
 ARG_FORMS = ("none", "combatant", "choice", "move")

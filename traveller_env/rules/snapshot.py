@@ -2,8 +2,8 @@
 
 ``Battle.snapshot()`` writes one, ``Battle.restore(data)`` puts it back into a battle of the same
 scenario; the compiled core's battle (``traveller_env.core.engine.CoreBattle``) reads and writes
-the same format, field for field (``csrc/src/battle.cpp``, ``Battle::snapshot``), so a snapshot
-taken on one engine continues identically on the other.
+the same format, field for field (``csrc/src/snapshot.cpp``, ``Battle::snapshot``), so a
+snapshot taken on one engine continues identically on the other.
 
 What is saved is the *state*: everything a battle's future depends on. The event log is a record
 of the past, not state: a snapshot keeps its length (``events_before``) but not its entries, and

@@ -5,7 +5,7 @@ network: two runs train at once, one with ``--side-shares blue=1,red=0``, the ot
 ``--side-shares blue=0,red=1``, each playing the other's pool checkpoints
 (``--pool-watch OTHER_RUN --pool-watch-share 1``), so each meets the other side's current
 population. This script joins one checkpoint of each into a single ``.pt``
-(``agents.ppo_policy.SideNet``): each seat plays its own side's network. It plays as an NPC
+(``traveller_agents.ppo_policy.SideNet``): each seat plays its own side's network. It plays as an NPC
 anywhere a policy name is accepted, ``select_checkpoint`` ranks it and ``squad_ppo
 --checkpoint`` evaluates it; it records each side's path and provenance (``sides``). A
 side's checkpoint may be an ensemble. It cannot be trained further (``train_ppo --init``
@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from traveller_env.cli import UsageError, run_standalone
+from traveller_rl.commandline import UsageError, run_standalone
 
 __all__ = ["build_parser", "main", "parse_sides", "side_checkpoint"]
 
@@ -44,7 +44,7 @@ def side_checkpoint(paths: dict[str, Path], out: Path, scenario: str | None = No
     """Read each side's checkpoint of ``paths``, write the by-side checkpoint atomically to
     ``out``. With ``scenario``, the sides must be exactly that scenario's. ``ValueError`` /
     ``FileNotFoundError`` naming the side or file that is missing or does not fit."""
-    from agents.ppo_policy import by_side_bytes, read_checkpoint
+    from traveller_agents.checkpoint import by_side_bytes, read_checkpoint
     from traveller_rl.common import atomic_write_bytes
 
     if scenario is not None:

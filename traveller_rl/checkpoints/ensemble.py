@@ -2,7 +2,7 @@
 
 The ensemble's logits are the mean of its members' logits, so its policy is the normalised
 geometric mean of theirs and greedy play takes the action with the highest mean
-log-probability (``agents.ppo_policy.EnsembleNet``). The members must read the same
+log-probability (``traveller_agents.ppo_policy.EnsembleNet``). The members must read the same
 observation (size, views, labels, layout) and choose among the same slot-relative actions;
 their architectures and widths may differ. Members trained on a fixed layout make an ensemble
 on that layout (it plays every scenario that fits it). The result is an ordinary ``.pt``
@@ -24,7 +24,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from traveller_env.cli import UsageError, run_standalone
+from traveller_rl.commandline import UsageError, run_standalone
 
 __all__ = ["build_parser", "ensemble_checkpoints", "main"]
 
@@ -32,7 +32,7 @@ __all__ = ["build_parser", "ensemble_checkpoints", "main"]
 def ensemble_checkpoints(paths: list[Path], out: Path) -> Path:
     """Read the checkpoints ``paths``, write their ensemble atomically to ``out``.
     ``FileNotFoundError``/``ValueError`` naming the file that is missing or does not fit."""
-    from agents.ppo_policy import ensemble_bytes, read_checkpoint
+    from traveller_agents.checkpoint import ensemble_bytes, read_checkpoint
     from traveller_rl.common import atomic_write_bytes
 
     if len(set(map(str, paths))) != len(paths):

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from traveller_env.cli import UsageError, int_at_least, run_standalone, seed_type
+from traveller_rl.commandline import UsageError, int_at_least, run_standalone, seed_type
 
 __all__ = ["build_parser", "candidates", "check_core_opponent", "check_side",
            "forbidden_actions", "main", "rate_cells", "run", "score"]
@@ -83,10 +83,10 @@ def score(checkpoint: Path, scenario: str, vs: str, battles: int, seed: int, env
     ``vectors`` caches the vectors by observation views between calls. ``forbid``: action
     labels taken from the policy's choices wherever another action is legal (an ablation:
     what those actions are worth to it)."""
-    from agents.evaluation import wilson_interval
-    from agents.ppo_policy import network_from_checkpoint, read_checkpoint
-    from agents.views import views_of
+    from traveller_agents.checkpoint import network_from_checkpoint, read_checkpoint
+    from traveller_agents.views import views_of
     from traveller_env import load_scenario, vector
+    from traveller_rl.evaluation import wilson_interval
     from traveller_rl.ppo.rollout import vector_winrate
 
     data = read_checkpoint(checkpoint)

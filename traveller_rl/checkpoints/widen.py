@@ -25,8 +25,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agents.views import VIEWS
-from traveller_env.cli import UsageError, run_standalone, seed_type
+from traveller_agents.views import VIEWS
+from traveller_rl.commandline import UsageError, run_standalone, seed_type
 
 __all__ = ["build_parser", "main", "view_columns", "widen", "widen_checkpoint"]
 
@@ -97,7 +97,7 @@ def widen(net: Any, hidden: list[int], seed: int,
     another depth or a smaller layer."""
     import torch
 
-    from agents.ppo_policy import ActorCritic
+    from traveller_agents.nets import ActorCritic
 
     old = list(net.hidden)
     if len(hidden) != len(old) or any(h < o for h, o in zip(hidden, old, strict=True)):
@@ -134,7 +134,7 @@ def widen_checkpoint(path: Path, hidden: list[int], out: Path, seed: int = 0,
     """Read ``path``, widen its network to ``hidden`` (and to the inputs of the views in
     ``add_views``), write the checkpoint (same scenario, labels, views and bookkeeping, plus
     ``widened_from``) atomically to ``out``."""
-    from agents.ppo_policy import (
+    from traveller_agents.checkpoint import (
         arch_of,
         checkpoint_bytes,
         network_from_checkpoint,

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.pool import SAMPLING
-from traveller_env.cli import check_output_folder
+from traveller_rl.commandline import check_output_folder
 from traveller_rl.common import check_minimums, hidden_sizes
+from traveller_rl.pool import SAMPLING
 from traveller_rl.ppo.shaping import (
     MOVE_VIEW_TERMS,
     parse_knockouts,
@@ -22,7 +22,7 @@ from traveller_rl.ppo.shaping import (
 __all__ = ["EXAMPLES", "HELP_GROUPS", "POOL_SAMPLING", "Args", "default_backend", "names_list",
            "parse_seed_range"]
 
-#: ``--pool-sampling`` choices (``agents.pool.OpponentPool``'s).
+#: ``--pool-sampling`` choices (``traveller_rl.pool.OpponentPool``'s).
 POOL_SAMPLING = SAMPLING
 
 
@@ -202,7 +202,7 @@ class Args:
     """actor architecture: 'mlp' (a tanh MLP over the observation vector) or 'entity' (one
     shared encoder for every slot and one for every square of the move view, pointer heads
     that score each slot's and each square's actions with the same weights; see
-    agents/entity_net.py). The critic is an MLP unless --critic entity"""
+    traveller_agents/entity_net.py). The critic is an MLP unless --critic entity"""
     embed: int = 64
     """--arch entity: width of the slot and square tokens"""
     critic: str = "mlp"
@@ -295,8 +295,8 @@ class Args:
         if vector.BACKENDS[self.backend] != "available":
             raise ValueError(f"--backend {self.backend}: {vector.BACKENDS[self.backend]} here; "
                              "use --backend python")
-        from agents.entity_net import ATTENTION_HEADS
-        from agents.ppo_policy import ARCHS, CRITICS
+        from traveller_agents.entity_net import ATTENTION_HEADS
+        from traveller_agents.nets import ARCHS, CRITICS
 
         if self.arch not in ARCHS:
             raise ValueError(f"--arch must be one of {', '.join(ARCHS)}, got {self.arch!r}")
@@ -355,7 +355,7 @@ class Args:
                              "it needs --attack-view")
         self.check_resume()
         if self.out and not self.overwrite and not getattr(self, "resume", None):
-            # the one rule of every command's output folder (traveller_env.cli)
+            # the one rule of every command's output folder (traveller_rl.commandline)
             out = Path(self.out)
             if (out / "config.json").exists():
                 raise ValueError(f"--out {self.out}: holds a run already (config.json); choose "

@@ -27,8 +27,8 @@ def check_checkpoints(args: Args, venv: Any) -> None:
     vector's observation: a learner's view beside a pool opponent that reads an earlier view
     the learner does not (``--aim-view`` without ``--move-view`` beside one with the move
     view) is refused."""
-    from agents.ppo_policy import arch_of, read_checkpoint
-    from agents.views import VIEWS, views_of
+    from traveller_agents.checkpoint import arch_of, read_checkpoint
+    from traveller_agents.views import VIEWS, views_of
 
     if not isinstance(observation_columns(venv, learner_views(args)), slice):
         mine, observed = learner_views(args), vector_views(args)
@@ -73,7 +73,7 @@ def checkpoint_columns(flag: str, path: str, data: dict, venv: Any) -> slice | n
     """The columns of ``venv``'s observations the checkpoint ``data`` (read from ``path``)
     reads, after checking that it fits the battles: the same observation size over its own
     views and the same action labels (``ValueError`` naming ``flag`` and both layouts)."""
-    from agents.views import views_of
+    from traveller_agents.views import views_of
 
     cols = observation_columns(venv, views_of(data))
     want = cols.stop if isinstance(cols, slice) else len(cols)
@@ -88,8 +88,8 @@ def checkpoint_columns(flag: str, path: str, data: dict, venv: Any) -> slice | n
 
 
 def load_fitting(path: str) -> Any:
-    """The network (``agents.ppo_policy.ActorCritic``, or a by-side ``SideNet``) of a
+    """The network (``traveller_agents.ppo_policy.ActorCritic``, or a by-side ``SideNet``) of a
     checkpoint that ``check_checkpoints`` found to fit."""
-    from agents.ppo_policy import network_from_checkpoint, read_checkpoint
+    from traveller_agents.checkpoint import network_from_checkpoint, read_checkpoint
 
     return network_from_checkpoint(read_checkpoint(path))

@@ -3,8 +3,8 @@
 Frozen networks (the learner's own past copies, saved every ``--pool-every`` updates; the
 ``--pool-opponents`` checkpoints; the ``--pool-watch`` runs' checkpoints as they appear) play
 the opponent seats of the pool rows. Which member each battle meets, and the learner's record
-against each, are kept by ``agents.pool.OpponentPool`` (the project's one self-play pool
-bookkeeping, also behind ``agents.trained.CheckpointPool``); this class adds what playing them
+against each, are kept by ``traveller_rl.pool.OpponentPool`` (the project's one self-play pool
+bookkeeping, also behind ``traveller_rl.pool.CheckpointPool``); this class adds what playing them
 takes: the networks, the observation columns each reads, and per row the member playing and
 whether it plays greedily.
 
@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from agents.pool import OpponentPool
+from traveller_rl.pool import OpponentPool
 from traveller_rl.ppo.args import Args, names_list
 from traveller_rl.ppo.checkpoints import checkpoint_columns, load_fitting
 from traveller_rl.ppo.rollout import opponent_actions
@@ -109,7 +109,7 @@ class FrozenPool:
     def watch(self) -> None:
         """Load the ``--pool-watch`` runs' pool checkpoints saved since the last look (only the
         newest ``--pool-size`` of each: older ones would never be drawn)."""
-        from agents.ppo_policy import network_from_checkpoint, read_checkpoint
+        from traveller_agents.checkpoint import network_from_checkpoint, read_checkpoint
 
         for folder in self.watch_folders:
             found = sorted(str(p) for p in (Path(folder) / "pool").glob("ppo_u*.pt"))
@@ -133,7 +133,7 @@ class FrozenPool:
         """Put the pool back as ``state`` recorded it: every member's network loaded again from
         its checkpoint (an own copy from ``folder``'s ``pool/``, as a CPU twin of ``learner``
         holding those weights), in the order they joined."""
-        from agents.ppo_policy import network_from_checkpoint, read_checkpoint
+        from traveller_agents.checkpoint import network_from_checkpoint, read_checkpoint
 
         self.pool.load_state(state["pool"])
         self.networks, self.columns = [], []
@@ -199,7 +199,7 @@ class FrozenPool:
         in each row of the batch): the learner's own drawable copies in one stacked pass
         (with ``stack``), then every other network in a pass of its own, drawing from ``gen``
         in that order."""
-        from agents.ppo_policy import SideNet, actor_logits
+        from traveller_agents.nets import SideNet, actor_logits
 
         out = np.zeros(len(rows), dtype=np.int64)
         ks = self.member[rows]

@@ -141,8 +141,8 @@ def evaluate_greedy(net: Any, eval_vectors: dict[str, list[tuple[Any, int]]],
     """The greedy ``net`` against each evaluation opponent (``make_eval_vectors``): per
     opponent, ``battles`` held-out battles shared out over the sides, with wins, draws,
     losses, the win rate and its Wilson 95% interval."""
-    from agents.evaluation import wilson_interval
     from traveller_env.rules.rng import derive_seed
+    from traveller_rl.evaluation import wilson_interval
     from traveller_rl.ppo.rollout import vector_winrate
 
     out: dict[str, dict] = {}

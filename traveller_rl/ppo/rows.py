@@ -29,8 +29,8 @@ from traveller_rl.ppo.shaping import parse_terms
 
 __all__ = ["Group", "RowBatch", "apportion", "build_groups", "check_compatible", "draw_sides",
            "env_threads", "learner_obs_dim", "learner_views", "make_eval_vectors", "make_vector",
-           "observation_columns", "parse_opponents", "parse_side_shares", "scenario_list",
-           "split_rows", "thread_count", "trained_views", "vector_threads", "vector_views"]
+           "observation_columns", "parse_side_shares", "scenario_list", "split_rows",
+           "thread_count", "trained_views", "vector_threads", "vector_views"]
 
 
 def parse_side_shares(text: str, sides: list[str]) -> np.ndarray | None:
@@ -104,10 +104,10 @@ def split_rows(total: int, parts: int) -> list[int]:
 
 @functools.lru_cache(maxsize=64)
 def trained_views(path: str) -> tuple[tuple[str, bool], ...]:
-    """The views (``agents.views.VIEWS``) the checkpoint at ``path`` was trained with (none
+    """The views (``traveller_agents.views.VIEWS``) the checkpoint at ``path`` was trained with (none
     when unreadable: ``check_checkpoints`` reports that file)."""
-    from agents.ppo_policy import read_checkpoint
-    from agents.views import VIEWS, views_of
+    from traveller_agents.checkpoint import read_checkpoint
+    from traveller_agents.views import VIEWS, views_of
 
     try:
         return tuple(views_of(read_checkpoint(path)).items())
@@ -117,7 +117,7 @@ def trained_views(path: str) -> tuple[tuple[str, bool], ...]:
 
 def learner_views(args: Args) -> dict[str, bool]:
     """The views the learner reads (``--move-view``, ``--aim-view``, ``--attack-view``)."""
-    from agents.views import VIEWS
+    from traveller_agents.views import VIEWS
 
     return {view: getattr(args, view) for view in VIEWS}
 
@@ -136,7 +136,7 @@ def vector_views(args: Args) -> dict[str, bool]:
 def observation_columns(venv: Any, views: dict[str, bool]) -> slice | np.ndarray:
     """The columns of the vector's observations a network trained with ``views`` reads: a
     slice when they are a prefix (no copy), else an index array."""
-    from agents.views import view_sizes
+    from traveller_agents.views import view_sizes
 
     sizes = view_sizes(venv.observation_labels)
     start = venv.obs_dim - sum(sizes.values())

@@ -57,12 +57,12 @@ checkpoint's default NPC behaviour) plays ``--eval-battles`` battles against eac
 ``--eval-vs`` policy, half from each side, on fixed held-out battle seeds (the same battles
 every time), through vectors with the opponent inside; win rates with Wilson 95% intervals go
 to TensorBoard, ``progress.jsonl`` and the learning curve. At the end, the saved checkpoint is
-loaded back as an NPC policy (``agents.trained.load_policy``) and played through the AEC env
-(``agents.evaluation.evaluate_matchup``, seeds from 20,000, sides alternating) against each
+loaded back as an NPC policy (``traveller_agents.trained.load_policy``) and played through the AEC env
+(``traveller_rl.evaluation.evaluate_matchup``, seeds from 20,000, sides alternating) against each
 ``--eval-vs`` policy for ``--final-eval-battles`` battles.
 
 **Outputs** (``--out DIR``, default ``runs/ppo__<scenario>__<seed>__<unix time>``):
-``ppo.pt`` (the checkpoint, ``agents.ppo_policy``'s format, written atomically every
+``ppo.pt`` (the checkpoint, ``traveller_agents.ppo_policy``'s format, written atomically every
 evaluation and at the end: ``traveller eval DIR/ppo.pt``, ``--policies DIR/ppo.pt`` in the
 tournament), ``config.json`` (every argument, the resolved layout, package versions), ``tb/``
 (TensorBoard), ``progress.jsonl`` (one line per evaluation), ``training.jsonl`` (one line
@@ -87,8 +87,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from traveller_env.cli import UsageError, examples_epilog, run_standalone
 from traveller_env.scenario_set import is_set_source
+from traveller_rl.commandline import UsageError, examples_epilog, run_standalone
 from traveller_rl.common import (
     add_dataclass_args,
     atomic_write_bytes,
@@ -99,16 +99,13 @@ from traveller_rl.common import (
 from traveller_rl.ppo.args import (
     EXAMPLES,
     HELP_GROUPS,
-    POOL_SAMPLING,
     Args,
-    default_backend,
     names_list,
 )
-from traveller_rl.ppo.checkpoints import check_checkpoints, checkpoint_columns, load_fitting
+from traveller_rl.ppo.checkpoints import check_checkpoints
 from traveller_rl.ppo.overlap import halved_vector
 from traveller_rl.ppo.pool import FrozenPool
 from traveller_rl.ppo.progress import (
-    EVAL_SEED,
     BattleStats,
     Timers,
     evaluate_greedy,
@@ -128,35 +125,14 @@ from traveller_rl.ppo.resume import (
 from traveller_rl.ppo.rows import (
     Group,
     RowBatch,
-    apportion,
     build_groups,
-    check_compatible,
-    draw_sides,
     learner_obs_dim,
     learner_views,
     make_eval_vectors,
-    make_vector,
-    observation_columns,
-    parse_opponents,
-    parse_side_shares,
     scenario_list,
-    split_rows,
-    trained_views,
-    vector_views,
 )
 from traveller_rl.ppo.shaping import (
-    KNOCKOUT_TERMS,
-    MOVE_VIEW_TERMS,
-    POTENTIAL_TERMS,
-    STYLE_TERMS,
-    KnockoutReward,
-    PositionPotential,
     RewardShaping,
-    StyleShaping,
-    parse_knockouts,
-    parse_potential,
-    parse_style,
-    parse_terms,
 )
 from traveller_rl.ppo.update import (
     UpdateSettings,
@@ -168,55 +144,8 @@ from traveller_rl.ppo.update import (
 
 # the trainer's own names, and the ones that lived here before it was split by
 # responsibility and are imported from here still
-__all__ = [
-    "EVAL_SEED",
-    "KNOCKOUT_TERMS",
-    "MOVE_VIEW_TERMS",
-    "OUTPUTS",
-    "POOL_SAMPLING",
-    "POTENTIAL_TERMS",
-    "STYLE_TERMS",
-    "Args",
-    "Chosen",
-    "Group",
-    "KnockoutReward",
-    "PositionPotential",
-    "StyleShaping",
-    "apportion",
-    "build_groups",
-    "build_parser",
-    "check_checkpoints",
-    "check_compatible",
-    "checkpoint_columns",
-    "default_backend",
-    "draw_sides",
-    "final_evaluation",
-    "learner_obs_dim",
-    "learner_views",
-    "load_fitting",
-    "main",
-    "make_eval_vectors",
-    "make_network",
-    "make_vector",
-    "names_list",
-    "observation_columns",
-    "parse_knockouts",
-    "parse_opponents",
-    "parse_potential",
-    "parse_side_shares",
-    "parse_style",
-    "parse_terms",
-    "prepare",
-    "run",
-    "run_folder",
-    "save_checkpoint",
-    "scenario_list",
-    "split_rows",
-    "train",
-    "trained_views",
-    "vector_views",
-    "write_config",
-]
+__all__ = ["OUTPUTS", "Chosen", "build_parser", "final_evaluation", "main", "make_network",
+           "prepare", "run", "run_folder", "save_checkpoint", "train", "write_config"]
 
 #: The files a run writes in its folder (besides the folders tb/ and pool/).
 OUTPUTS = ("config.json", "ppo.pt", "progress.jsonl", "training.jsonl", "evaluation.json",
@@ -616,12 +545,8 @@ def make_network(args: Args, venv: Any, obs_dim: int) -> tuple[Any, dict[str, st
     """The network to train: ``--init``'s (in train mode), or a fresh one shaped by
     ``--arch``, ``--hidden``, ``--embed``, ``--critic`` and ``--attention``; and the imitation
     start it descends from (kept on record in every checkpoint it writes)."""
-    from agents.ppo_policy import (
-        ActorCritic,
-        imitation_of,
-        network_from_checkpoint,
-        read_checkpoint,
-    )
+    from traveller_agents.checkpoint import imitation_of, network_from_checkpoint, read_checkpoint
+    from traveller_agents.nets import ActorCritic
 
     if args.init:
         init_data = read_checkpoint(args.init)
@@ -637,8 +562,8 @@ def make_network(args: Args, venv: Any, obs_dim: int) -> tuple[Any, dict[str, st
 
 def save_checkpoint(path: Path, net: Any, args: Args, scenario: str, action_labels: list[str],
                     inherited: dict[str, str], update: int, decisions: int) -> None:
-    """Write ``net``'s checkpoint (``agents.ppo_policy``'s format) to ``path`` atomically."""
-    from agents.ppo_policy import checkpoint_bytes
+    """Write ``net``'s checkpoint (``traveller_agents.ppo_policy``'s format) to ``path`` atomically."""
+    from traveller_agents.checkpoint import checkpoint_bytes
 
     if any(p.device.type != "cpu" for p in net.parameters()):
         net = net.twin().cpu()  # checkpoints hold CPU tensors: they load on any machine
@@ -657,10 +582,10 @@ def save_checkpoint(path: Path, net: Any, args: Args, scenario: str, action_labe
 
 def final_evaluation(checkpoint: Path, args: Args) -> list[dict]:
     """The checkpoint loaded back as an NPC policy and played through the AEC env against each
-    ``--eval-vs`` policy (``agents.evaluation.evaluate_matchup``: sides alternate)."""
-    from agents.evaluation import evaluate_matchup, format_matchups
-    from agents.registry import make_policy
-    from agents.trained import load_policy
+    ``--eval-vs`` policy (``traveller_rl.evaluation.evaluate_matchup``: sides alternate)."""
+    from traveller_agents.registry import make_policy
+    from traveller_agents.trained import load_policy
+    from traveller_rl.evaluation import evaluate_matchup, format_matchups
 
     rows = []
     for scenario in scenario_list(args):

@@ -95,7 +95,7 @@ class UpdateStats:
 
 def ppo_update(net: Any, optimizer: torch.optim.Optimizer, rollout: Any, idx: Any, adv: Any,
                ret: Any, rng: np.random.Generator, settings: UpdateSettings) -> UpdateStats:
-    """Update ``net`` (an ``agents.ppo_policy.ActorCritic``) on the decisions ``idx`` of
+    """Update ``net`` (an ``traveller_agents.ppo_policy.ActorCritic``) on the decisions ``idx`` of
     ``rollout`` (a ``SeatRollout``, or anything with its ``obs``, ``mask``, ``action``,
     ``logp`` and ``value``) with their advantages ``adv`` and returns ``ret`` (tensors, as
     ``SeatRollout.advantages`` gives them, or arrays); ``rng`` shuffles the minibatches. It

@@ -5,7 +5,7 @@ A ``range_<band>`` scenario is one rifleman and one passive target at that band'
 (reward +1 for the knock-out, -0.1 per round). The evaluation plays the trained policy greedily,
 as an NPC, in ``--eval-battles`` battles of each band on fixed seeds (10,000 on, as
 ``traveller_rl.recipes.optimum``) and compares its mean rounds to incapacitate and its aims
-before the first shot with the exact optimum of value iteration (``agents/aiming.py``).
+before the first shot with the exact optimum of value iteration (``traveller_agents/aiming.py``).
 
 ``--trainer ppo`` (``traveller train aiming-ppo``; the default of ``python -m
 traveller_rl.recipes.aiming``): the batched trainer ``traveller_rl.ppo.trainer`` trains on all
@@ -46,13 +46,17 @@ from types import ModuleType
 from typing import Any
 
 import traveller_env
-from agents.aiming import problem_from_battle, solve
-from agents.base import PassivePolicy
-from agents.evaluation import evaluate_matchup, evaluate_range, format_matchups
-from agents.registry import make_policy
-from agents.trained import CheckpointPool, load_policy
-from traveller_env.cli import UsageError, check_output_folder, examples_epilog, run_standalone
-from traveller_env.sb3 import TravellerSB3Env
+from traveller_agents.aiming import problem_from_battle, solve
+from traveller_agents.registry import make_policy
+from traveller_agents.trained import load_policy
+from traveller_env.integrations.sb3 import TravellerSB3Env
+from traveller_env.policy import PassivePolicy
+from traveller_rl.commandline import (
+    UsageError,
+    check_output_folder,
+    examples_epilog,
+    run_standalone,
+)
 from traveller_rl.common import (
     PPOArgs,
     atomic_save_model,
@@ -62,6 +66,8 @@ from traveller_rl.common import (
     seed_everything,
     write_json,
 )
+from traveller_rl.evaluation import evaluate_matchup, evaluate_range, format_matchups
+from traveller_rl.pool import CheckpointPool
 from traveller_rl.recipes.optimum import BANDS
 from traveller_rl.recipes.trainer_options import (
     add_options,
@@ -73,14 +79,13 @@ from traveller_rl.recipes.trainer_options import (
     trainer_command,
 )
 
-__all__ = ["BANDS", "OPTIONS", "Args", "build_parser", "command", "evaluate", "evaluate_bands",
-           "main", "make_envs", "optimum_by_scenario", "print_range", "run", "train_ppo",
-           "train_sb3"]
+__all__ = ["OPTIONS", "Args", "build_parser", "command", "evaluate", "evaluate_bands", "main",
+           "make_envs", "optimum_by_scenario", "print_range", "run", "train_ppo", "train_sb3"]
 
 
 # --------------------------------------------------------------------------------- the task
 def optimum_by_scenario(bands: list[str]) -> dict[str, dict]:
-    """The exact optimum of each range band (``agents.aiming.solve``)."""
+    """The exact optimum of each range band (``traveller_agents.aiming.solve``)."""
     out = {}
     for band in bands:
         scenario = f"range_{band}"

@@ -57,7 +57,12 @@ from typing import Any
 
 import numpy as np
 
-from traveller_env.cli import UsageError, check_output_folder, examples_epilog, run_standalone
+from traveller_rl.commandline import (
+    UsageError,
+    check_output_folder,
+    examples_epilog,
+    run_standalone,
+)
 from traveller_rl.common import PPOArgs, checkpoint_provenance, result_command, write_json
 from traveller_rl.recipes.trainer_options import (
     add_options,
@@ -120,7 +125,7 @@ def mates_lineup(scenario: str, mates: str = "marksman", seed: int = 30_000) -> 
     """``mates`` in every seat but the sergeant's, a fresh policy per seat and battle (the
     ppo trainer's evaluation)."""
     import traveller_env
-    from agents.registry import make_policy
+    from traveller_agents.registry import make_policy
 
     agents = traveller_env.raw_env(scenario, backend="python").possible_agents
 
@@ -141,7 +146,7 @@ def evaluate_sergeant(sergeant: Any, scenario: str, battles: int, mates: str = "
     places them (default: ``mates_lineup(scenario, mates, seed)``). The row has every
     statistic; each trainer's report keeps its own (``REPORTED``)."""
     import traveller_env
-    from agents.evaluation import play_battle, wilson_interval
+    from traveller_rl.evaluation import play_battle, wilson_interval
 
     env = traveller_env.raw_env(scenario, backend=backend)
     lineup = lineup or mates_lineup(scenario, mates, seed)
@@ -215,8 +220,8 @@ def print_table(rows: list[dict], layout: str = "markdown") -> None:
 def run_ppo(options: argparse.Namespace) -> int:
     """Train with the batched trainer (unless ``--checkpoint``), evaluate, print the table (and
     write ``--json``). ``options`` holds the ppo trainer's options (``resolve``)."""
-    from agents.registry import make_policy
-    from agents.trained import load_policy
+    from traveller_agents.registry import make_policy
+    from traveller_agents.trained import load_policy
     from traveller_rl.ppo import trainer
 
     if options.total_timesteps < 1 or options.eval_battles < 1:
@@ -320,7 +325,7 @@ def scenario_with_rewards(name: str) -> dict:
 
 def other_policies(args: Args, seed: int) -> dict[str, Any]:
     """Scripted policies of everyone but ``blue_0`` (each with its own seed)."""
-    from agents.registry import make_policy
+    from traveller_agents.registry import make_policy
 
     pols = {f"blue_{i}": make_policy(args.mates, seed=seed + i) for i in (1, 2, 3)}
     pols["red_0"] = make_policy(args.enemy_leader, seed=seed + 10)
@@ -339,10 +344,10 @@ def train_sb3(args: Args) -> Path:
     """Train with MaskablePPO, save, evaluate; return the run folder."""
     from stable_baselines3.common.vec_env import DummyVecEnv, VecMonitor
 
-    from agents.registry import make_policy
-    from agents.trained import load_policy
+    from traveller_agents.registry import make_policy
+    from traveller_agents.trained import load_policy
     from traveller_env.env import DEFAULT_BACKEND
-    from traveller_env.sb3 import TravellerSB3Env
+    from traveller_env.integrations.sb3 import TravellerSB3Env
     from traveller_rl.common import (
         atomic_save_model,
         learning_curve,

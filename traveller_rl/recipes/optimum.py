@@ -2,7 +2,7 @@
 
 For one rifleman against a passive target, value iteration over (target's STR/DEX/END, aim DM
 held, actions used this round) gives the policy minimising the expected rounds to incapacitate
-(see ``agents/aiming.py``). The script prints, per range band: the attack's DMs without aim,
+(see ``traveller_agents/aiming.py``). The script prints, per range band: the attack's DMs without aim,
 the optimal number of aims before the first shot, the exact expected rounds, and the mean
 rounds of ``--battles`` simulated battles played by that policy (with a 95% interval).
 
@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 
 import traveller_env
-from agents.aiming import OptimalAimPolicy, problem_from_battle, solve
-from agents.base import PassivePolicy
-from agents.evaluation import play_battle
+from traveller_agents.aiming import OptimalAimPolicy, problem_from_battle, solve
+from traveller_env.policy import PassivePolicy
+from traveller_rl.evaluation import play_battle
 
 BANDS = ("short", "medium", "long", "extreme")
 

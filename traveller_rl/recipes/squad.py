@@ -9,7 +9,7 @@ training (``tactician`` is the held-out opponent; ``cover`` cannot run inside th
 would slow every update). No imitation: the only signal is the battle's reward.
 
 The evaluation loads the checkpoint as an NPC (greedy) and plays ``--eval-battles`` battles
-against each ``--vs`` policy through the AEC env (``agents.evaluation.evaluate_matchup``:
+against each ``--vs`` policy through the AEC env (``traveller_rl.evaluation.evaluate_matchup``:
 sides alternate, so half the battles as blue and half as red), on seeds from 200,000 (never
 used in training: training battles draw their seeds from the run's seed), in ``--workers``
 processes; win rates with Wilson 95% intervals. It also measures the policy's and the
@@ -45,7 +45,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from traveller_env.cli import (
+from traveller_rl.commandline import (
     UsageError,
     check_output_folder,
     check_seed,
@@ -113,8 +113,8 @@ def _chunk(job: tuple[str, str, int, int]) -> dict[str, Any]:
     import warnings
 
     warnings.filterwarnings("ignore")
-    from agents.evaluation import evaluate_matchup
-    from agents.registry import make_policy
+    from traveller_agents.registry import make_policy
+    from traveller_rl.evaluation import evaluate_matchup
 
     checkpoint, opponent, seed, battles = job
     return evaluate_matchup(make_policy(checkpoint, scenario="squad"),
@@ -124,7 +124,7 @@ def _chunk(job: tuple[str, str, int, int]) -> dict[str, Any]:
 
 def evaluate(checkpoint: str, opponents: list[str], battles: int, workers: int) -> list[dict]:
     """Win/draw/loss of ``checkpoint`` against each opponent (see the module docstring)."""
-    from agents.evaluation import matchup_counts
+    from traveller_rl.evaluation import matchup_counts
 
     size = 50
     jobs = [(checkpoint, opp, EVAL_SEED + start, min(size, battles - start))
@@ -153,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
     """Train (unless ``--checkpoint``), evaluate, print (and write ``--json``)."""
     import shlex
 
-    from agents.registry import parse_policy_list
+    from traveller_agents.registry import parse_policy_list
     from traveller_rl.ppo import trainer as train_ppo
 
     try:
@@ -193,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"evaluated in {time.perf_counter() - t:.0f} s")
     behaviour = None
     if args.behaviour_battles:
-        from agents.behaviour import behaviour_stats
+        from traveller_rl.behaviour import behaviour_stats
 
         behaviour = {p: behaviour_stats(p, "squad", vs="marksman",
                                         battles=args.behaviour_battles, seed=EVAL_SEED)

@@ -2,7 +2,7 @@
 one ``--flag`` for every option of either trainer.
 
 ``ppo`` is the batched trainer (``traveller_rl.ppo.trainer``), ``sb3`` MaskablePPO through the
-SB3 bridge (``traveller_env.sb3``). A recipe lists its options as ``Option``s, each with the
+SB3 bridge (``traveller_env.integrations.sb3``). A recipe lists its options as ``Option``s, each with the
 default of every trainer that takes it (``ppo_option`` for one of the batched trainer's,
 ``dataclass_options`` for the fields of an SB3 ``Args`` dataclass, ``merge_options`` to join
 them). ``add_options`` puts them on a parser; ``resolve`` turns the parsed flags into the
@@ -23,7 +23,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, NoReturn
 
-from traveller_env.cli import UsageError, check_at_least, check_seed
+from traveller_rl.commandline import UsageError, check_at_least, check_seed
 from traveller_rl.common import _field_docs
 
 __all__ = ["TRAINERS", "Option", "add_options", "check_values", "dataclass_options",

@@ -1,5 +1,5 @@
 // Private to the in-core scripted policies (csrc/src/policies/): the shared toolkit of
-// agents/common.py (Context, the exact attack arithmetic, path costs, the moves toward a goal,
+// traveller_agents/common.py (Context, the exact attack arithmetic, path costs, the moves toward a goal,
 // the shared evaluations and ScriptedPolicy's helpers), which every NPC file includes.
 // Python names are kept (with the Python they mirror quoted where the arithmetic must match bit
 // for bit). The small functions the NPCs call in their inner loops are defined here, inline; the

@@ -1,4 +1,4 @@
-// The in-core cover NPC: agents/cover.py CoverPolicy with its default parameters, function for
+// The in-core cover NPC: traveller_agents/cover.py CoverPolicy with its default parameters, function for
 // function; once in cover it shoots as marksman (marksman.cpp).
 #include <cmath>
 

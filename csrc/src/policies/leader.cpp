@@ -1,4 +1,4 @@
-// The in-core leader NPC: agents/leader.py LeaderPolicy with its default parameters, function
+// The in-core leader NPC: traveller_agents/leader.py LeaderPolicy with its default parameters, function
 // for function; it fights as marksman (marksman.cpp) when it does not lead. tactician.cpp scores
 // Leadership with its receivers and leadership_value (npcs.hpp).
 #include <algorithm>

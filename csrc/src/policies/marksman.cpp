@@ -1,4 +1,4 @@
-// The in-core marksman NPC: agents/marksman.py MarksmanPolicy with its default parameters,
+// The in-core marksman NPC: traveller_agents/marksman.py MarksmanPolicy with its default parameters,
 // function for function. cover.cpp and leader.cpp reuse its shooting (npcs.hpp).
 #include <algorithm>
 

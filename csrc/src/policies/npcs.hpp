@@ -1,6 +1,6 @@
 // Private to the in-core scripted policies (csrc/src/policies/): what each NPC file offers the
 // others and the dispatcher (scripted.cpp). One section per file, mirroring the Python each one
-// follows in agents/; everything else in those files is file-local.
+// follows in traveller_agents/; everything else in those files is file-local.
 #pragma once
 
 #include <vector>

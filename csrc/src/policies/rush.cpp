@@ -1,4 +1,4 @@
-// The in-core rush NPC: agents/rush.py RushPolicy with its default parameters, function for
+// The in-core rush NPC: traveller_agents/rush.py RushPolicy with its default parameters, function for
 // function (its haste and reaction choices are in scripted.cpp's dispatcher).
 #include <algorithm>
 

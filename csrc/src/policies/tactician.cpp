@@ -1,4 +1,4 @@
-// The in-core tactician NPC: agents/tactician.py TacticianPolicy with its default parameters,
+// The in-core tactician NPC: traveller_agents/tactician.py TacticianPolicy with its default parameters,
 // function for function: its haste rule, and its plan search (_Planner) over the rest of its
 // turn, memoised in per-thread tables. Leadership is scored as leader.cpp does.
 #include <algorithm>

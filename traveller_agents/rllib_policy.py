@@ -1,0 +1,184 @@
+"""Trained policies: an RLlib checkpoint (``traveller train rllib``) as a ``Policy``.
+
+Anywhere a policy name is accepted (``traveller_agents.registry.make_policy``, the tournament,
+``traveller eval``), a directory that is an RLlib checkpoint loads as an NPC:
+
+* an algorithm checkpoint (``<run>/checkpoint``, the folder holding ``rllib_checkpoint.json``):
+  its trained module, read from the ``traveller.json`` the trainer writes beside it; when it
+  trained several (``--policy-mapping per-side``), pass ``module=`` or name the module folder;
+* a module folder (``<run>/checkpoint/learner_group/learner/rl_module/<module>``).
+
+Needs the project's ``rllib`` extra (Ray RLlib and torch); loading does not start Ray.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from traveller_env.env import ScenarioSource, TravellerEnv
+from traveller_env.policy import legal_indices
+
+__all__ = ["META_FILE", "RLlibPolicy", "is_rllib_checkpoint", "load_rllib_policy"]
+
+META_FILE = "traveller.json"
+MODULES_DIR = Path("learner_group") / "learner" / "rl_module"
+_ALGO_MARKER = "rllib_checkpoint.json"
+_MODULE_MARKER = "module_state.pkl"
+
+
+def _is_module_dir(p: Path) -> bool:
+    """An RLModule's folder: ``.../rl_module/<module id>/module_state.pkl``."""
+    return p.parent.name == "rl_module" and (p / _MODULE_MARKER).is_file()
+
+
+def is_rllib_checkpoint(path: str | Path) -> bool:
+    """Whether ``path`` is an RLlib algorithm checkpoint or RLModule folder."""
+    p = Path(path)
+    return p.is_dir() and ((p / _ALGO_MARKER).is_file() or _is_module_dir(p))
+
+
+class RLlibPolicy:
+    """An RLlib ``RLModule`` (``MaskedPPOTorchRLModule``) playing through the ``Policy``
+    protocol.
+
+    ``act`` feeds the agent's observation vector and action mask (slot-relative when the
+    module was trained with relative actions) to the module's ``forward_inference``.
+    Deterministic by default (the most probable legal action); with ``deterministic=False``
+    it samples from the masked distribution with its own generator, seeded by ``reset``.
+    Build one with ``load_rllib_policy``.
+    """
+
+    def __init__(self, module: Any, name: str, relative: bool, deterministic: bool = True,
+                 seed: int | None = None) -> None:
+        self.module = module
+        self.name = name
+        self.relative = relative
+        self.deterministic = deterministic
+        self.rng = np.random.default_rng(seed)
+
+    def reset(self, seed: int | None = None) -> None:
+        """Re-seed the sampling generator (``None`` keeps the current stream)."""
+        if seed is not None:
+            self.rng = np.random.default_rng(seed)
+
+    def probabilities(self, observation: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """The module's action probabilities for an observation and a mask in its own action
+        space (0 outside the mask)."""
+        import torch
+        from ray.rllib.core.columns import Columns
+
+        mask = np.asarray(mask, dtype=np.float32)
+        legal = mask > 0
+        batch = {Columns.OBS: {
+            "observations": torch.as_tensor(np.asarray(observation, np.float32)[None]),
+            "action_mask": torch.as_tensor(mask[None])}}
+        with torch.no_grad():
+            logits = self.module.forward_inference(batch)[Columns.ACTION_DIST_INPUTS]
+        logits = logits[0].cpu().numpy().astype(np.float64)
+        logits = np.where(legal, logits, -np.inf)
+        probs = np.exp(logits - logits[legal].max())
+        return probs / probs.sum()
+
+    def act(self, observation: np.ndarray, action_mask: np.ndarray, agent: str,
+            env: Any) -> int:
+        """The module's action, restricted to the legal ones, as an environment index."""
+        env = getattr(env, "unwrapped", env)
+        mask = np.asarray(action_mask)
+        if self.relative:
+            mask = env.relative_actions.mask(agent, mask)
+        legal_indices(mask)  # ValueError if nothing is legal
+        probs = self.probabilities(observation, mask)
+        if self.deterministic:
+            index = int(np.argmax(probs))
+        else:
+            index = int(self.rng.choice(len(probs), p=probs))
+        return env.relative_actions.to_absolute(agent, index) if self.relative else index
+
+
+def _read_meta(folder: Path) -> tuple[dict, Path | None]:
+    """The trainer's ``traveller.json`` in ``folder`` or one of its four parents."""
+    for p in [folder, *list(folder.parents)[:4]]:
+        meta = p / META_FILE
+        if meta.is_file():
+            try:
+                return json.loads(meta.read_text()), p
+            except (OSError, ValueError) as exc:
+                raise ValueError(f"{meta}: unreadable checkpoint metadata: {exc}") from None
+    return {}, None
+
+
+def _module_dir(path: Path, module: str | None, meta: dict) -> tuple[Path, str]:
+    if _is_module_dir(path):
+        if module is not None and module != path.name:
+            raise ValueError(f"{path}: this is the folder of module {path.name!r}, not of "
+                             f"{module!r}")
+        return path, path.name
+    modules_dir = path / MODULES_DIR
+    found = sorted(p.name for p in modules_dir.iterdir()
+                   if _is_module_dir(p)) if modules_dir.is_dir() else []
+    if module is None:
+        trained = meta.get("trained_modules") or found
+        if len(trained) != 1:
+            raise ValueError(f"{path}: the checkpoint holds modules {found}; say which one "
+                             f"(module=..., or the folder {modules_dir}/<module>)")
+        module = trained[0]
+    if module not in found:
+        raise ValueError(f"{path}: no module {module!r} in the checkpoint (modules: "
+                         f"{', '.join(found) or 'none'})")
+    return modules_dir / module, module
+
+
+def load_rllib_policy(path: str | Path, scenario: ScenarioSource, module: str | None = None,
+                      deterministic: bool = True, seed: int | None = None,
+                      name: str | None = None) -> RLlibPolicy:
+    """Load a module of an RLlib checkpoint (see the module docstring) for ``scenario``.
+
+    Raises ``FileNotFoundError`` when ``path`` is not a checkpoint folder and ``ValueError``
+    naming it when the module is ambiguous or missing, or when its spaces do not fit the
+    scenario's (the observation vector's shape and ``Discrete(N)`` actions).
+    """
+    path = Path(path)
+    if not is_rllib_checkpoint(path):
+        raise FileNotFoundError(f"{path}: not an RLlib checkpoint (a folder with "
+                                f"{_ALGO_MARKER}, or a module folder rl_module/<module> with "
+                                f"{_MODULE_MARKER})")
+    meta, _ = _read_meta(path)
+    folder, module_id = _module_dir(path, module, meta)
+    from ray.rllib.core.rl_module.rl_module import RLModule
+
+    try:
+        rl_module = RLModule.from_checkpoint(folder)
+    except Exception as exc:  # a corrupt or foreign checkpoint
+        raise ValueError(f"{folder}: cannot be loaded as an RLlib module: {exc}") from exc
+    from traveller_env.integrations.rllib.modules import ScriptedRLModule
+
+    if isinstance(rl_module, ScriptedRLModule):
+        raise ValueError(f"{folder}: module {module_id!r} stands for a scripted NPC seat "
+                         "during training (ScriptedRLModule); it is not a trained policy")
+    if hasattr(rl_module, "eval"):
+        rl_module.eval()
+    env = TravellerEnv(scenario)
+    label = env.scenario.name
+    relative = bool(meta.get("relative_actions", True))
+    want_n = env.relative_actions.n if relative else len(env.action_labels)
+    got_act = rl_module.action_space
+    space = getattr(rl_module, "observation_space", None)
+    got_obs = getattr(space, "spaces", {}).get("observations")
+    trained_on = f" (trained on {meta['scenario']!r})" if meta.get("scenario") else ""
+    if getattr(got_act, "n", None) != want_n:
+        kind = "slot-relative " if relative else ""
+        raise ValueError(f"{folder}: action space {got_act}{trained_on} does not fit "
+                         f"scenario {label!r}, which has Discrete({want_n}) {kind}actions")
+    want_obs = env.observation_space(env.possible_agents[0])["observation"].shape
+    if got_obs is None or got_obs.shape != want_obs:
+        raise ValueError(f"{folder}: observation space {space}{trained_on} does not fit "
+                         f"scenario {label!r}, whose observation vectors have shape {want_obs}")
+    default_name = path.parent.name if path.name == "checkpoint" else path.name
+    if (path / _ALGO_MARKER).is_file() and len(meta.get("trained_modules", [])) > 1:
+        default_name += f":{module_id}"
+    return RLlibPolicy(rl_module, name or default_name, relative,
+                       deterministic=deterministic, seed=seed)

@@ -1,0 +1,205 @@
+"""The command line's shared plumbing: argument types and checks (``seed_type``,
+``int_at_least``, ``check_output_folder``, ...), ``UsageError``, and the subcommand machinery
+(``Command``, ``CommandParser``, ``add_commands``, ``dispatch``, ``run_standalone``) that the
+training layer's modules (each runnable as ``python -m traveller_rl.X``) and the ``traveller``
+command (``traveller_cli``) build on. A bad value raises ``UsageError`` naming the flag; it
+and a bad scenario print as ``<prog>: error: <message>`` with exit status 2, no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple, NoReturn
+
+from traveller_env.scenario import ScenarioError
+
+__all__ = ["PROG", "SEED_MAX", "Command", "CommandParser", "UsageError", "add_commands",
+           "check_at_least", "check_input_file", "check_output_folder", "check_seed", "dispatch",
+           "examples_epilog", "float_above", "int_at_least", "new_parser", "run_standalone",
+           "seed_type"]
+
+PROG = "traveller"
+
+
+class UsageError(ValueError):
+    """A bad value on the command line (a flag, a name, a path): the command's handler raises
+    it with a message naming the flag and what is allowed; ``dispatch`` prints it as
+    ``traveller <command>: error: <message>`` and returns 2, with no traceback."""
+
+
+#: The largest seed a battle accepts (seeds are ints in [0, 2**64 - 1]).
+SEED_MAX = 2**64 - 1
+
+
+def _int_text(text: str, allowed: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be {allowed}, got {text!r}") from None
+
+
+def seed_type(text: str) -> int:
+    """argparse ``type`` of a seed flag: an int in [0, 2**64 - 1] (``SEED_MAX``)."""
+    allowed = "an integer in [0, 2**64 - 1]"
+    value = _int_text(text, allowed)
+    if not 0 <= value <= SEED_MAX:
+        raise argparse.ArgumentTypeError(f"must be {allowed}, got {text!r}")
+    return value
+
+
+def int_at_least(low: int) -> Callable[[str], int]:
+    """argparse ``type`` of a count flag: an int >= ``low`` (e.g. battles >= 1)."""
+
+    def parse(text: str) -> int:
+        allowed = f"an integer >= {low}"
+        value = _int_text(text, allowed)
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be {allowed}, got {text!r}")
+        return value
+
+    parse.__name__ = f"int_at_least_{low}"
+    return parse
+
+
+def float_above(low: float, *, inclusive: bool = False) -> Callable[[str], float]:
+    """argparse ``type`` of a finite number above ``low`` (at least ``low`` when
+    ``inclusive``), e.g. seconds or a learning rate."""
+    allowed = f"a number {'>=' if inclusive else '>'} {low:g}"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {allowed}, got {text!r}") from None
+        if not (math.isfinite(value) and (value >= low if inclusive else value > low)):
+            raise argparse.ArgumentTypeError(f"must be {allowed}, got {text!r}")
+        return value
+
+    parse.__name__ = "number"
+    return parse
+
+
+def check_seed(flag: str, value: int) -> None:
+    """``UsageError`` naming ``flag`` unless ``value`` is a seed (an int in [0, 2**64 - 1])."""
+    if not (isinstance(value, int) and 0 <= value <= SEED_MAX):
+        raise UsageError(f"{flag} must be an integer in [0, 2**64 - 1], got {value!r}")
+
+
+def check_at_least(flag: str, value: float, low: float) -> None:
+    """``UsageError`` naming ``flag`` unless ``value >= low``."""
+    if not value >= low:
+        raise UsageError(f"{flag} must be at least {low}, got {value}")
+
+
+def check_output_folder(flag: str, folder: str | os.PathLike[str], overwrite: bool) -> None:
+    """The one rule for a command's output folder: a missing or empty folder is used, a file
+    is refused, and an existing folder with files in it is refused unless ``overwrite``
+    (``--overwrite``). ``UsageError`` naming ``flag`` otherwise."""
+    path = Path(folder)
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{flag} {path}: is a file, not a folder; choose a folder path")
+    if path.is_dir() and not overwrite and any(path.iterdir()):
+        raise UsageError(f"{flag} {path}: exists and is not empty; choose another folder, or "
+                         "pass --overwrite to write over its files")
+
+
+def check_input_file(flag: str, path: str | os.PathLike[str]) -> None:
+    """``UsageError`` naming ``flag`` and ``path`` when ``path`` is not an existing file."""
+    if not Path(path).is_file():
+        what = "is a folder, not a file" if Path(path).is_dir() else "no such file"
+        raise UsageError(f"{flag} {path}: {what}")
+
+
+class Command(NamedTuple):
+    """One subcommand: its help line, a function adding its arguments, and its handler
+    (which returns the exit status)."""
+
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+    examples: str = ""
+    """example command lines, one a line, shown at the end of the command's ``--help``"""
+
+
+class CommandParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose usage errors are one line, ``<prog>: error: <message>``
+    (status 2), without the usage block; ``--help`` shows the usage. Subcommand parsers
+    made by ``add_subparsers`` are of the same class."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print ``<prog>: error: <message>`` on stderr and exit with status 2."""
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def new_parser() -> argparse.ArgumentParser:
+    """The top-level ``traveller`` parser, without commands."""
+    return CommandParser(
+        prog=PROG, description="Mongoose Traveller 2e personal combat simulator.")
+
+
+def add_commands(sub: Any, commands: dict[str, Command]) -> dict[str, argparse.ArgumentParser]:
+    """Add ``commands`` to the subparsers action ``sub``; return their parsers by name. Each
+    parser's handler is its ``_run`` default and the parser itself its ``_parser`` default
+    (``dispatch`` removes both before the handler sees ``args``)."""
+    parsers: dict[str, argparse.ArgumentParser] = {}
+    for name, cmd in commands.items():
+        p = sub.add_parser(name, help=cmd.help, description=cmd.help,
+                           formatter_class=argparse.RawDescriptionHelpFormatter,
+                           epilog=examples_epilog(cmd.examples))
+        cmd.add_arguments(p)
+        p.set_defaults(_run=cmd.run, _parser=p)
+        parsers[name] = p
+    return parsers
+
+
+def examples_epilog(examples: str) -> str | None:
+    """The ``--help`` epilog listing ``examples`` (one command line a line), or None."""
+    lines = [line.strip() for line in examples.strip().splitlines() if line.strip()]
+    return "examples:\n" + "\n".join(f"  {line}" for line in lines) if lines else None
+
+
+def dispatch(parser: argparse.ArgumentParser, argv: Sequence[str]) -> int:
+    """Parse ``argv`` with ``parser`` and run the chosen handler; return the exit status:
+    0 on success, 2 on a usage error or a bad scenario (message on stderr, no traceback),
+    1 when an output file cannot be written. Without a command, the help goes to stderr
+    (status 2)."""
+    args, extra = parser.parse_known_args(list(argv))
+    chosen = vars(args).pop("_parser", parser)
+    if extra:  # reported by the command's own parser, with its usage
+        chosen.error(f"unrecognized arguments: {' '.join(extra)}")
+    run = vars(args).pop("_run", None)
+    if run is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return run(args)
+    except (ScenarioError, UsageError) as exc:
+        print(f"{chosen.prog}: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # output piped into e.g. `head`: stop quietly
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return 1
+    except OSError as exc:
+        print(f"{chosen.prog}: error: {exc}", file=sys.stderr)
+        return 1
+
+
+def run_standalone(parser: argparse.ArgumentParser, run: Callable[[argparse.Namespace], int],
+                   argv: Sequence[str] | None = None) -> int:
+    """A module's own ``main`` (``python -m traveller_rl.clone ...``): parse ``argv`` with
+    ``parser`` and run ``run``, a usage error or a bad scenario printed as
+    ``<prog>: error: <message>`` with status 2, as ``dispatch`` does."""
+    args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
+    try:
+        return run(args)
+    except (ScenarioError, UsageError) as exc:
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return 2
