@@ -2,9 +2,9 @@
 // tactician and cover.
 //
 // Each makes, in the same state, the same choice as its Python version (traveller_env/policy.py
-// RandomPolicy and PassivePolicy; traveller_agents/rush.py RushPolicy, traveller_agents/marksman.py MarksmanPolicy,
-// traveller_agents/leader.py LeaderPolicy, traveller_agents/tactician.py TacticianPolicy and traveller_agents/cover.py
-// CoverPolicy with their default parameters, on traveller_agents/common.py ScriptedPolicy):
+// RandomPolicy and PassivePolicy; traveller_agents/rush.py RushPolicy, marksman.py
+// MarksmanPolicy, leader.py LeaderPolicy, tactician.py TacticianPolicy and cover.py CoverPolicy
+// with their default parameters, on traveller_agents/tactics.py ScriptedPolicy):
 // tests/test_core_policies.py plays battles on the Python engine and checks every decision of a
 // policy seat against the core's. The arithmetic is the Python toolkit's, operation for operation
 // (attack_outcome's sums in the same order, aim_plan's tolerances, the tie-breaks of min/sort by
@@ -12,7 +12,7 @@
 // the same 1e-9 tolerance), on the core's own rule functions (attack_dms, in_attack_reach,
 // reaction_dm, Grid::walk, ...). The sources mirror the Python file by file: src/policies/<npc>.cpp
 // for traveller_agents/<npc>.py (rush, marksman, cover, leader, tactician), common.cpp for
-// traveller_agents/common.py, scripted.cpp for the dispatcher (CorePolicy, the policy names).
+// traveller_agents/context.py, paths.py and tactics.py, scripted.cpp for the dispatcher (CorePolicy, the policy names).
 //
 //   random     legal[rng.below(len(legal))] from the policy's PCG32 (Pcg32::boundedrand).
 //   passive    the first legal of end_turn, haste:no, react:none (else the first legal action).

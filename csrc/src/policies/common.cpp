@@ -1,4 +1,4 @@
-// The shared toolkit of the in-core scripted policies: traveller_agents/common.py's ScriptedPolicy helpers
+// The shared toolkit of the in-core scripted policies: traveller_agents/tactics.py's ScriptedPolicy helpers
 // and shared evaluations, function for function (declared in common.hpp, with the inline attack
 // arithmetic and the per-thread Workspace).
 #include "policies/common.hpp"

@@ -1,6 +1,7 @@
-// Private to the in-core scripted policies (csrc/src/policies/): the shared toolkit of
-// traveller_agents/common.py (Context, the exact attack arithmetic, path costs, the moves toward a goal,
-// the shared evaluations and ScriptedPolicy's helpers), which every NPC file includes.
+// Private to the in-core scripted policies (csrc/src/policies/): the shared toolkit of the
+// Python NPCs (traveller_agents/context.py: Context; paths.py: path costs and the moves toward
+// a goal; tactics.py: the exact attack arithmetic, the shared evaluations and ScriptedPolicy's
+// helpers), which every NPC file includes.
 // Python names are kept (with the Python they mirror quoted where the arithmetic must match bit
 // for bit). The small functions the NPCs call in their inner loops are defined here, inline; the
 // rest are in common.cpp. See include/traveller/policies.hpp for the policies themselves.

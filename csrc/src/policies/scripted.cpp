@@ -1,6 +1,7 @@
 // The in-core policies' dispatcher: CorePolicy (include/traveller/policies.hpp) and the policy
 // names (traveller_agents/scripted.py's POLICIES). RandomPolicy and PassivePolicy are
-// traveller_env/policy.py's; every other kind decides as traveller_agents/common.py ScriptedPolicy.decide
+// traveller_env/policy.py's; every other kind decides as traveller_agents/tactics.py
+// ScriptedPolicy.decide
 // and .choose, calling its NPC's file (rush.cpp, marksman.cpp, leader.cpp, tactician.cpp,
 // cover.cpp) through npcs.hpp.
 #include <cstdint>
