@@ -129,7 +129,7 @@ golden: $(STAMP)
 # imported). The ASan runtime must be loaded before Python (LD_PRELOAD), and libstdc++ with it,
 # or ASan cannot intercept C++ exceptions. Reports go to $(SAN_DIR)/report.*; any finding aborts
 # the run. LeakSanitizer is off for the whole run (CPython frees little at exit) and on inside
-# tests/test_core_leaks.py, which checks the core alone.
+# tests/core/test_core_leaks.py, which checks the core alone.
 SAN_VENV := .venv-sanitize
 SAN_BIN := $(SAN_VENV)/bin
 SAN_DIR := build/sanitize
@@ -148,7 +148,7 @@ sanitize:
 	    info = core.build_info(); assert info['sanitizers'] == 'address,undefined', info; \
 	    print('sanitized core:', core.status())"
 	cd $(SAN_VENV) && $(SAN_ENV) bin/python -m pytest -p no:cacheprovider \
-	    $(wildcard $(CURDIR)/tests/test_core_*.py); status=$$?; \
+	    $(wildcard $(CURDIR)/tests/core/test_core_*.py); status=$$?; \
 	    findings=$$(cat $(CURDIR)/$(SAN_DIR)/report.* 2>/dev/null | grep -cE "ERROR: |runtime error:|CHECK failed"); \
 	    cat $(CURDIR)/$(SAN_DIR)/report.* 2>/dev/null; \
 	    echo "sanitize: $$findings findings (AddressSanitizer + UBSan), pytest exit $$status"; \

@@ -1,7 +1,7 @@
 """Battles per second: the compiled core (one battle at a time, through CoreBattle) against the
 Python engine, same scenarios, same seeds, same random legal actions.
 
-Both engines play identical battles (``tests/test_core_engine.py`` proves it), so the ratio is
+Both engines play identical battles (``tests/core/test_core_engine.py`` proves it), so the ratio is
 like for like. Time counted: inside the engine's step and mask calls only (the action sampler,
 the same NumPy choice over the mask for both, is reported beside it). The core runs without its
 event log (``record_events=False``), the Python engine keeps its log (it cannot switch it off).

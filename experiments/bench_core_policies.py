@@ -4,7 +4,7 @@ Python versions, on the same battles.
 Battles of each scenario are played for each matchup (default ``rush`` against ``marksman`` and
 ``tactician`` against ``marksman``; both side assignments, alternating with the seed), seeds
 0, 1, ...; the in-core policies make exactly the Python policies' choices
-(``tests/test_core_policies.py``), so both play identical battles and the ratio is like for
+(``tests/core/test_core_policies.py``), so both play identical battles and the ratio is like for
 like. Time counted: inside ``act`` only (the core's is timed in C++ around ``CorePolicy::act`` by
 ``_core.play_policies``; the Python one around ``policy.act`` on the Python engine,
 ``Dice(seed, generator="pcg")``). The core's per-thread caches (path fields around walls, attack

@@ -1,6 +1,6 @@
 """Differential fuzzing of the compiled core against the Python engine.
 
-Plays ``--battles`` fuzzed scenarios (the hypothesis strategy of ``tests/test_fuzz.py``:
+Plays ``--battles`` fuzzed scenarios (the hypothesis strategy of ``tests/rules/test_fuzz.py``:
 ``valid_scenarios``, half of them crowded small maps with weak combatants so that battles see
 knockouts, tied groups and leadership in use) plus every built-in scenario with several seeds,
 each through both engines with the same seed and the same random legal actions
@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hypothesis_seed
     from hypothesis import strategies as st
-    from test_fuzz import valid_scenarios  # tests/ is the script's folder, so on sys.path
+    from rules.test_fuzz import valid_scenarios  # tests/ is the script's folder, so on sys.path
 
     from traveller_env.core.differential import Divergence, play_both
     from traveller_env.scenario import builtin_scenarios

@@ -7,7 +7,7 @@ playthrough: ``<name>.jsonl``, the battle's event log (one JSON event per line, 
 the acting agent saw (observation, mask) and the rewards every agent received, so that a change
 to the observation, the mask or the rewards shows up too.
 
-``tests/test_golden.py`` compares both byte for byte. When a rule is *meant* to change,
+``tests/rules/test_golden.py`` compares both byte for byte. When a rule is *meant* to change,
 regenerate them on purpose and commit the diff with the rule change::
 
     .venv/bin/python tests/golden_playthroughs.py --write     # or: make golden

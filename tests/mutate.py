@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parents[1]
-LEARNING = ("tests/test_learning.py",)
+LEARNING = ("tests/training/test_learning.py",)
 
 
 class Mutant(NamedTuple):

@@ -1,7 +1,7 @@
 """Write tests/data/rng_vectors.json, the dice generator's shared test vectors.
 
 Both implementations (``traveller_env/rules/rng.py`` and ``csrc/include/traveller/rng.hpp``) are
-checked against this file by ``tests/test_core_rng.py``. Regenerate it only when the generator
+checked against this file by ``tests/core/test_core_rng.py``. Regenerate it only when the generator
 is changed on purpose (which changes every seeded figure of a battle on it):
 ``python tests/data/make_rng_vectors.py``. The ``reference`` section is not generated: it holds
 published outputs of PCG32 and SplitMix64 that anchor both implementations.
@@ -60,7 +60,7 @@ def vectors() -> dict:
                   "SplitMix64; d6 and below(n) by pcg32_boundedrand_r). 64-bit words are "
                   "strings: decimal for seeds and indices, hex for states and outputs. Written by "
                   "tests/data/make_rng_vectors.py; checked in both languages by "
-                  "tests/test_core_rng.py."),
+                  "tests/core/test_core_rng.py."),
         "reference": {
             "pcg32_srandom_r_42_54_u32": {
                 "about": ("pcg32_srandom_r(42, 54), then pcg32_random_r: the first outputs "

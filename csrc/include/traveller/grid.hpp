@@ -3,7 +3,7 @@
 // Squares are 1.5 m; x runs east, y south. Line of sight and cover use the same exact integer
 // segment test as grid._segment_enters_square (doubled coordinates, one common denominator).
 // Distances are sqrt(dx*dx + dy*dy) * 1.5, which equals Python's math.hypot(dx, dy) * 1.5 bit for
-// bit for every integer pair on a map up to 1000 squares (tests/test_core_engine.py checks).
+// bit for every integer pair on a map up to 1000 squares (tests/core/test_core_engine.py checks).
 // A Grid never changes during a battle; battles of one scenario share one (read-only; the lazy
 // line-of-sight and cover tables are the only mutable part, filled on first use).
 #pragma once

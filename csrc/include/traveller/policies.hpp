@@ -5,7 +5,7 @@
 // RandomPolicy and PassivePolicy; traveller_agents/rush.py RushPolicy, marksman.py
 // MarksmanPolicy, leader.py LeaderPolicy, tactician.py TacticianPolicy and cover.py CoverPolicy
 // with their default parameters, on traveller_agents/tactics.py ScriptedPolicy):
-// tests/test_core_policies.py plays battles on the Python engine and checks every decision of a
+// tests/core/test_core_policies.py plays battles on the Python engine and checks every decision of a
 // policy seat against the core's. The arithmetic is the Python toolkit's, operation for operation
 // (attack_outcome's sums in the same order, aim_plan's tolerances, the tie-breaks of min/sort by
 // path cost, distance and combatant id, the tactician's plan search in the same child order with

@@ -1,7 +1,7 @@
 // The battle dice generator, shared with the Python engine (traveller_env/rules/rng.py).
 //
 // Both languages implement exactly the same integer arithmetic on unsigned 64-bit words, and
-// tests/data/rng_vectors.json pins their outputs; tests/test_core_rng.py checks both against it.
+// tests/data/rng_vectors.json pins their outputs; tests/core/test_core_rng.py checks both against it.
 //
 //   mix64(z)            the SplitMix64 finaliser (Steele, Lea & Flood 2014; Stafford's mix 13),
 //                       a bijection of the 64-bit words.

@@ -304,7 +304,7 @@ def test_a_scenario_with_many_mistakes_reports_each_with_its_field_path(tmp_path
 def test_a_scenario_with_very_many_mistakes_lists_twenty_then_counts(tmp_path):
     from traveller_env.scenario import MAX_LISTED_PROBLEMS, ScenarioError, load_scenario
 
-    data = yaml.safe_load((Path(__file__).parents[1] / "configs" / "scenarios" /
+    data = yaml.safe_load((Path(__file__).parents[2] / "configs" / "scenarios" /
                            "squad.yaml").read_text())
     for k in range(30):
         data[f"unknown_{k}"] = k

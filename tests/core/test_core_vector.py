@@ -1,6 +1,6 @@
 """The batched core (``vector.make(..., backend="core")``, ``_core.VecBattles``) against the
 Python backend directly: the same seed and actions give byte-identical outputs at every step,
-with one thread or several; and the binding's own checks. (``tests/test_vector.py`` runs its
+with one thread or several; and the binding's own checks. (``tests/env/test_vector.py`` runs its
 whole contract suite on both backends against the AEC env.)"""
 
 from __future__ import annotations
@@ -140,7 +140,7 @@ def test_the_core_set_checks_what_python_passes():
     with pytest.raises(ValueError, match=r"scenarios\[1\]: missing the key 'grid'"):
         create(**{**args, "scenarios": [args["scenarios"][0], {}]})
     v.reset()
-    rows = v._backend._vec.snapshot()  # over a set too (tests/test_set_snapshot.py)
+    rows = v._backend._vec.snapshot()  # over a set too (tests/env/test_set_snapshot.py)
     v._backend._vec.restore(rows)
     assert v._backend._vec.snapshot() == rows
 

@@ -21,7 +21,7 @@ from traveller_env import core, vector, vector_snapshot
 from traveller_env.vector import random_legal_actions
 
 needs_core = pytest.mark.skipif(not core.available(), reason=core.status())
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 
 
 def _make(backend: str, opponents: dict | None, seeds=(0, 9), threads: int = 1,

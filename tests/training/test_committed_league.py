@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-LEAGUE = Path(__file__).resolve().parent.parent / "results" / "league"
+LEAGUE = Path(__file__).resolve().parents[2] / "results" / "league"
 
 
 #: Battles per re-measured pairing (half from each side, seeds from SAMPLE_SEED, apart from the

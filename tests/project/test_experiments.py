@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _run(module: str, *args: str) -> subprocess.CompletedProcess:
@@ -137,7 +137,7 @@ def test_every_experiment_has_a_smoke_test():
     with a ``main`` is named by a test file, as ``_run("<name>", ...)`` here or imported."""
     import re
 
-    tests = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "tests").glob("test_*.py"))
+    tests = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "tests").rglob("test_*.py"))
     scripts = [p.stem for p in (ROOT / "experiments").glob("*.py")
                if "def main(" in p.read_text(encoding="utf-8")]
     assert len(scripts) >= 15

@@ -2,7 +2,7 @@
 the aim DM that combatant holds on the observer (R4.3 aims, R5.2 their DM, at most +6). Exact
 cases on small battles, and its plumbing: labels and order after the move view, the env
 keyword's check, ``aim_view_vector``, trained policies that read it in envs without it, and
-``train_ppo --aim-view``. (Both engines agree on it: tests/test_core_observation.py.)"""
+``train_ppo --aim-view``. (Both engines agree on it: tests/core/test_core_observation.py.)"""
 
 from __future__ import annotations
 

@@ -576,7 +576,7 @@ def test_env_option_checks_every_step_and_costs_nothing_when_off(monkeypatch):
         on.step(int(np.flatnonzero(on.action_mask())[0]))
     with pytest.raises(TypeError, match="check_invariants"):
         raw_env("duel", check_invariants="yes")
-    sc = yaml.safe_load((Path(__file__).parents[1] / "configs/scenarios/duel.yaml").read_text())
+    sc = yaml.safe_load((Path(__file__).parents[2] / "configs/scenarios/duel.yaml").read_text())
     sc.setdefault("options", {})["check_invariants"] = True
     with pytest.raises(ScenarioError, match="unknown key 'check_invariants'"):
         load_scenario(sc)

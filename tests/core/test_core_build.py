@@ -16,7 +16,7 @@ from traveller_env import core
 from traveller_env.core._sources import source_digest
 from traveller_env.scenario import config_dir
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 WITHOUT_CORE = """
 import sys, warnings

@@ -199,7 +199,7 @@ def test_widening_refuses_an_entity_checkpoint_by_name_and_the_export_traces_it(
                       observation_labels=obs_labels, action_labels=actions, embed=8)
     path = tmp_path / "e.pt"
     path.write_bytes(checkpoint_bytes(net, "squad", actions))
-    # exported by tracing (tests/test_onnx_entity.py), not layer by layer
+    # exported by tracing (tests/policies/test_onnx_entity.py), not layer by layer
     exported = read_ppo_checkpoint(path)
     assert exported.layers == [] and exported.traced is not None
     assert exported.traced.arch == "entity" and exported.n_actions == len(actions)

@@ -18,7 +18,7 @@ import pytest
 from traveller_env import core
 from traveller_env.rules import rng
 
-VECTORS = json.loads((Path(__file__).parent / "data" / "rng_vectors.json").read_text())
+VECTORS = json.loads((Path(__file__).parents[1] / "data" / "rng_vectors.json").read_text())
 GOLDEN = 0x9E3779B97F4A7C15
 
 # Chi-square critical values at p = 0.001 (the stated tolerance: a fixed-seed sample this far

@@ -33,7 +33,7 @@ from traveller_env.env import TravellerEnv  # noqa: E402
 from traveller_rl.evaluation import random_decisions  # noqa: E402
 from traveller_rl.onnx_export import export_onnx  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DECISIONS = 1000
 
 

@@ -22,7 +22,7 @@ from traveller_env.policy import (
     register_policy,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BUILT_IN = {"random": RandomPolicy, "passive": PassivePolicy}
 
 if sys.version_info >= (3, 11):

@@ -113,7 +113,7 @@ def test_widening_refuses_an_ensemble_by_name_and_the_export_traces_it(members):
 
     tmp, _, _ = members
     ens.main([str(tmp / "a.pt"), str(tmp / "b.pt"), "--out", str(tmp / "e.pt")])
-    # exported by tracing (tests/test_onnx_entity.py), not layer by layer
+    # exported by tracing (tests/policies/test_onnx_entity.py), not layer by layer
     exported = read_ppo_checkpoint(tmp / "e.pt")
     assert exported.layers == [] and exported.traced is not None
     assert exported.traced.arch == "ensemble" and exported.hidden == []

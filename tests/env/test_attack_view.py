@@ -3,8 +3,8 @@ exact hit chances from the rules (``rules.attack.hit_probability``: 2D + every D
 per slot for each attack now and per move-view square for the best unaimed shot and the
 enemies' mean threat. Exact cases by hand on a small map, and its plumbing: labels and order
 after the aim view, the env keyword's check, ``attack_view_vector``, trained policies that read
-it in envs without it, ONNX metadata (``train_ppo --attack-view``: tests/test_aim_view.py,
-beside ``--aim-view``). (Both engines agree on it: tests/test_core_observation.py,
+it in envs without it, ONNX metadata (``train_ppo --attack-view``: tests/env/test_aim_view.py,
+beside ``--aim-view``). (Both engines agree on it: tests/core/test_core_observation.py,
 test_core_aec.py, test_core_vector.py.)"""
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from traveller_env.rules.narrate import EVENT_TYPES, generic, narrate, narrate_l
 from traveller_env.scenario import build_battle, builtin_scenarios
 from traveller_env.simulate import play_random
 
-RULES = Path(__file__).resolve().parents[1] / "traveller_env" / "rules"
+RULES = Path(__file__).resolve().parents[2] / "traveller_env" / "rules"
 
 
 def _played(name: str, seed: int):

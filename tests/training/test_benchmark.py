@@ -17,7 +17,7 @@ from traveller_rl.benchmark import (
     run,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 UNDERSTUDY = str(ROOT / "results" / "league" / "understudy.onnx")
 
 TINY = """\
