@@ -109,7 +109,7 @@ browser:
 	fi
 
 # Mutation testing of the learning code (not part of `make test`): each single-line bug listed
-# in tests/mutate.py must make the tests that cover it fail (docs/testing.md).
+# in tests/mutate.py must make the tests that cover it fail (docs/guarantees.md).
 mutate: $(STAMP) build
 	$(BIN)/python tests/mutate.py
 
