@@ -88,6 +88,11 @@ class Engine(Protocol):
         """``check_invariants=True``: whatever the engine can cross-check against the Python
         engine (the core: its event log and observations; the Python engine: nothing)."""
 
+    def saved(self) -> dict[str, Any]:
+        """Plain data (bytes, lists, dicts) from which the env's engine factory's ``resume``
+        continues this battle exactly: its snapshot (``rules.snapshot``) and its event log
+        (for copy and pickle). ``TypeError`` when the battle's dice cannot be saved."""
+
 
 class PythonEngine:
     """The engine adapter of ``TravellerEnv`` on the Python rules engine: a ``Battle`` with the
@@ -163,6 +168,17 @@ class PythonEngine:
     def check_against_twin(self, builder: ObservationBuilder, agents: list[str]) -> None:
         """Nothing to cross-check: this is the Python engine."""
 
+    def saved(self) -> dict[str, Any]:
+        """The battle's snapshot and event log (see ``Engine.saved``); ``TypeError`` for
+        scripted dice, which a snapshot cannot hold."""
+        b = self.battle
+        try:
+            snapshot = b.snapshot()
+        except TypeError as exc:
+            raise TypeError(f"cannot copy or pickle this env: {exc} (reset(options={{'dice': "
+                            "...}) battles cannot be saved)") from None
+        return {"snapshot": snapshot, "events": b.events}
+
 
 class PythonEngineFactory:
     """Makes the ``PythonEngine`` of each ``reset`` of one env."""
@@ -177,6 +193,14 @@ class PythonEngineFactory:
     def __call__(self, seed: int, dice: Dice | None) -> PythonEngine:
         """The engine of a new battle from ``seed`` (or from ``dice``, scripted)."""
         battle = build_battle(self._scenario, dice=dice or Dice(seed))
+        return PythonEngine(battle, self._catalogue, self._builder, self._ids)
+
+    def resume(self, seed: int, saved: Mapping[str, Any]) -> PythonEngine:
+        """The engine of a battle of ``seed`` continued from ``PythonEngine.saved``'s data: the
+        snapshot restored into a new battle, and the event log put back (it takes the list)."""
+        battle = build_battle(self._scenario, dice=Dice(seed))
+        battle.restore(saved["snapshot"])
+        battle.events = saved["events"]
         return PythonEngine(battle, self._catalogue, self._builder, self._ids)
 
 
@@ -781,6 +805,47 @@ class TravellerEnv(AECEnv):
 
     def close(self) -> None:
         """Nothing to release."""
+
+    # ------------------------------------------------------------------ copy and pickle
+    #: What ``__init__`` builds from the construction arguments (and the lazy caches and the
+    #: ``render_mode="human"`` window): left out of a pickle and rebuilt when it is loaded.
+    #: Every other attribute (the episode's bookkeeping) travels as it is, apart from the
+    #: engine, which travels as its battle's snapshot (``Engine.saved``).
+    _REBUILT_ON_LOAD = frozenset({
+        "_action_space", "_catalogue", "_check_invariants", "_info_events", "_layout_tables",
+        "_n_actions", "_new_engine", "_obs_builder", "_observation_space", "_raise_illegal",
+        "_scorer", "_seat", "_side_names", "_side_of", "_views", "action_spaces", "aim_view",
+        "attack_view", "infos_mode", "layout", "move_view", "observation_spaces",
+        "possible_agents", "render_mode", "scenario", "state_space", "_relative", "_window",
+        "step", "_engine", "battle"})
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The env as plain data, for ``pickle`` and ``copy.deepcopy``: the construction
+        arguments (the resolved scenario, views, layout, ``infos``, ``check_invariants``,
+        ``render_mode``), the episode's bookkeeping (agents, rewards, terminations, infos,
+        selection, reward ledger, seed) and the battle as its snapshot and event log. A copy
+        continues exactly as the original; ``TypeError`` for a battle on scripted dice."""
+        engine = self._engine
+        episode = {k: v for k, v in vars(self).items() if k not in self._REBUILT_ON_LOAD}
+        return {"format": 1,
+                "init": {"scenario": self.scenario, "render_mode": self.render_mode,
+                         "check_invariants": self._check_invariants, "infos": self.infos_mode,
+                         **self._views, "layout": self.layout},
+                "episode": episode,
+                "engine": None if engine is None else engine.saved()}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Rebuild the env from ``__getstate__``'s data: construct it again, put the episode's
+        bookkeeping back and resume the battle from its snapshot."""
+        if not isinstance(state, dict) or state.get("format") != 1:
+            raise ValueError("not a pickled TravellerEnv of this version (format 1)")
+        self.__init__(**state["init"])
+        vars(self).update(state["episode"])
+        saved = state["engine"]
+        if saved is not None:
+            engine = self._new_engine.resume(self.seed, saved)
+            self._engine = engine
+            self.battle = engine.battle
 
 
 class CoreTravellerEnv(TravellerEnv):
