@@ -139,6 +139,7 @@ class CoreBattleState:
         self._taken: list[int | tuple] = []  # actions so far: an index, or (label, reason)
         self._python: Battle | None = None
         self._replayed = 0
+        self._base = 0  # events before the core's own log (a battle resumed from a snapshot)
 
     # ------------------------------------------------------------------ Battle's interface
     # What ``CoreBattle`` answers already (one home for the seat -> id and side-name mapping).
@@ -175,13 +176,33 @@ class CoreBattleState:
 
     def _recorded(self) -> None:
         self.version += 1
-        self._b.aec_events(self.events)  # the new events, appended as the engine's dicts
+        self._append_events()
+
+    def _append_events(self) -> None:
+        """Append the new events to ``events`` as the engine's dicts. A resumed battle's core
+        log starts at the snapshot (its first ``_base`` events are not the core's)."""
+        if self._base:
+            self.events.extend(self._b.events(len(self.events) - self._base))
+        else:
+            self._b.aec_events(self.events)
+
+    def resume(self, snapshot: bytes, events: list[dict], taken: list[int | tuple],
+               version: int) -> None:
+        """Continue from ``CoreEngine.saved``'s data (a new state of the same scenario and
+        seed): the snapshot restored into the core, the event log and the actions taken so far
+        (which the Python twin replays) put back; it takes the lists."""
+        self._b.restore(snapshot)
+        self.events = events
+        self._base = len(events)
+        self._taken = taken
+        self._python = None
+        self.version = version
 
     def __getattr__(self, name: str) -> Any:
         """Anything else ``Battle`` has (``combatants``, ``grid``, ``pools``, ...), read from
         the Python twin, so code written for ``env.battle`` keeps working on the core."""
         if name.startswith("__") or name in ("_python", "_taken", "_replayed", "_scenario",
-                                             "_seed"):
+                                             "_seed", "_base"):
             raise AttributeError(name)
         return getattr(self.python, name)
 
@@ -247,6 +268,14 @@ class CoreEngine:
         self.battle.forfeit(label, reason)
         return self._pb.decider
 
+    def saved(self) -> dict[str, Any]:
+        """Plain data from which ``CoreEngineFactory.resume`` continues this battle exactly
+        (``traveller_env.env.Engine.saved``): the core's snapshot (``rules.snapshot``'s
+        format), the event log, the actions taken so far and the battle's version."""
+        state = self.battle
+        return {"snapshot": state.core.snapshot(), "events": self.events,
+                "taken": self._taken, "version": state.version}
+
     def observe(self, seat: int, deciding: bool) -> dict[str, np.ndarray]:
         """``{"observation", "action_mask"}`` of ``seat`` (new arrays, written by the core in
         one call); the mask is all zeros unless ``deciding`` and the seat decides now."""
@@ -297,6 +326,25 @@ class CoreEngine:
                                      f"{builder.labels[j]}: {mine[j]!r} vs {ref[j]!r}")
 
 
+class _ResumedCoreEngine(CoreEngine):
+    """``CoreEngine`` of a battle resumed from a snapshot: the core's log holds only what
+    happened since, so new events are appended past the saved ones."""
+
+    __slots__ = ()
+
+    def take(self, action: int) -> int:
+        """As ``CoreEngine.take``."""
+        pb = self._pb
+        decider = pb.aec_step(action)
+        if decider == -2:
+            raise IllegalActionError(self.battle.current_agent, self._labels[action],
+                                     pb.why_illegal(action) or "refused")
+        self._taken.append(action)
+        self.battle.version += 1
+        self.battle._append_events()
+        return decider
+
+
 class CoreEngineFactory:
     """Makes the ``CoreEngine`` of each ``reset`` of one env (what every battle of the env
     shares, the scenario's flat data and the catalogue's indices, prepared once). The core's
@@ -322,3 +370,10 @@ class CoreEngineFactory:
         state = CoreBattleState(self._scenario, seed, self._catalogue, prepared=self._prepared,
                                 **self._views)
         return CoreEngine(state, self._dim, self._n)
+
+    def resume(self, seed: int, saved: dict[str, Any]) -> CoreEngine:
+        """The engine of a battle of ``seed`` continued from ``CoreEngine.saved``'s data."""
+        state = CoreBattleState(self._scenario, seed, self._catalogue, prepared=self._prepared,
+                                **self._views)
+        state.resume(saved["snapshot"], saved["events"], saved["taken"], saved["version"])
+        return _ResumedCoreEngine(state, self._dim, self._n)
