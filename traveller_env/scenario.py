@@ -8,6 +8,7 @@ the field path (``sides[0].combatants[1].weapon``), the bad value and what is al
 from __future__ import annotations
 
 import math
+import os
 import re
 import reprlib
 from collections.abc import Mapping
@@ -42,6 +43,7 @@ __all__ = [
     "generated_scenario",
     "load_equipment",
     "load_scenario",
+    "shipped_path",
 ]
 
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9-]*$")
@@ -66,6 +68,28 @@ def config_dir() -> Path:
     """The folder holding ``equipment.yaml`` and ``scenarios/`` (in a wheel, or the repo)."""
     packaged = Path(__file__).parent / "_configs"
     return packaged if packaged.is_dir() else Path(__file__).resolve().parents[1] / "configs"
+
+
+#: The repository folders a wheel ships, and where in the package (pyproject.toml's
+#: ``[tool.scikit-build.wheel.force-include]``).
+_SHIPPED = {"configs": "_configs", "results": "_results"}
+
+
+def shipped_path(path: str | os.PathLike[str], *, prefer_cwd: bool = False) -> Path:
+    """The installed copy of a file the project ships, named by its path in the repository
+    (``configs/league_squad.yaml``, ``results/league/understudy.onnx``): in a checkout the
+    repository's file, in a wheel the package's copy; found from any current folder. Any
+    other path (absolute, or outside those folders) is returned as given. With
+    ``prefer_cwd``, a path that exists from the current folder is kept (a user's own
+    ``results/...``); a path the project does not ship is returned as given."""
+    given = Path(path)
+    if given.is_absolute() or not given.parts or given.parts[0] not in _SHIPPED or \
+            (prefer_cwd and given.exists()):
+        return given
+    packaged = Path(__file__).parent / _SHIPPED[given.parts[0]]
+    found = packaged.joinpath(*given.parts[1:]) if packaged.is_dir() else \
+        Path(__file__).resolve().parents[1] / given
+    return found if found.exists() else given
 
 
 # ---------------------------------------------------------------------------- schema
@@ -371,10 +395,15 @@ def _located_problem(model: type[BaseModel], error: Any) -> tuple[str, str]:
 
 def _from_validation_error(source: str, model: type[BaseModel],
                            err: ValidationError) -> ScenarioError:
-    """One ``ScenarioError`` for every problem pydantic found: the first is its ``path`` and
-    ``problem``; the message lists each of the others on a line of its own with its field
-    path, up to ``MAX_LISTED_PROBLEMS`` in all, then how many more there are."""
-    located = [_located_problem(model, e) for e in err.errors()]
+    """One ``ScenarioError`` for every problem pydantic found (``_combined_error``)."""
+    return _combined_error(source, [_located_problem(model, e) for e in err.errors()])
+
+
+def _combined_error(source: str, located: list[tuple[str, str]]) -> ScenarioError:
+    """One ``ScenarioError`` for the ``(field path, problem)`` pairs ``located``: the first
+    is its ``path`` and ``problem``; the message lists each of the others on a line of its own
+    with its field path, up to ``MAX_LISTED_PROBLEMS`` in all, then how many more there
+    are."""
     path, problem = located[0]
     error = ScenarioError(source, path, problem)
     error.problems = located
@@ -496,17 +525,24 @@ def validate_scenario(data: Any, source: str = "<dict>") -> Scenario:
 
 
 def _check_semantics(sc: Scenario, source: str) -> None:
+    """The cross-field rules; every problem found is reported in one ``ScenarioError``
+    (bad weapons, armour and positions of every combatant at once)."""
+    problems: list[tuple[str, str]] = []
+
     def fail(path: str, problem: str) -> None:
-        raise ScenarioError(source, path, problem)
+        problems.append((path, problem))
 
     m = sc.map
+    walls_known = True  # the terrain rows match the map, so walls can be looked up
     if m.terrain is not None:
         if len(m.terrain) != m.height:
             fail("map.terrain", f"has {len(m.terrain)} rows but map.height is {m.height}")
+            walls_known = False
         for y, row in enumerate(m.terrain):
             if len(row) != m.width:
                 fail(f"map.terrain[{y}]", f"{row!r} has {len(row)} characters but map.width "
                      f"is {m.width}")
+                walls_known = False
             bad = sorted(set(row) - set(TERRAIN_CHARS))
             if bad:
                 fail(f"map.terrain[{y}]", f"unknown terrain {bad[0]!r}; allowed: '.' open, "
@@ -528,12 +564,15 @@ def _check_semantics(sc: Scenario, source: str) -> None:
             x, y = c.position
             if not (0 <= x < m.width and 0 <= y < m.height):
                 fail(f"{at}.position", f"{[x, y]} is off the {m.width}x{m.height} map")
-            if m.terrain is not None and m.terrain[y][x] == WALL:
+                continue
+            if walls_known and m.terrain is not None and m.terrain[y][x] == WALL:
                 fail(f"{at}.position", f"{[x, y]} is inside a wall")
             if (x, y) in seen:
                 fail(f"{at}.position", f"{[x, y]} is already taken by {seen[(x, y)]} "
                      "(one combatant per square, R8.1)")
             seen[(x, y)] = f"{side.name}_{i}"
+    if problems:
+        raise _combined_error(source, problems)
 
 
 # ---------------------------------------------------------------------------- building

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import math
 import os
 import sys
@@ -19,10 +20,11 @@ from typing import Any, NamedTuple, NoReturn
 
 from traveller_env.scenario import ScenarioError
 
-__all__ = ["PROG", "SEED_MAX", "Command", "CommandParser", "UsageError", "add_commands",
-           "check_at_least", "check_input_file", "check_output_folder", "check_seed", "dispatch",
-           "examples_epilog", "float_above", "int_at_least", "new_parser", "run_standalone",
-           "seed_type"]
+__all__ = ["EXTRA_MODULES", "PROG", "SEED_MAX", "TORCH_VERSION", "Command", "CommandParser",
+           "MissingExtra", "UsageError", "add_commands", "check_at_least", "check_input_file",
+           "check_output_folder", "check_seed", "dispatch", "examples_epilog", "extra_of_module",
+           "float_above", "install_line", "int_at_least", "missing_extra", "new_parser",
+           "require_extras", "run_standalone", "seed_type"]
 
 PROG = "traveller"
 
@@ -32,6 +34,77 @@ class UsageError(ValueError):
     it with a message naming the flag and what is allowed; ``dispatch`` prints it as
     ``traveller <command>: error: <message>`` and returns 2, with no traceback."""
 
+
+class MissingExtra(UsageError):
+    """A command that needs an optional dependency (an extra of pyproject.toml) that is not
+    installed: the message names the extra and the exact ``pip install`` line."""
+
+
+#: The modules each extra of pyproject.toml provides that the commands import (a command that
+#: needs an extra checks them before any work; see ``require_extras``). ``torch`` is no extra:
+#: the Makefile installs its CPU build first (every extra that needs it leaves it out).
+EXTRA_MODULES: dict[str, tuple[str, ...]] = {
+    "torch": ("torch",),
+    "demo": ("tqdm", "matplotlib"),
+    "train": ("stable_baselines3", "sb3_contrib"),
+    "onnx": ("onnx",),
+    "rllib": ("ray",),
+    "torchrl": ("torchrl", "tensordict"),
+    "tianshou": ("tianshou",),
+    "benchmarl": ("benchmarl",),
+    "browser": ("selenium",),
+}
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a finder refusing it, or a module without a spec
+        return False
+
+
+def install_line(extra: str) -> str:
+    """The exact command that installs ``extra``: in a checkout (an editable install) the
+    ``pip install -e`` that ``make install EXTRAS=...`` runs (it reuses the compiled core's
+    build folder), else ``pip install 'traveller-tactics[extra]'`` (which keeps the installed
+    package and adds the extra's dependencies)."""
+    if extra == "torch":
+        return (f"pip install torch=={TORCH_VERSION} (its CPU build: see the Makefile's "
+                "TORCH_CPU_INDEX)")
+    root = Path(__file__).resolve().parents[1]
+    if (root / "pyproject.toml").is_file() and (root / "csrc").is_dir():
+        return (f"pip install --no-build-isolation -e '{root}[{extra}]' (or, in {root}: "
+                f"make install EXTRAS={extra})")
+    return f"pip install 'traveller-tactics[{extra}]'"
+
+
+def missing_extra(extra: str) -> MissingExtra | None:
+    """A ``MissingExtra`` when a module of ``extra`` cannot be imported, else None."""
+    missing = [m for m in EXTRA_MODULES[extra] if not _importable(m)]
+    if not missing:
+        return None
+    what = "PyTorch" if extra == "torch" else f"the '{extra}' extra"
+    return MissingExtra(f"this command needs {what} ({', '.join(missing)} not installed): "
+                        f"{install_line(extra)}")
+
+
+def require_extras(*extras: str) -> None:
+    """Raise ``MissingExtra`` (status 2 through ``dispatch``) unless every extra in
+    ``extras`` is installed; commands call it before any work."""
+    for extra in extras:
+        problem = missing_extra(extra)
+        if problem is not None:
+            raise problem
+
+
+def extra_of_module(module: str | None) -> str | None:
+    """The extra that provides the top-level module ``module`` (None: not an extra's)."""
+    top = (module or "").split(".")[0]
+    return next((e for e, mods in EXTRA_MODULES.items() if top in mods), None)
+
+
+#: The torch release the Makefile installs (its CPU build).
+TORCH_VERSION = "2.13.0"
 
 #: The largest seed a battle accepts (seeds are ints in [0, 2**64 - 1]).
 SEED_MAX = 2**64 - 1
@@ -125,12 +198,19 @@ class Command(NamedTuple):
     run: Callable[[argparse.Namespace], int]
     examples: str = ""
     """example command lines, one a line, shown at the end of the command's ``--help``"""
+    needs: Callable[[argparse.Namespace], Sequence[str]] | None = None
+    """the extras (pyproject.toml) that the parsed command needs, checked before it runs"""
 
 
 class CommandParser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose usage errors are one line, ``<prog>: error: <message>``
     (status 2), without the usage block; ``--help`` shows the usage. Subcommand parsers
-    made by ``add_subparsers`` are of the same class."""
+    made by ``add_subparsers`` are of the same class. Long options are never abbreviated
+    (``--htm`` is not ``--html``): ``allow_abbrev`` defaults to False."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         """Print ``<prog>: error: <message>`` on stderr and exit with status 2."""
@@ -153,7 +233,7 @@ def add_commands(sub: Any, commands: dict[str, Command]) -> dict[str, argparse.A
                            formatter_class=argparse.RawDescriptionHelpFormatter,
                            epilog=examples_epilog(cmd.examples))
         cmd.add_arguments(p)
-        p.set_defaults(_run=cmd.run, _parser=p)
+        p.set_defaults(_run=cmd.run, _parser=p, _needs=cmd.needs)
         parsers[name] = p
     return parsers
 
@@ -174,13 +254,23 @@ def dispatch(parser: argparse.ArgumentParser, argv: Sequence[str]) -> int:
     if extra:  # reported by the command's own parser, with its usage
         chosen.error(f"unrecognized arguments: {' '.join(extra)}")
     run = vars(args).pop("_run", None)
+    needs = vars(args).pop("_needs", None)
     if run is None:
         parser.print_help(sys.stderr)
         return 2
     try:
+        if needs is not None:
+            require_extras(*needs(args))
         return run(args)
     except (ScenarioError, UsageError) as exc:
         print(f"{chosen.prog}: error: {exc}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as exc:  # an extra's module that the command's check missed
+        extra = extra_of_module(exc.name)
+        if extra is None:
+            raise
+        print(f"{chosen.prog}: error: {missing_extra(extra) or exc}",
+              file=sys.stderr)
         return 2
     except BrokenPipeError:  # output piped into e.g. `head`: stop quietly
         with contextlib.suppress(OSError, ValueError, AttributeError):
