@@ -294,8 +294,10 @@ class TravellerEnv(AECEnv):
     ``infos`` holds.
 
     ## Arguments
-    ``scenario``: built-in name, path or dict; ``render_mode``: ``None``, ``"ansi"`` or
-    ``"rgb_array"``; keyword options override the scenario's ``options`` (``hastening``,
+    ``scenario``: built-in name, path or dict; ``render_mode``: ``None``, ``"ansi"``,
+    ``"rgb_array"`` or ``"human"`` (a live pygame window, drawn after every ``reset`` and
+    ``step`` and paced at ``metadata["render_fps"]``; the ``render`` extra); keyword options
+    override the scenario's ``options`` (``hastening``,
     ``reactions``, ``comms_range_m``, ``illegal_action``: ``"raise"`` (default) or
     ``"penalize"``), and ``max_rounds`` overrides the scenario's. ``check_invariants``
     (default ``False``; a constructor keyword, not a scenario option) checks the battle's
@@ -322,7 +324,8 @@ class TravellerEnv(AECEnv):
     * v0: initial release.
     """
 
-    metadata = {"name": "traveller_combat_v0", "render_modes": ["ansi", "rgb_array"],
+    metadata = {"name": "traveller_combat_v0",
+                "render_modes": ["ansi", "rgb_array", "human"],
                 "is_parallelizable": False, "render_fps": 4}
     #: The engine battles run on (``CoreTravellerEnv``: ``"core"``).
     backend = "python"
@@ -363,6 +366,13 @@ class TravellerEnv(AECEnv):
             sc = sc.model_copy(update={"max_rounds": max_rounds})
         self.scenario: Scenario = with_options(sc, options, source="env options")
         self.render_mode = render_mode
+        if render_mode == "human":  # draw after every reset and step (costs nothing otherwise)
+            from traveller_env.replay.render import HumanWindow
+
+            # (ImportError naming the extra now, without pygame; the window opens at reset)
+            self._window = HumanWindow(f"{self.metadata['name']}: {self.scenario.name}",
+                                       self.metadata["render_fps"])
+            self.reset, self.step = self._reset_and_draw, self._step_and_draw
         template = build_battle(self.scenario, seed=0)
         self._catalogue = ActionCatalogue(template)
         if self.layout is not None:
@@ -780,21 +790,53 @@ class TravellerEnv(AECEnv):
 
     # ------------------------------------------------------------------ rendering
     def render(self) -> str | np.ndarray | None:
-        """``"ansi"``: the map and the latest narrated events; ``"rgb_array"``: an image."""
+        """``"ansi"``: the map and the latest narrated events; ``"rgb_array"``: an image;
+        ``"human"``: that image shown in a pygame window (``replay.render.HumanWindow``,
+        opened at the first call), returning ``None``."""
         if self.render_mode is None:
             import gymnasium
 
             gymnasium.logger.warn("render() called without a render_mode; pass render_mode="
-                                  "'ansi' or 'rgb_array' to the constructor")
+                                  "'ansi', 'rgb_array' or 'human' to the constructor")
             return None
         from traveller_env.replay import render as _render
 
         battle = self._python_battle()  # (on the core, drawn from the Python twin)
         if self.render_mode == "ansi":
             return _render.render_ansi(battle)
+        if self.render_mode == "human":
+            self._draw_window(battle)
+            return None
+        return self._rgb_frame(battle)
+
+    def _rgb_frame(self, battle: Battle) -> np.ndarray:
+        """The ``rgb_array`` picture: the battle, with this turn's attacks."""
+        from traveller_env.replay.render import render_rgb
+
         turn_attacks = [e for e in battle.events[self._last_turn_start(battle.events):]
                         if e["type"] == "attack"]
-        return _render.render_rgb(battle, attacks=turn_attacks)
+        return render_rgb(battle, attacks=turn_attacks)
+
+    def _draw_window(self, battle: Battle) -> None:
+        """``render_mode="human"``: the ``rgb_array`` picture blitted into the window (drawn
+        again only when the battle or the selection has moved on since the last one)."""
+        window = self._window
+        key = (id(battle), len(battle.events), self.agent_selection, len(self.agents))
+        if window.is_open and key == getattr(self, "_drawn", None):
+            window.show_again()
+            return
+        self._drawn = key
+        window.show(self._rgb_frame(battle))
+
+    def _reset_and_draw(self, seed: int | None = None, options: dict | None = None) -> None:
+        """``reset``, then the window drawn (``render_mode="human"``)."""
+        type(self).reset(self, seed=seed, options=options)
+        self.render()
+
+    def _step_and_draw(self, action: int | np.integer | None) -> None:
+        """``step``, then the window drawn (``render_mode="human"``)."""
+        type(self).step(self, action)
+        self.render()
 
     @staticmethod
     def _last_turn_start(events: list[dict]) -> int:
@@ -804,7 +846,11 @@ class TravellerEnv(AECEnv):
         return 0
 
     def close(self) -> None:
-        """Nothing to release."""
+        """Close the ``render_mode="human"`` window, if one is open (nothing else to
+        release)."""
+        window = getattr(self, "_window", None)
+        if window is not None:
+            window.close()
 
     # ------------------------------------------------------------------ copy and pickle
     #: What ``__init__`` builds from the construction arguments (and the lazy caches and the
@@ -817,7 +863,7 @@ class TravellerEnv(AECEnv):
         "_scorer", "_seat", "_side_names", "_side_of", "_views", "action_spaces", "aim_view",
         "attack_view", "infos_mode", "layout", "move_view", "observation_spaces",
         "possible_agents", "render_mode", "scenario", "state_space", "_relative", "_window",
-        "step", "_engine", "battle"})
+        "_drawn", "reset", "step", "_engine", "battle"})
 
     def __getstate__(self) -> dict[str, Any]:
         """The env as plain data, for ``pickle`` and ``copy.deepcopy``: the construction

@@ -8,6 +8,8 @@ characters: the terrain character and a space, or a glyph and its state mark (``
 standing, ``-`` crouched, ``_`` prone, ``x`` unconscious, ``+`` dead).
 
 Pillow is needed only by ``render_rgb`` and ``write_gif``; it is imported when they are called.
+``HumanWindow`` shows ``render_rgb``'s pictures live in a pygame window (the AEC env's
+``render_mode="human"``); pygame (pygame-ce, the ``render`` extra) is imported when one opens.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ __all__ = [
     "SIDE_COLOURS",
     "TERRAIN_COLOURS",
     "GifWriter",
+    "HumanWindow",
     "auto_cell",
     "combatant_line",
     "gif_cell",
@@ -464,3 +467,60 @@ def write_gif(frames: Sequence[np.ndarray], path: str | PathLike[str], fps: floa
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     paletted[0].save(path, format="GIF", save_all=True, append_images=paletted[1:],
                      duration=max(20, round(1000 / fps)), loop=0)
+
+
+class HumanWindow:
+    """A pygame window that shows RGB frames (``render_rgb``'s arrays) as they come: the AEC
+    env's ``render_mode="human"``. It opens at the first frame, follows the frame's size, keeps
+    the window responsive (events pumped) and paces frames at ``fps`` per second (``0``: no
+    pacing; never under SDL's ``dummy`` video driver, where nobody watches). ``ImportError``
+    naming the extra when pygame is not installed."""
+
+    def __init__(self, caption: str = "Traveller Tactics", fps: float = 4) -> None:
+        try:
+            import pygame
+        except ImportError:
+            raise ImportError("render_mode='human' needs pygame (pygame-ce): pip install "
+                              "'traveller-tactics[render]' (or pygame-ce)") from None
+        import os
+
+        self._pg = pygame
+        self.caption = caption
+        self.fps = fps
+        self._paced = os.environ.get("SDL_VIDEODRIVER") != "dummy"
+        self._screen: Any = None
+        self._clock: Any = None
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the window is showing (from the first frame until ``close``)."""
+        return self._screen is not None
+
+    def show(self, frame: np.ndarray) -> None:
+        """Blit ``frame`` (``uint8`` (H, W, 3)) into the window and update the display."""
+        pg = self._pg
+        height, width = frame.shape[:2]
+        if self._screen is None:
+            pg.display.init()
+            pg.display.set_caption(self.caption)
+            self._clock = pg.time.Clock()
+        if self._screen is None or self._screen.get_size() != (width, height):
+            self._screen = pg.display.set_mode((width, height))
+        surface = pg.surfarray.make_surface(np.ascontiguousarray(frame.swapaxes(0, 1)))
+        self._screen.blit(surface, (0, 0))
+        self.show_again()
+
+    def show_again(self) -> None:
+        """Show the window's frame once more (events pumped, display updated, paced)."""
+        pg = self._pg
+        pg.event.pump()
+        pg.display.flip()
+        if self._paced and self.fps:
+            self._clock.tick(self.fps)
+
+    def close(self) -> None:
+        """Close the window (nothing when it never opened); a later frame opens a new one."""
+        if self._screen is not None:
+            self._pg.display.quit()
+            self._screen = None
+            self._clock = None
