@@ -76,7 +76,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -331,6 +331,9 @@ class VectorEnv:
                                           scenario_set=sset, max_skipped=MAX_SKIPPED)
         self._ready = False
         self._broken: str | None = None
+        self._template = template
+        self._seat_policies = seat_policies
+        self._replayer: Any = self._backend if backend == "python" else None
 
     # ------------------------------------------------------------------ public helpers
     @property
@@ -347,6 +350,30 @@ class VectorEnv:
         if agent not in self._slots:
             raise ValueError(f"unknown agent {agent!r}; agents: {', '.join(self.possible_agents)}")
         return list(self._slots[agent])
+
+    def final_observation(self, battle_seed: int, actions: Sequence[int],
+                          agents: Sequence[int]) -> np.ndarray:
+        """The observation, in its final state, of the learner seat that decided last in a
+        battle this vector played (the vector has moved on to the row's next battle by then):
+        the battle is played again on the Python engine (the reference the core mirrors) from
+        its ``battle_seed`` (``info["battle_seed"]`` while it ran) with the ``actions`` passed
+        to ``step`` for that row during it and the deciding seats (``info["agent"]`` before each
+        of them). Costs one Python battle; ``RuntimeError`` if the actions do not end that
+        battle. Returns a new float32 array ``[obs_dim]``."""
+        if len(actions) != len(agents):
+            raise ValueError(f"final_observation: {len(actions)} actions but {len(agents)} "
+                             "deciding seats")
+        if self._replayer is None:
+            from .vector_python import PythonBackend
+
+            self._replayer = PythonBackend(self._template, 1, self._seat_policies,
+                                           scenario_set=self.scenario_set,
+                                           max_skipped=MAX_SKIPPED)
+        played = [int(a) for a in actions]
+        if self._perm is not None:
+            played = [int(self._perm[int(s), a]) for a, s in zip(played, agents, strict=True)]
+        obs, _ = self._replayer.replay(check_u64(battle_seed, "battle_seed"), played)
+        return obs
 
     def __repr__(self) -> str:
         opp = f", opponents={self.opponents}" if self.opponents else ""

@@ -364,6 +364,42 @@ class PythonBackend:
         self.vector_seed = state["vector_seed"]
         self.battles_skipped = state["battles_skipped"]
 
+    def replay(self, seed: int, actions: list[int]) -> tuple[np.ndarray, str]:
+        """Play battle ``seed`` again in a fresh row (the opponents as fresh instances, seeded
+        as in ``_open_battle``) with the learner ``actions`` the backend was given in it, in
+        order (an illegal one is forfeited, as ``illegal_action: penalize`` does); returns the
+        observation of the learner seat that decided last, in the battle's final state, and
+        that seat's agent id. ``RuntimeError`` if the battle does not end exactly with the last
+        action (the actions are not that battle's)."""
+        row = _Row(self.shared, [None if p is None else make_policy(p)
+                                 for p in self.policy_names])
+        if self.set_mode:
+            row.shared = None
+        self._open_battle(row, seed)
+        self._play_opponents(-1, row)
+        b = row.battle
+        agent = None
+        for k, a in enumerate(actions):
+            if b.done:
+                raise RuntimeError(f"replay of battle {seed}: it ended after {k} of "
+                                   f"{len(actions)} learner actions")
+            spec = row.shared
+            agent = b.current_agent
+            if self.set_mode:
+                a = spec.table_list[spec.seat[agent]][a]
+            if a < spec.catalogue.n and spec.catalogue.mask(b)[a]:
+                b.apply(spec.catalogue.actions[a], validated=True)
+                self._score(row)
+            else:
+                label = spec.catalogue.labels[a] if a < spec.catalogue.n else "(empty slot)"
+                b.forfeit(label, "illegal (replayed forfeit)")
+                self._score(row, spec.seat[agent])
+            self._play_opponents(-1, row)
+        if not b.done or agent is None:
+            raise RuntimeError(f"replay of battle {seed}: not over after its "
+                               f"{len(actions)} learner actions")
+        return row.env.builder.observe(b, agent), agent
+
     # ------------------------------------------------------------------ internals
     def _publish(self, r: int, row: _Row, out: _Buffers) -> None:
         """Write the row's deciding learner seat: its observation, mask and index (``_begin``
@@ -398,7 +434,12 @@ class PythonBackend:
     def _start_battle(self, r: int, row: _Row) -> None:
         row.episode = e = row.next_episode
         row.next_episode = e + 1
-        row.seed = seed = battle_seed(self.vector_seed, r, e)
+        self._open_battle(row, battle_seed(self.vector_seed, r, e))
+
+    def _open_battle(self, row: _Row, seed: int) -> None:
+        """Start battle ``seed`` in ``row``: its scenario (over a set: drawn by the seed), its
+        battle, its reward ledger and its opponents reseeded."""
+        row.seed = seed
         s = self.specs[scenario_index(seed, len(self.specs))]
         if s is not row.shared:  # a scenario set: this battle plays another scenario
             row.shared = s
