@@ -57,13 +57,13 @@ import yaml
 
 from traveller_agents.registry import make_policy, parse_policy_list
 from traveller_env.generate import GENERATED_PREFIX
-from traveller_env.scenario import ScenarioError, config_dir
+from traveller_env.scenario import ScenarioError, config_dir, shipped_path
 from traveller_rl.commandline import examples_epilog, int_at_least
 from traveller_rl.common import run_chunks
 from traveller_rl.evaluation import wilson_interval
 
 __all__ = ["BOOTSTRAP_SAMPLES", "Suite", "aggregate", "build_parser", "cell_summaries",
-           "format_leaderboard", "format_table", "load_suite", "plan_battles",
+           "format_leaderboard", "format_table", "load_suite", "plan_battles", "policy_file",
            "run", "run_benchmark", "suite_path"]
 
 #: Bootstrap resamples of the aggregate's interval.
@@ -91,6 +91,16 @@ class Suite:
     def cells(self) -> list[tuple[str, str]]:
         """Every (scenario set, opponent) pair, in file order."""
         return [(s, o) for s in self.scenario_sets for o in self.opponents]
+
+
+def policy_file(name: str) -> str:
+    """The policy ``name`` with a shipped file resolved: a suite's opponent such as
+    ``results/league/understudy.onnx`` is the committed league's file, found from any current
+    folder and in a wheel (``traveller_env.scenario.shipped_path``; a file of that name in the
+    current folder is used first). Names that are not such paths are returned as given."""
+    if not name.endswith((".onnx", ".pt", ".zip")):
+        return name
+    return str(shipped_path(name, prefer_cwd=True))
 
 
 def suite_path(suite: str | Path) -> Path:
@@ -177,11 +187,14 @@ def play_one(battle: dict[str, Any]) -> dict[str, Any]:
     """Play one planned battle (``tournament.play_game``); its record."""
     from traveller_rl.tournament import Game, play_game
 
-    reason = (why_not_playable(battle["policy"], battle["scenario"])
-              or why_not_playable(battle["opponent"], battle["scenario"]))
-    if reason is not None:
+    policy, opponent = policy_file(battle["policy"]), policy_file(battle["opponent"])
+    reason = (why_not_playable(policy, battle["scenario"])
+              or why_not_playable(opponent, battle["scenario"]))
+    if reason is not None:  # the record names the files as the suite and command line do
+        for name, file in ((battle["policy"], policy), (battle["opponent"], opponent)):
+            reason = reason.replace(file, name)
         return {**battle, "result": "not_playable", "reason": reason}
-    players = (battle["policy"], battle["opponent"])
+    players = (policy, opponent)
     side0, side1 = players if battle["side"] == 0 else players[::-1]
     try:
         game = play_game(Game(battle["scenario"], side0, side1, battle["index"],
@@ -314,7 +327,8 @@ def format_leaderboard(suite: Suite, records: dict[str, dict[str, Any]]) -> str:
 # ---------------------------------------------------------------------------- command
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     """The options of ``traveller benchmark``."""
-    p = parser or argparse.ArgumentParser(prog="traveller benchmark", description=__doc__)
+    p = parser or argparse.ArgumentParser(prog="traveller benchmark", description=__doc__,
+                                          allow_abbrev=False)
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.epilog = examples_epilog("""
         traveller benchmark tactician
@@ -342,6 +356,9 @@ def run(args: argparse.Namespace) -> int:
         for name in [*policies, *suite.opponents]:
             if not (name.endswith(".onnx") or name.endswith(".pt")):
                 make_policy(name)  # an unknown name fails here, before any battle
+            elif not Path(policy_file(name)).is_file():
+                kind = "policy" if name in policies else f"{suite.name}'s opponent"
+                raise ValueError(f"{kind} {name}: no such policy file")
     except (ValueError, ImportError) as exc:
         print(f"traveller benchmark: error: {exc}", file=sys.stderr)
         return 2

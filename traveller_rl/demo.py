@@ -1,18 +1,22 @@
 """The fast trainer on the compiled core, learning something you can see (``traveller demo``).
 
-Two short runs of the batched PPO trainer (``traveller train ppo``), each bounded by training
-time, not decisions, so that the demo takes about the same time on any machine:
+Two short runs of the batched PPO trainer (``traveller train ppo``), each bounded by a fixed
+number of learner decisions (``--duel-decisions``, ``--squad-decisions``), so that the same
+seed gives the same verdicts on any machine, busy or quiet; only the time changes (about three
+minutes on a quiet 2-core machine; the trainer prints its rate, decisions/s, as it goes):
 
 1. ``duel``: one rifleman learns to beat the scripted ``rush`` (from never winning to winning
    most battles in well under a minute).
-2. ``squad``: six against six, the policy trained against the scripted ``rush``, ``marksman``
-   and ``cover`` and against its own past selves, then also evaluated against ``tactician``,
-   the strongest scripted NPC, which it never met in training.
+2. ``squad``: the built-in squad scenario (its sides' sizes are read from it), the policy
+   trained against the scripted ``rush``, ``marksman`` and ``cover`` and against its own past
+   selves, then also evaluated against ``tactician``, the strongest scripted NPC, which it
+   never met in training.
 
 Each run is evaluated by the trainer itself on the compiled core, before and after training,
 on battle seeds that training never draws (Wilson 95% intervals). The table gives a verdict
-per row, explained in its own output; the learning-curve PNGs and an HTML replay of the learned
-squad against ``tactician`` are written under ``--out``, and their paths printed at the end.
+per row, explained in its own output; a learning-curve PNG (a panel per task and opponent) and
+an HTML replay of the learned squad against ``tactician`` are written under ``--out``, and
+their paths printed at the end.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from traveller_rl.commandline import (
+    UsageError,
     check_at_least,
     check_output_folder,
     check_seed,
@@ -34,28 +39,47 @@ from traveller_rl.commandline import (
     seed_type,
 )
 
-__all__ = ["STAGES", "Stage", "build_parser", "main", "run", "verdict"]
+#: The default budgets in learner decisions (``--total-timesteps`` of each run), fixed so that
+#: the verdicts do not depend on the machine's load: on a quiet 2-core machine the duel trains
+#: in about 30 s and the squad in about 2 minutes.
+DUEL_DECISIONS = 1_000_000
+SQUAD_DECISIONS = 2_000_000
+
+__all__ = ["STAGES", "Stage", "build_parser", "main", "plot_curves", "run", "verdict"]
 
 
 class Stage(NamedTuple):
-    """One training run of the demo: its title, trainer flags, how many updates apart its
-    evaluations are (the learning curve's points), and the opponents evaluated that it never
-    trained against."""
+    """One training run of the demo: its scenario, what it trains against (the title says it
+    after the sides' sizes), trainer flags, its default budget in learner decisions, how many
+    updates apart its evaluations are (the learning curve's points), and the opponents
+    evaluated that it never trained against."""
 
     name: str
-    title: str
+    against: str
     flags: tuple[str, ...]
+    decisions: int
     eval_every: int
     held_out: tuple[str, ...] = ()
 
+    def title(self) -> str:
+        """``squad: 4 against 4, against ...``: the sizes read from the scenario."""
+        from traveller_env.scenario import load_scenario
+
+        sides = load_scenario(self.name).sides
+        sizes = " against ".join(str(len(side.combatants)) for side in sides)
+        if sizes == "1 against 1":
+            sizes = "one rifleman against one"
+        return f"{self.name}: {sizes}, {self.against}"
+
 
 STAGES = (
-    Stage("duel", "duel: one rifleman against the scripted `rush`",
-          ("--scenario", "duel", "--opponents", "red=rush", "--eval-vs", "rush"), eval_every=25),
-    Stage("squad", "squad: six against six, against rush, marksman, cover and itself",
+    Stage("duel", "against the scripted `rush`",
+          ("--scenario", "duel", "--opponents", "red=rush", "--eval-vs", "rush"),
+          decisions=DUEL_DECISIONS, eval_every=25),
+    Stage("squad", "against rush, marksman, cover and its own past selves",
           ("--scenario", "squad", "--pool", "--pool-scripted", "rush,marksman,cover",
            "--pool-scripted-share", "0.5", "--eval-vs", "rush,marksman,cover,tactician"),
-          eval_every=50, held_out=("tactician",)),
+          decisions=SQUAD_DECISIONS, eval_every=50, held_out=("tactician",)),
 )
 
 
@@ -74,19 +98,78 @@ def _rate(row: dict) -> str:
     return f"{row['win_rate']:.2f} ({lo:.2f}-{hi:.2f})"
 
 
-def _train(stage: Stage, seconds: float, battles: int, seed: int, out: Path,
-           progress: bool) -> dict[str, Any]:
-    """Run the trainer for ``stage``; return its ``evaluation.json``."""
+def _train(stage: Stage, decisions: int, seconds: float | None, battles: int, seed: int,
+           out: Path, progress: bool) -> dict[str, Any]:
+    """Run the trainer for ``stage`` (``decisions`` learner decisions; ``seconds``, when
+    given, also caps its training time); return its ``evaluation.json``."""
     from traveller_rl.ppo import trainer
 
-    argv = [*stage.flags, "--max-train-seconds", str(seconds), "--total-timesteps",
-            "100000000", "--seed", str(seed), "--out", str(out), "--overwrite",
-            "--eval-every", str(stage.eval_every), "--eval-battles", str(battles),
-            "--final-eval-battles", "0", "--progress" if progress else "--no-progress"]
+    argv = [*stage.flags, "--total-timesteps", str(decisions), "--seed", str(seed),
+            "--out", str(out), "--overwrite", "--eval-every", str(stage.eval_every),
+            "--eval-battles", str(battles), "--final-eval-battles", "0",
+            "--progress" if progress else "--no-progress"]
+    if seconds is not None:
+        argv += ["--max-train-seconds", str(seconds)]
     status = trainer.main(argv)
     if status:
         raise SystemExit(status)
     return json.loads((out / "evaluation.json").read_text(encoding="utf-8"))
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip()]
+
+
+def plot_curves(runs: Sequence[tuple[Stage, Path]], png: Path) -> Path:
+    """The demo's learning curves as small multiples: a panel per task and evaluation
+    opponent (win rate with its 95% interval over learner decisions, the training battles'
+    win rate dotted), one shared legend below the panels; return ``png``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = []
+    for stage, folder in runs:
+        evals = _read_jsonl(folder / "progress.jsonl")
+        names = list(dict.fromkeys(k for h in evals for k in h.get("eval", {})))
+        panels += [(stage, folder, evals, name) for name in names]
+    cols = min(3, max(1, len(panels)))
+    rows = max(1, -(-len(panels) // cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.0 * rows + 0.8),
+                             sharey=True, squeeze=False)
+    for ax in axes.flat[len(panels):]:
+        ax.set_visible(False)
+    for ax, (stage, folder, evals, name) in zip(axes.flat, panels, strict=False):
+        pts = [h for h in evals if name in h.get("eval", {})]
+        x = [h["decisions"] for h in pts]
+        ax.plot(x, [h["eval"][name]["win_rate"] for h in pts], marker="o", ms=3,
+                color="C0", label="evaluation (greedy, seeds never trained on), 95% interval")
+        ax.fill_between(x, [h["eval"][name]["win_ci95"][0] for h in pts],
+                        [h["eval"][name]["win_ci95"][1] for h in pts], color="C0", alpha=0.2)
+        train = [h for h in _read_jsonl(folder / "training.jsonl")
+                 if h.get("train_win_rate") is not None]
+        ax.plot([h["decisions"] for h in train], [h["train_win_rate"] for h in train], ":",
+                color="grey", label="training battles (all opponents)")
+        held = " (never met in training)" if name in stage.held_out else ""
+        ax.set_title(f"{stage.name} vs {name}{held}", fontsize=9)
+        ax.set_xlabel("learner decisions", fontsize=8)
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+        ax.tick_params(labelsize=8)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("win rate")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=8, frameon=False)
+    fig.suptitle("traveller demo: win rate of the learned policy", fontsize=10)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    png.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(png, dpi=110)
+    plt.close(fig)
+    return png
 
 
 def _replay(checkpoint: Path, path: Path, seed: int) -> Path:
@@ -127,15 +210,25 @@ def _table(results: Sequence[tuple[Stage, dict]], battles: int) -> list[str]:
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     """The demo's options."""
-    parser = parser or argparse.ArgumentParser(prog="traveller demo",
+    parser = parser or argparse.ArgumentParser(prog="traveller demo", allow_abbrev=False,
                                                description=__doc__.splitlines()[0])
-    parser.epilog = ("examples:\n  traveller demo\n  traveller demo --squad-seconds 600 "
-                     "--out runs/demo_long --overwrite")
+    parser.epilog = ("examples:\n  traveller demo\n  traveller demo --squad-decisions 10000000 "
+                     "--out runs/demo_long --overwrite\n  traveller demo --duel-decisions 2048 "
+                     "--squad-decisions 2048 --battles 2 --out runs/demo_smoke --overwrite")
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.add_argument("--duel-seconds", type=float_above(1, inclusive=True), default=30.0,
-                        help="training time of the duel run, at least 1 (default: 30)")
-    parser.add_argument("--squad-seconds", type=float_above(1, inclusive=True), default=120.0,
-                        help="training time of the squad run, at least 1 (default: 120)")
+    parser.add_argument("--duel-decisions", type=int_at_least(1), default=DUEL_DECISIONS,
+                        help="learner decisions of the duel run (default: "
+                             f"{DUEL_DECISIONS:,}; the trainer rounds up to whole updates)")
+    parser.add_argument("--squad-decisions", type=int_at_least(1), default=SQUAD_DECISIONS,
+                        help="learner decisions of the squad run (default: "
+                             f"{SQUAD_DECISIONS:,})")
+    parser.add_argument("--duel-seconds", type=float_above(1, inclusive=True), default=None,
+                        help="also stop the duel run after this much training time, at least "
+                             "1 (default: no limit; a time limit makes the verdicts depend on "
+                             "the machine's load)")
+    parser.add_argument("--squad-seconds", type=float_above(1, inclusive=True), default=None,
+                        help="also stop the squad run after this much training time "
+                             "(default: no limit)")
     parser.add_argument("--battles", type=int_at_least(1), default=200,
                         help="evaluation battles per opponent (default: 200)")
     parser.add_argument("--seed", type=seed_type, default=1, help="training seed (default: 1)")
@@ -149,29 +242,42 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
 
 
 def _check(args: argparse.Namespace) -> None:
-    for flag, value, low in (("--duel-seconds", args.duel_seconds, 1.0),
+    for flag, value, low in (("--duel-decisions", args.duel_decisions, 1),
+                             ("--squad-decisions", args.squad_decisions, 1),
+                             ("--duel-seconds", args.duel_seconds, 1.0),
                              ("--squad-seconds", args.squad_seconds, 1.0),
                              ("--battles", args.battles, 1)):
-        check_at_least(flag, value, low)
+        if value is not None:
+            check_at_least(flag, value, low)
     check_seed("--seed", args.seed)
     check_output_folder("--out", args.out, args.overwrite)
+    if not isinstance(args.duel_decisions, int) or not isinstance(args.squad_decisions, int):
+        raise UsageError("--duel-decisions and --squad-decisions must be whole numbers")
 
 
 def run(args: argparse.Namespace) -> int:
-    """Train both stages, evaluate, print the table, write the replay; return 0."""
+    """Train both stages, evaluate, print the table, write the curves and the replay;
+    return 0."""
     _check(args)
     start = time.perf_counter()
+    decisions = {"duel": args.duel_decisions, "squad": args.squad_decisions}
     seconds = {"duel": args.duel_seconds, "squad": args.squad_seconds}
-    total = sum(seconds.values())
     print(f"Traveller Tactics demo: the batched PPO trainer on the compiled core, "
-          f"{total:.0f} s of training in two runs, then evaluation.", flush=True)
-    results = []
+          f"{sum(decisions.values()):,} learner decisions in two runs (about three minutes "
+          "on a quiet 2-core machine), then evaluation.", flush=True)
+    results, runs = [], []
     for i, stage in enumerate(STAGES, 1):
-        print(f"\n[{i}/{len(STAGES)}] {stage.title} ({seconds[stage.name]:.0f} s of training)",
-              flush=True)
-        ev = _train(stage, seconds[stage.name], args.battles, args.seed, args.out / stage.name,
-                    progress=not args.no_progress)
+        cap = f", at most {seconds[stage.name]:.0f} s" if seconds[stage.name] else ""
+        print(f"\n[{i}/{len(STAGES)}] {stage.title()} ({decisions[stage.name]:,} decisions"
+              f"{cap})", flush=True)
+        ev = _train(stage, decisions[stage.name], seconds[stage.name], args.battles,
+                    args.seed, args.out / stage.name, progress=not args.no_progress)
+        print(f"[{i}/{len(STAGES)}] {stage.name}: {ev['decisions']:,} decisions in "
+              f"{ev['train_seconds']:.0f} s of training, {ev['decisions_per_second']:,.0f} "
+              "decisions/s", flush=True)
         results.append((stage, ev))
+        runs.append((stage, args.out / stage.name))
+    curves = plot_curves(runs, args.out / "learning_curves.png")
     replay = _replay(args.out / "squad" / "ppo.pt", args.out / "squad_vs_tactician.html",
                      seed=args.seed)
     print("\n" + "\n".join(_table(results, args.battles)))
@@ -179,8 +285,7 @@ def run(args: argparse.Namespace) -> int:
           " above the untrained network's upper end, but not above 0.5; 'no' = neither.\n"
           "Against tactician, a few minutes are not enough: an hour of self-play reaches "
           "about 0.59 (docs/findings.md).")
-    print(f"\nlearning curves: {args.out / 'duel' / 'learning_curve.png'}, "
-          f"{args.out / 'squad' / 'learning_curve.png'}")
+    print(f"\nlearning curves: {curves}")
     print(f"replay (open in a browser): {replay}")
     print(f"checkpoints: {args.out / 'duel' / 'ppo.pt'}, {args.out / 'squad' / 'ppo.pt'}")
     print(f"demo finished in {time.perf_counter() - start:.0f} s")

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from traveller_env.scenario import shipped_path
 from traveller_rl.commandline import (
     UsageError,
     check_at_least,
@@ -65,7 +66,7 @@ def pick_levels(rated: list[tuple[str, float]], levels: int) -> list[tuple[str, 
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     """``traveller ladder SCENARIO --levels N``."""
-    parser = parser or argparse.ArgumentParser(prog="traveller ladder",
+    parser = parser or argparse.ArgumentParser(prog="traveller ladder", allow_abbrev=False,
                                                description=__doc__.splitlines()[0])
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = examples_epilog("""
@@ -75,13 +76,14 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument("--levels", type=int_at_least(1), default=5,
                         help="number of levels (default: 5)")
     parser.add_argument("--league", type=Path, default=Path("results/league"),
-                        help="rated league folder (default: results/league)")
+                        help="rated league folder (default: results/league, the committed "
+                             "league, which the package ships)")
     parser.add_argument("--battles", type=int_at_least(1), default=200,
                         help="battles of each level against the next (default: 200)")
     parser.add_argument("--seed", type=seed_type, default=90_000,
                         help="first battle seed (default: 90000)")
     parser.add_argument("--out", type=Path, default=None,
-                        help="the ladder JSON (default: <league>/ladder_<scenario>.json)")
+                        help="the ladder JSON (default: runs/ladder_<scenario>.json)")
     return parser
 
 
@@ -91,7 +93,8 @@ def build_ladder(args: argparse.Namespace) -> dict[str, Any]:
     from traveller_rl.evaluation import evaluate_matchup
     from traveller_rl.league import load_league, policy_path
 
-    league = load_league(args.league)
+    folder = shipped_path(args.league, prefer_cwd=True)  # results/league from any folder
+    league = load_league(folder)
     if league["scenario"] != args.scenario:
         raise ValueError(f"{args.league}: the league plays {league['scenario']!r}, not "
                          f"{args.scenario!r}")
@@ -99,7 +102,7 @@ def build_ladder(args: argparse.Namespace) -> dict[str, Any]:
     rated = []
     for m in league["members"]:
         if m.get("rating"):
-            files[m["name"]] = policy_path(args.league, m)
+            files[m["name"]] = policy_path(folder, m)
             rated.append((m["name"], m["rating"]["elo"]))
     for s in league.get("scripted", []):
         if s.get("rating"):
@@ -152,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
         ladder = build_ladder(args)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    out = args.out or Path(args.league) / f"ladder_{args.scenario}.json"
+    out = args.out or Path("runs") / f"ladder_{args.scenario}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(ladder, indent=2) + "\n")
     print(format_ladder(ladder))

@@ -51,6 +51,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from traveller_env.scenario import shipped_path
 from traveller_rl.commandline import (
     UsageError,
     check_output_folder,
@@ -103,7 +104,7 @@ def load_config(path: Path) -> dict[str, Any]:
     for key in ("generations", "decisions_per_generation"):
         if not isinstance(data[key], int) or data[key] < 1:
             raise ValueError(f"{path}: {key} must be a positive integer, got {data[key]!r}")
-    fields = {f.replace("_", "-") for f in Args.__dataclass_fields__}
+    fields = {f.replace("_", "-") for f in Args.flag_names()}
     reserved = {"scenario", "pool", "pool-opponents", "init", "style", "total-timesteps",
                 "seed", "out", "overwrite", "opponents"}
     for flag in data["train"] or {}:
@@ -450,7 +451,7 @@ def export(folder: Path, to: Path) -> dict[str, Any]:
 # ============================================================================ CLI
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     """``traveller league train|rate|add|export``."""
-    parser = parser or argparse.ArgumentParser(prog="traveller league",
+    parser = parser or argparse.ArgumentParser(prog="traveller league", allow_abbrev=False,
                                                description=__doc__.splitlines()[0])
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = examples_epilog("""
@@ -521,6 +522,7 @@ def check_args(args: argparse.Namespace) -> None:
     input files and folders, policy names, output folders (the one rule: a folder with files
     in it is refused unless --overwrite)."""
     if args.action == "train":
+        args.config = shipped_path(args.config, prefer_cwd=True)  # the shipped one anywhere
         if not args.config.is_file():
             raise UsageError(f"--config {args.config}: no such file (a league config YAML)")
         if getattr(args, "resume", False):
