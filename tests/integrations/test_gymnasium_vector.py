@@ -241,3 +241,9 @@ def test_sync_vectorisation_over_the_single_env_gives_the_same_shapes():
         # Same shape; SyncVectorEnv stores rewards as float64, the core vector float32.
         assert rewards.shape == (30, 3) and rewards.dtype.kind == "f"
         assert steps[-1][4]["action_mask"].shape == (3, 52)
+    # The sync vector resets NEXT_STEP, so NormalizeObservation takes it.
+    normalized = NormalizeObservation(gym.make_vec("traveller/duel-v0", num_envs=2,
+                                                   vectorization_mode="sync"))
+    for obs, *_ in play(normalized, 20):
+        assert obs.shape == (2, 59) and np.isfinite(obs).all()
+    assert normalized.obs_rms.count > 20
