@@ -1,5 +1,4 @@
-"""The policy interface shared by scripted, random and trained policies (``traveller_env.policy``;
-``traveller_agents.base`` re-exports it).
+"""The policy interface shared by scripted, random and trained policies.
 
 A policy picks one action index for the selected agent of a ``TravellerEnv``::
 

@@ -397,8 +397,7 @@ def test_the_engine_adapters_agree_on_refusals_forfeits_and_every_reward_term():
 
 def test_the_env_and_the_cores_adapter_import_one_way():
     """``traveller_env.env`` imports the core's adapter (``core.aec_engine``, for a core env);
-    no module of ``traveller_env.core`` imports the env, but ``core.aec``, the shim kept for the
-    old import path of ``CoreTravellerEnv``, which no module of the package imports."""
+    no module of ``traveller_env.core`` imports the env."""
     import ast
     from pathlib import Path
 
@@ -422,6 +421,5 @@ def test_the_env_and_the_cores_adapter_import_one_way():
              for p in (root / "traveller_env").rglob("*.py")}
     assert "traveller_env.core.aec_engine" in graph["traveller_env.env"]
     for module, names in graph.items():
-        if module.startswith("traveller_env.core.") and module != "traveller_env.core.aec":
+        if module.startswith("traveller_env.core."):
             assert "traveller_env.env" not in names, module
-        assert "traveller_env.core.aec" not in names, module

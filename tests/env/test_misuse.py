@@ -93,9 +93,15 @@ def test_out_of_range_and_non_int_actions_name_the_agent_and_the_range(bad):
 
 @pytest.mark.parametrize("ok", [np.int64(0), np.int32(0), 0])
 def test_numpy_integer_actions_are_accepted(ok):
-    e = _reset(traveller_env.raw_env("duel"))
+    """A NumPy integer action takes effect exactly as the same Python ``int`` does."""
+    e, twin = _reset(traveller_env.raw_env("duel")), _reset(traveller_env.raw_env("duel"))
     legal = int(np.flatnonzero(e.action_mask())[0])
+    before = len(e.unwrapped.battle.events)
     e.step(type(ok)(legal))
+    twin.step(legal)
+    assert len(e.unwrapped.battle.events) > before  # the action was applied
+    assert e.unwrapped.battle.events == twin.unwrapped.battle.events
+    assert e.agent_selection == twin.agent_selection
 
 
 def test_none_for_a_live_agent_and_an_action_for_a_dead_one_are_refused():
@@ -135,7 +141,7 @@ def test_reset_with_a_seed_that_is_not_an_int_is_a_type_error(seed):
     with pytest.raises(TypeError, match="seed must be an int or None"):
         e.reset(seed=seed)
     e.reset(seed=np.int64(3))
-    assert e.seed == 3
+    assert e.battle_seed == 3
 
 
 @pytest.mark.parametrize("call", ["observe", "action_space", "observation_space",

@@ -26,7 +26,15 @@ def test_bench_core(tmp_path):
     out = tmp_path / "core.json"
     _run("bench_core", "--battles", "2", "--scenarios", "duel", "--observe-calls", "200",
          "--json", str(out))
-    assert json.loads(out.read_text())
+    figures = json.loads(out.read_text())
+    duel = figures["duel"]
+    assert duel["battles"] == 2 and duel["decisions"] > 0
+    assert duel["core_decisions_per_s"] > 0 and duel["python_decisions_per_s"] > 0
+    assert duel["speedup"] == pytest.approx(
+        duel["core_decisions_per_s"] / duel["python_decisions_per_s"], rel=0.05)
+    for name, row in figures["observe"].items():
+        assert row["core_ns_per_observe"] > 0 and row["python_ns_per_observe"] > 0, name
+        assert row["observation_size"] > 0 and row["seats"] >= 2, name
 
 
 def test_bench_core_policies(tmp_path):
@@ -52,13 +60,26 @@ def test_bench_rng(tmp_path):
     out = tmp_path / "rng.json"
     _run("bench_rng", "--calls", "200", "--repeats", "1", "--battles", "1", "--json", str(out))
     figures = json.loads(out.read_text())
-    assert figures
+    assert (figures["calls"], figures["repeats"], figures["battles"]) == (200, 1, 1)
+    ns = figures["ns_per_d6"]
+    assert ns and all(v > 0 for v in ns.values())
+    reference = ns["random.Random.randint(1, 6)"]
+    assert figures["ratio_to_randint"] == pytest.approx({k: v / reference for k, v in ns.items()})
+    assert set(figures["squad_decisions_per_s"]) == {"mt", "pcg"}
+    assert all(v > 0 for v in figures["squad_decisions_per_s"].values())
 
 
 def test_bench_vector(tmp_path):
     out = tmp_path / "vector.json"
     _run("bench_vector", "--decisions", "500", "--repeats", "1", "--json", str(out))
-    assert json.loads(out.read_text())
+    vector = json.loads(out.read_text())["vector"]
+    cases = vector["cases"]
+    for scenario in ("duel", "squad"):
+        for n in (1, 64, 1024):
+            row = cases[f"core {scenario} N={n}"]
+            assert row["decisions_per_s"] > 0 and row["ratio_to_raw_env"] > 0
+            assert row["decisions_per_repeat"] >= min(n, 500)
+    assert all(v > 0 for v in vector["memory_kib_per_battle"].values())
 
 
 def test_bench_vector_set_against_the_fixed_squad(tmp_path):
@@ -134,17 +155,87 @@ def test_generalisation_select_refuses_more_battles_than_the_split_holds(tmp_pat
 
 def test_every_experiment_has_a_smoke_test():
     """Each script in experiments/ is run by some test (the rule for experiments/): a module
-    with a ``main`` is named by a test file, as ``_run("<name>", ...)`` here or imported."""
-    import re
+    with a ``main`` is invoked by a test, as ``_run("<name>", ...)`` here, as ``python -m
+    experiments.<name>`` in a subprocess, or imported and its ``main``/``run`` called (a
+    mention in a string or a comment does not count)."""
+    import ast
 
-    tests = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "tests").rglob("test_*.py"))
+    invoked: set[str] = set()
+    for path in (ROOT / "tests").rglob("test_*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        aliases: dict[str, str] = {}  # local name -> experiments module
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == "experiments":
+                aliases.update({a.asname or a.name: a.name for a in node.names})
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                    "experiments."):
+                module = node.module.split(".")[1]
+                aliases.update({a.asname or a.name: module for a in node.names})
+            elif isinstance(node, ast.Import):
+                aliases.update({a.asname: a.name.split(".")[1] for a in node.names
+                                if a.name.startswith("experiments.") and a.asname})
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            if isinstance(func, ast.Name) and func.id == "_run" and node.args and isinstance(
+                    node.args[0], ast.Constant):
+                invoked.add(str(node.args[0].value))
+            elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and (
+                    func.value.id in aliases):
+                invoked.add(aliases[func.value.id])
+            elif isinstance(func, ast.Name) and func.id in aliases:
+                invoked.add(aliases[func.id])
+            for arg in node.args:  # ["python", "-m", "experiments.X", ...] or f"experiments.{x}"
+                if isinstance(arg, (ast.List, ast.Tuple)):
+                    invoked.update(str(e.value).split(".", 1)[1] for e in arg.elts
+                                   if isinstance(e, ast.Constant) and isinstance(e.value, str)
+                                   and e.value.startswith("experiments."))
     scripts = [p.stem for p in (ROOT / "experiments").glob("*.py")
                if "def main(" in p.read_text(encoding="utf-8")]
     assert len(scripts) >= 15
-
-    def named(name: str) -> bool:
-        return bool(re.search(rf"experiments[./]{name}\b|[\"']{name}[\"']|"
-                              rf"import [\w, ]*\b{name}\b", tests))
-
-    untested = [name for name in scripts if not named(name)]
+    untested = sorted(name for name in scripts if name not in invoked)
     assert not untested, f"experiments without a smoke test: {untested}"
+
+
+def test_bench_env_compares_the_aec_env_with_tictactoe(tmp_path):
+    out = tmp_path / "env.json"
+    _run("bench_env", "--steps", "200", "--repeats", "1", "--only", "aec", "--json", str(out))
+    figures = json.loads(out.read_text())
+    results = figures["results"]
+    assert {"tictactoe_v3 env()", "traveller env() duel core"} <= set(results)
+    assert all(row["steps_per_s"] > 0 and row["cpu_steps_per_s"] > 0 for row in results.values())
+    reference = results["tictactoe_v3 env()"]["steps_per_s"]
+    assert figures["ratios"]["duel env() core / tictactoe env()"] == pytest.approx(
+        results["traveller env() duel core"]["steps_per_s"] / reference)
+
+
+def test_profile_env_splits_a_step_by_component():
+    out = _run("profile_env", "--scenario", "duel", "--steps", "300").stdout
+    assert "us per AEC step" in out
+    for part in ("env.last", "env.step", "env.reset"):
+        assert part in out, out
+
+
+def test_bench_replay_times_the_page_in_chromium(tmp_path):
+    """Needs Debian's chromium and chromium-driver, as the browser tests (``make browser``)."""
+    out = tmp_path / "replay.json"
+    _run("bench_replay", "--seeds", "1-2", "--speeds", "256", "--jumps", "5",
+         "--out", str(tmp_path / "page"), "--json", str(out))
+    figures = json.loads(out.read_text())
+    assert figures, "bench_replay wrote no figures"
+    numbers = [v for v in _leaves(figures) if isinstance(v, (int, float))
+               and not isinstance(v, bool)]
+    assert numbers and all(v >= 0 for v in numbers)
+
+
+def _leaves(value):
+    """Every non-container value of a JSON document."""
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from _leaves(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _leaves(v)
+    else:
+        yield value

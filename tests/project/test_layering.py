@@ -1,11 +1,13 @@
-"""Imports run one way: rules -> encoding/observations -> env -> bridges -> policies (``traveller_agents``) -> the
-training layer (``traveller_rl``) -> the ``traveller`` command line (``traveller_cli``);
+"""Imports run one way: rules -> encoding/observations -> env -> bridges -> policies
+(``traveller_agents``) -> the training layer (``traveller_rl``) -> the ``traveller`` command
+line (``traveller_cli``);
 ``experiments/`` (benchmarks, not installed) sits above them all and nothing installed
 imports it.
 
 Checked twice: statically (every ``import`` statement of each package's files, including the
 late ones inside functions) and at run time (a fresh interpreter that uses the environment
-must not have loaded ``traveller_agents``, ``traveller_rl``, ``experiments`` or ``traveller_cli``)."""
+must not have loaded ``traveller_agents``, ``traveller_rl``, ``experiments`` or
+``traveller_cli``)."""
 
 from __future__ import annotations
 
@@ -97,8 +99,9 @@ def test_registry_and_trained_do_not_import_each_other_both_ways():
     trained = imported_modules(ROOT / "traveller_agents" / "trained.py")
     assert "traveller_agents.registry" not in trained
     assert "traveller_agents.scripted" in trained
-    assert "traveller_agents.trained" in imported_modules(ROOT / "traveller_agents" / "registry.py")
-    assert "traveller_agents.registry" not in imported_modules(ROOT / "traveller_agents" / "scripted.py")
+    agents = ROOT / "traveller_agents"
+    assert "traveller_agents.trained" in imported_modules(agents / "registry.py")
+    assert "traveller_agents.registry" not in imported_modules(agents / "scripted.py")
 
 
 #: The installed packages, each of which must have no import cycle among its own modules

@@ -4,10 +4,11 @@ Labels: ``end_turn``, ``move:<dir>:<squares>``, ``stance:<stand|crouch|prone>``,
 ``reload``, ``aim:<agent>``, ``attack:<agent>``, ``leadership``, ``direct:<agent>``,
 ``hamper:<agent>``, ``react:<none|dodge|parry>``, ``haste:<yes|no>``.
 
-This module is the public face of the vocabulary; it defines nothing itself. The plain data
-(``Action``, ``STANCES``, ``REACTIONS``) lives in ``vocabulary``; the kinds and their label
-patterns are described once, in ``kinds.KINDS``, which also parses labels
-(``parse_action``). The imports run one way: ``vocabulary`` <- ``kinds`` <- ``actions``.
+The plain data (``Action``, ``STANCES``, ``REACTIONS``) lives in ``vocabulary``; the kinds and
+their label patterns are described once, in ``kinds.KINDS``, which also parses labels
+(``parse_action``). This module derives the kind sets by cost and argument
+(``MINOR_KINDS``, ``SIGNIFICANT_KINDS``, ``FREE_KINDS``, ``TARGETED_KINDS``). The imports run
+one way: ``vocabulary`` <- ``kinds`` <- ``actions``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from .kinds import kind_names
 # ``MINOR_KINDS``, ``SIGNIFICANT_KINDS``, ``FREE_KINDS`` and ``TARGETED_KINDS`` are derived
 # from ``kinds.KINDS`` when asked (module ``__getattr__`` below), so they include the kinds
 # registered later.
-__all__ = []
+__all__ = ["FREE_KINDS", "MINOR_KINDS", "SIGNIFICANT_KINDS", "TARGETED_KINDS"]  # noqa: F822
 
 _KIND_SETS = {
     "MINOR_KINDS": {"cost": "minor"},
