@@ -29,6 +29,7 @@ from traveller_env.scenario import (
     generated_scenario,
     validate_scenario,
 )
+from traveller_rl.commandline import UsageError
 
 __all__ = ["add_scenarios_args", "check_scenario", "parse_seed_range", "run_generate",
            "scenario_yaml"]
@@ -50,6 +51,8 @@ def add_scenarios_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, metavar="PATH",
                    help="write the scenario to PATH (one seed) or one file per seed into the "
                         "folder PATH (--seeds); without it, --seed prints the YAML")
+    p.add_argument("--overwrite", action="store_true",
+                   help="write over existing scenario files at --out")
     p.add_argument("--check", action="store_true",
                    help="check each drawn scenario's guarantees from its file form")
 
@@ -93,6 +96,11 @@ def check_scenario(sc: Scenario) -> list[str]:
     return problems
 
 
+def _seed_path(folder: Path, name: str, seed: int) -> Path:
+    """The file of seed ``seed`` of distribution ``name`` in ``folder`` (``--seeds``)."""
+    return folder / f"{name[len(GENERATED_PREFIX):]}_{seed}.yaml"
+
+
 def _summary(sc: Scenario) -> str:
     sizes = " vs ".join(f"{s.name} {len(s.combatants)}" for s in sc.sides)
     return (f"{sc.name:<24} {sc.map.width}x{sc.map.height:<4} {sizes:<18} "
@@ -115,6 +123,16 @@ def run_generate(args: argparse.Namespace) -> int:
     if args.seed is not None and args.seed < 0:
         raise ScenarioError("--seed", "", f"{args.seed}: a seed is a whole number >= 0")
     single = args.seeds is None
+    if args.out is not None and not args.overwrite:
+        paths = [args.out] if single else \
+            [_seed_path(args.out, name, seed) for seed in seeds]
+        if single and args.out.is_dir():
+            raise UsageError(f"--out {args.out}: is a folder; give a file path (.yaml) for "
+                             "one --seed")
+        taken = [p for p in paths if p.exists()]
+        if taken:
+            raise UsageError(f"--out {taken[0]}: exists; choose another path, or pass "
+                             "--overwrite to write over it")
     if single and args.out is None and not args.check:
         sys.stdout.write(scenario_yaml(generated_scenario(f"{name}@{args.seed}")))
         return 0
@@ -129,7 +147,7 @@ def run_generate(args: argparse.Namespace) -> int:
             failed += bool(problems)
             line += "  ok" if not problems else "  FAILED: " + "; ".join(problems)
         if args.out is not None:
-            path = args.out if single else args.out / f"{name[len(GENERATED_PREFIX):]}_{seed}.yaml"
+            path = args.out if single else _seed_path(args.out, name, seed)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(scenario_yaml(sc), encoding="utf-8")
             line += f"  -> {path}"

@@ -40,10 +40,11 @@ from traveller_rl.commandline import (
 )
 
 #: The default budgets in learner decisions (``--total-timesteps`` of each run), fixed so that
-#: the verdicts do not depend on the machine's load: on a quiet 2-core machine the duel trains
-#: in about 30 s and the squad in about 2 minutes.
-DUEL_DECISIONS = 1_000_000
-SQUAD_DECISIONS = 2_000_000
+#: the verdicts do not depend on the machine's load. Sized from the trainer's quiet 2-core
+#: figures (docs/performance.md: duel 300,000 decisions in 24 s; squad 16,000-24,000
+#: decisions/s): the duel trains in about 30 s and the squad in about 2 minutes there.
+DUEL_DECISIONS = 400_000
+SQUAD_DECISIONS = 1_500_000
 
 __all__ = ["STAGES", "Stage", "build_parser", "main", "plot_curves", "run", "verdict"]
 
