@@ -54,7 +54,7 @@ def play(scenario: str, seed: int, policies: tuple[str, str] | None) -> tuple[st
     rng = np.random.default_rng(seed)
     chosen = None
     if policies is not None:
-        from agents.registry import make_policy
+        from traveller_agents.registry import make_policy
 
         by_side = [make_policy(name, seed=seed * 10 + i) for i, name in enumerate(policies)]
         chosen = {a: by_side[env.side_of(a)] for a in env.possible_agents}

@@ -5,13 +5,14 @@ infos) once, and plays its battles through an engine adapter (``Engine``): ``Pyt
 over the Python rules engine (``rules.battle.Battle``), or ``core.aec_engine.CoreEngine`` over
 the compiled core (``CoreTravellerEnv``, ``raw_env(backend="core")``). Rewards are scored by
 ``traveller_env.rewards``. This module imports the core's adapter only when a core env is built;
-the core's modules never import this one (``core.aec`` is a shim kept for the old import path).
+the core's modules never import this one.
 """
 
 from __future__ import annotations
 
 import math
 import secrets
+import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
@@ -29,18 +30,30 @@ from .observations import VIEWS, ObservationBuilder, move_view
 from .rewards import BattleCounters, RewardLedger, RewardScorer, outcome_reward
 from .rules.battle import Battle, IllegalActionError
 from .rules.dice import Dice
-from .scenario import Scenario, build_battle, load_scenario, with_options
+from .rules.snapshot import PHASES
+from .scenario import Scenario, ScenarioError, build_battle, load_scenario, with_options
 from .view import BattleView
 
-__all__ = ["INFO_MODES", "CoreTravellerEnv", "Engine", "PythonEngine", "TravellerEnv", "env",
-           "raw_env"]
+__all__ = ["ILLEGAL_ACTION_MODES", "INFO_MODES", "INFO_PHASES", "CoreTravellerEnv", "Engine",
+           "PythonEngine", "TravellerEnv", "classic_illegal_action", "env", "raw_env"]
 
 ScenarioSource = str | Path | Mapping[str, Any] | Scenario
-#: What ``infos[agent]`` holds (the ``infos`` constructor keyword): ``"events"`` (the default:
-#: the events since the agent's previous step, the phase and the round) or ``"none"`` (an
-#: empty dict, for clients that turn every info value into a tensor, e.g. TorchRL; the events
-#: stay available through ``new_events(agent)`` and ``battle.events``).
-INFO_MODES = ("events", "none")
+#: What ``infos[agent]`` holds (the ``infos`` constructor keyword): ``"numeric"`` (the default:
+#: ints only, ``{"round", "phase", "new_events"}``, which every client can turn into tensors;
+#: ``phase`` indexes ``INFO_PHASES``, ``new_events`` counts the events since the agent's
+#: previous step), ``"events"`` (those events as a list of dicts, the phase name and the
+#: round) or ``"none"`` (an empty dict). Whatever it holds, the events are one call away:
+#: ``new_events(agent)`` (and the whole log in ``battle.events``).
+INFO_MODES = ("numeric", "events", "none")
+#: The phase names behind ``infos[agent]["phase"]`` under ``infos="numeric"``.
+INFO_PHASES = PHASES
+_PHASE_CODE = {name: i for i, name in enumerate(PHASES)}
+#: How the env answers an illegal action (the ``illegal_action`` keyword): ``"raise"``
+#: (``ValueError``, nothing changed: ``raw_env``'s default, for debugging rules and policies),
+#: ``"penalize"`` (the scenario option: -1, the do-nothing default, the battle goes on) or
+#: ``"terminate"`` (PettingZoo's classic convention, ``env``'s default: -1, a warning, and the
+#: episode ends there, every agent terminated).
+ILLEGAL_ACTION_MODES = ("raise", "penalize", "terminate")
 
 
 # ============================================================================ engine adapters
@@ -286,39 +299,48 @@ class TravellerEnv(AECEnv):
     penalize`` an illegal action earns its agent -1.
 
     ## Episode End
-    An incapacitated combatant terminates (R6.3) once out of play (R2.5) and must take its dead
-    step (``step(None)``). When at most one side is left every agent terminates (R8.2); after
-    ``max_rounds`` every agent is truncated. ``infos[agent]["events"]`` holds the battle events
-    since that agent's previous step (JSON-serialisable dicts, see docs/environment.md), with
-    ``"phase"`` and ``"round"``; ``new_events(agent)`` returns the same events whatever
-    ``infos`` holds.
+    The episode is the battle: no agent terminates before it ends. A combatant knocked out
+    (R6.3, out of play R2.5) stays in ``agents`` and is never selected again; its rewards
+    accumulate and reach it in its dead step (``step(None)``) at the battle's end. When at most
+    one side is left every agent terminates (R8.2); after ``max_rounds`` every agent still in
+    play is truncated (the knocked-out ones terminate). With ``terminate_on_knockout=True``
+    (PettingZoo's per-agent termination) a knocked-out agent terminates at once instead and
+    takes its dead step mid-battle. With ``illegal_action="terminate"`` an illegal action ends
+    the episode (every agent terminates; the battle itself is left unfinished).
+    ``infos[agent]`` (``infos``, below) holds numbers by default; ``new_events(agent)`` returns
+    the battle events since that agent's previous step (JSON-serialisable dicts, see
+    docs/environment.md) whatever ``infos`` holds.
 
     ## Arguments
     ``scenario``: built-in name, path or dict; ``render_mode``: ``None``, ``"ansi"``,
     ``"rgb_array"`` or ``"human"`` (a live pygame window, drawn after every ``reset`` and
     ``step`` and paced at ``metadata["render_fps"]``; the ``render`` extra); keyword options
     override the scenario's ``options`` (``hastening``,
-    ``reactions``, ``comms_range_m``, ``illegal_action``: ``"raise"`` (default) or
-    ``"penalize"``), and ``max_rounds`` overrides the scenario's. ``check_invariants``
-    (default ``False``; a constructor keyword, not a scenario option) checks the battle's
-    invariants after ``reset`` and every ``step`` (``traveller_env.invariants``: state and new
-    events, the selected agent's mask never all zero, every observation within [-1, 1], finite
-    rewards) and raises
+    ``reactions``, ``comms_range_m``, ``illegal_action``: ``"raise"`` (the scenario's default)
+    or ``"penalize"``, or the env's own ``"terminate"``; ``ILLEGAL_ACTION_MODES``;
+    ``illegal_action`` says which applies), and ``max_rounds`` overrides the scenario's.
+    ``terminate_on_knockout`` (default ``False``; a constructor keyword): see Episode End.
+    ``check_invariants`` (default ``False``; a constructor keyword, not a scenario option)
+    checks the battle's invariants after ``reset`` and every ``step``
+    (``traveller_env.invariants``: state and new events, the selected agent's mask never all
+    zero, every observation within [-1, 1], finite rewards) and raises
     ``InvariantError`` (an ``AssertionError``) naming the invariant and the combatant; off, it
     costs nothing. ``move_view`` (default ``False``; a constructor keyword) appends the move
     view to every observation vector, and ``aim_view`` (default ``False``; likewise) the aim
     view, and ``attack_view`` (likewise) the attack view (see Observation Space). ``infos``
-    (default ``"events"``; a constructor keyword): ``"none"`` keeps every ``infos[agent]`` an
-    empty dict, for clients that turn info values into tensors (TorchRL, BenchMARL); the event
-    log stays in ``battle.events`` and ``new_events(agent)``.
+    (default ``"numeric"``; a constructor keyword; ``INFO_MODES``): ``{"round", "phase",
+    "new_events"}`` as ints (``phase`` indexes ``INFO_PHASES``), which clients that turn info
+    values into tensors take (TorchRL, Tianshou); ``"events"`` the events since the agent's
+    previous step (a list of dicts, ``"events"``), the phase name and the round; ``"none"``
+    an empty dict. The event log stays in ``battle.events`` and ``new_events(agent)``.
 
     ## Misuse
     ``step``/``observe``/``last``/``state``/``action_mask`` before ``reset`` raise
     ``RuntimeError`` ("call reset() first"), as does ``step`` once every agent is done ("the
-    episode is over: call reset()"). An action that is not an int, is out of range, or is
-    illegal raises ``ValueError`` naming the agent (and the label and reason when illegal); a
-    dead agent's only action is ``None``. Unknown agent names raise ``ValueError`` listing the
-    agents; a seed that is not an int raises ``TypeError``.
+    episode is over: call reset()"). An action that is not an int or is out of range raises
+    ``ValueError`` naming the agent; an illegal one too under ``illegal_action="raise"`` (with
+    the label and reason); a dead agent's only action is ``None``. Unknown agent names raise
+    ``ValueError`` listing the agents; a seed that is not an int raises ``TypeError``.
 
     ## Version History
     * v0: initial release.
@@ -340,13 +362,27 @@ class TravellerEnv(AECEnv):
         if not isinstance(check, bool):
             raise TypeError(f"check_invariants must be True or False, got {check!r}")
         self._check_invariants = check
-        infos_mode = options.pop("infos", "events")
+        infos_mode = options.pop("infos", "numeric")
         if infos_mode not in INFO_MODES:
             raise ValueError(f"infos must be one of {', '.join(map(repr, INFO_MODES))}, got "
                              f"{infos_mode!r}")
-        #: What ``infos[agent]`` holds: ``"events"`` or ``"none"`` (see ``INFO_MODES``).
+        #: What ``infos[agent]`` holds: ``"numeric"``, ``"events"`` or ``"none"``
+        #: (see ``INFO_MODES``).
         self.infos_mode: str = infos_mode
         self._info_events = infos_mode == "events"
+        self._info_numbers = infos_mode == "numeric"
+        knockout = options.pop("terminate_on_knockout", False)
+        if not isinstance(knockout, bool):
+            raise TypeError(f"terminate_on_knockout must be True or False, got {knockout!r}")
+        #: ``True``: a knocked-out agent terminates at once (its dead step mid-battle);
+        #: ``False`` (default): it stays in ``agents`` until the battle ends (Episode End).
+        self.terminate_on_knockout: bool = knockout
+        illegal = options.pop("illegal_action", None)
+        if illegal is not None and illegal not in ILLEGAL_ACTION_MODES:
+            raise ScenarioError("env options", "illegal_action", "Input should be "
+                                f"{', '.join(map(repr, ILLEGAL_ACTION_MODES))} (got {illegal!r})")
+        if illegal in ("raise", "penalize"):
+            options["illegal_action"] = illegal  # the scenario option
         views: dict[str, bool] = {}
         for view in VIEWS:  # move_view, aim_view, attack_view
             on = options.pop(view, False)
@@ -396,7 +432,11 @@ class TravellerEnv(AECEnv):
         self._seat = {a: i for i, a in enumerate(self.possible_agents)}
         self._n_actions = n
         self._side_names = [s.name for s in self.scenario.sides]
-        self._raise_illegal = self.scenario.options.illegal_action == "raise"
+        #: How illegal actions are answered (``ILLEGAL_ACTION_MODES``): the keyword's, else the
+        #: scenario's ``options.illegal_action``.
+        self.illegal_action: str = illegal or self.scenario.options.illegal_action
+        self._raise_illegal = self.illegal_action == "raise"
+        self._end_on_illegal = self.illegal_action == "terminate"
         self._scorer = RewardScorer(self.scenario.rewards,
                                     [self._side_of[a] for a in self.possible_agents])
         self._new_engine = self._engine_factory()
@@ -528,11 +568,12 @@ class TravellerEnv(AECEnv):
         """
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int | np.integer)):
             raise TypeError(f"seed must be an int or None, got {type(seed).__name__} {seed!r}")
-        self.seed = int(seed) if seed is not None else secrets.randbits(63)
+        #: The seed of the battle now running (``reset(seed=battle_seed)`` replays it).
+        self.battle_seed: int = int(seed) if seed is not None else secrets.randbits(63)
         dice = (options or {}).get("dice")
         if dice is not None and not isinstance(dice, Dice):
             raise TypeError(f"reset options['dice'] must be a Dice, got {type(dice).__name__}")
-        engine = self._new_engine(self.seed, dice)
+        engine = self._new_engine(self.battle_seed, dice)
         self._engine = engine
         self.battle = engine.battle
         self._ledger = self._scorer.ledger(engine.counters)  # what rewards are scored from
@@ -543,7 +584,13 @@ class TravellerEnv(AECEnv):
         self.terminations = dict.fromkeys(self.agents, False)
         self.truncations = dict.fromkeys(self.agents, False)
         self._cursor = dict.fromkeys(self.agents, 0)
-        self.infos = {a: {"events": []} if self._info_events else {} for a in self.agents}
+        if self._info_numbers:
+            counters = engine.counters
+            start = {"round": counters.round, "phase": _PHASE_CODE[counters.phase],
+                     "new_events": 0}
+            self.infos = {a: dict(start) for a in self.agents}
+        else:
+            self.infos = {a: {"events": []} if self._info_events else {} for a in self.agents}
         self._skip_agent_selection = None
         self.agent_selection = self.battle.current_agent
         self._refresh_info(self.agent_selection)
@@ -655,6 +702,11 @@ class TravellerEnv(AECEnv):
                                  f"{exc.reason}") from None
             decider = engine.forfeit(label, exc.reason)
             penalized = self._seat[agent]
+            if self._end_on_illegal:
+                warnings.warn(f"{agent}: illegal action {label!r} (index {action}): "
+                              f"{exc.reason}; the episode ends with -1 for {agent} "
+                              "(illegal_action='terminate'; the action_mask holds the legal "
+                              "actions)", stacklevel=2)
         self._cumulative_rewards[agent] = 0.0
         self._cursor[agent] = first_event
         if self._rewards_dirty:
@@ -678,11 +730,17 @@ class TravellerEnv(AECEnv):
             for a in self.agents:
                 if self.terminations[a] or self.truncations[a]:
                     self._refresh_info(a)
+        if penalized >= 0 and self._end_on_illegal:
+            self._end_after_illegal()
         sel = self.agent_selection
         infos = self.infos
-        if sel in infos and self._info_events:  # _refresh_info(sel), inlined (hot)
-            infos[sel] = {"events": engine.events[self._cursor[sel]:],
-                          "phase": counters.phase, "round": counters.round}
+        if sel in infos:  # _refresh_info(sel), inlined (hot)
+            if self._info_numbers:
+                infos[sel] = {"round": counters.round, "phase": _PHASE_CODE[counters.phase],
+                              "new_events": len(engine.events) - self._cursor[sel]}
+            elif self._info_events:
+                infos[sel] = {"events": engine.events[self._cursor[sel]:],
+                              "phase": counters.phase, "round": counters.round}
         if self._check_invariants:
             self._run_invariant_checks(first_event)
         return None
@@ -752,11 +810,25 @@ class TravellerEnv(AECEnv):
     # ------------------------------------------------------------------ helpers
     def _refresh_info(self, agent: str) -> None:
         infos = self.infos
-        if agent in infos and self._info_events:
+        if agent in infos and (self._info_numbers or self._info_events):
             engine = self._engine
             counters = engine.counters
-            infos[agent] = {"events": engine.events[self._cursor[agent]:],
-                            "phase": counters.phase, "round": counters.round}
+            if self._info_numbers:
+                infos[agent] = {"round": counters.round, "phase": _PHASE_CODE[counters.phase],
+                                "new_events": len(engine.events) - self._cursor[agent]}
+            else:
+                infos[agent] = {"events": engine.events[self._cursor[agent]:],
+                                "phase": counters.phase, "round": counters.round}
+
+    def _end_after_illegal(self) -> None:
+        """``illegal_action="terminate"``: the episode ends after the forfeited step, every
+        agent still in it terminated (the offender's -1 was scored with the step)."""
+        for a in self.agents:
+            if not (self.terminations[a] or self.truncations[a]):
+                self.terminations[a] = True
+        self._deads_step_first()
+        for a in self.agents:
+            self._refresh_info(a)
 
     def new_events(self, agent: str) -> list[dict]:
         """The battle events since ``agent``'s previous step (since the start of the battle
@@ -782,11 +854,18 @@ class TravellerEnv(AECEnv):
     def _update_dones(self) -> None:
         counters = self._engine.counters
         truncated, done, seat = counters.truncated, counters.done, self._seat
-        for a in self.agents:
-            if truncated:
-                self.truncations[a] = True
-            elif done or counters.out(seat[a]):
-                self.terminations[a] = True
+        if self.terminate_on_knockout:  # PettingZoo's per-agent termination
+            for a in self.agents:
+                if truncated:
+                    self.truncations[a] = True
+                elif done or counters.out(seat[a]):
+                    self.terminations[a] = True
+        elif done or truncated:  # the battle's end: every agent's
+            for a in self.agents:
+                if truncated and not counters.out(seat[a]):
+                    self.truncations[a] = True
+                else:
+                    self.terminations[a] = True
 
     # ------------------------------------------------------------------ rendering
     def render(self) -> str | np.ndarray | None:
@@ -859,6 +938,7 @@ class TravellerEnv(AECEnv):
     #: engine, which travels as its battle's snapshot (``Engine.saved``).
     _REBUILT_ON_LOAD = frozenset({
         "_action_space", "_catalogue", "_check_invariants", "_info_events", "_layout_tables",
+        "_info_numbers", "_end_on_illegal", "illegal_action", "terminate_on_knockout",
         "_n_actions", "_new_engine", "_obs_builder", "_observation_space", "_raise_illegal",
         "_scorer", "_seat", "_side_names", "_side_of", "_views", "action_spaces", "aim_view",
         "attack_view", "infos_mode", "layout", "move_view", "observation_spaces",
@@ -876,6 +956,8 @@ class TravellerEnv(AECEnv):
         return {"format": 1,
                 "init": {"scenario": self.scenario, "render_mode": self.render_mode,
                          "check_invariants": self._check_invariants, "infos": self.infos_mode,
+                         "illegal_action": self.illegal_action,
+                         "terminate_on_knockout": self.terminate_on_knockout,
                          **self._views, "layout": self.layout},
                 "episode": episode,
                 "engine": None if engine is None else engine.saved()}
@@ -889,7 +971,7 @@ class TravellerEnv(AECEnv):
         vars(self).update(state["episode"])
         saved = state["engine"]
         if saved is not None:
-            engine = self._new_engine.resume(self.seed, saved)
+            engine = self._new_engine.resume(self.battle_seed, saved)
             self._engine = engine
             self.battle = engine.battle
 
@@ -931,7 +1013,9 @@ DEFAULT_BACKEND = "core"
 
 def raw_env(scenario: ScenarioSource = "duel", render_mode: str | None = None,
             backend: str = DEFAULT_BACKEND, **options: Any) -> TravellerEnv:
-    """The environment without wrappers (illegal actions raise ``ValueError`` by default).
+    """The environment without wrappers (illegal actions raise ``ValueError`` unless
+    ``illegal_action`` or the scenario's option says otherwise: for debugging rules and
+    policies).
 
     ``backend``: ``"python"`` (the Python engine) or ``"core"`` (the compiled core,
     ``CoreTravellerEnv``: the same observations, masks, labels, rewards, event log and
@@ -949,12 +1033,27 @@ def env(scenario: ScenarioSource = "duel", render_mode: str | None = None,
         backend: str = DEFAULT_BACKEND, **options: Any) -> AECEnv:
     """The environment with PettingZoo's order enforcement (``OrderEnforcingWrapper``).
 
-    Out-of-bounds and illegal actions are checked by the environment itself with clear
-    errors, so the assert-based wrappers are not needed. Unlike PettingZoo's wrapper, which
-    only warns, ``step`` after the episode is over raises ``RuntimeError``. ``backend``: as
-    for ``raw_env``.
+    Illegal actions are answered in PettingZoo's classic way (``illegal_action="terminate"``:
+    -1 for the offender, a warning, the episode's end) unless the call or the scenario names
+    another ``illegal_action``. Out-of-bounds actions are refused by the environment itself
+    with clear errors, so the assert-based wrappers are not needed. Unlike PettingZoo's
+    wrapper, which only warns, ``step`` after the episode is over raises ``RuntimeError``.
+    ``backend``: as for ``raw_env``.
     """
+    scenario = classic_illegal_action(scenario, options)
     return _OrderEnforcing(raw_env(scenario, render_mode, backend=backend, **options))
+
+
+def classic_illegal_action(scenario: ScenarioSource, options: dict[str, Any]) -> ScenarioSource:
+    """Set ``options["illegal_action"] = "terminate"`` (PettingZoo's classic convention) unless
+    ``options`` or the scenario itself names an ``illegal_action``; returns the scenario, loaded
+    when it had to be read. The default of ``env`` and of the single-learner bridges."""
+    if "illegal_action" in options:
+        return scenario
+    sc = load_scenario(scenario)
+    if "illegal_action" not in sc.options.model_fields_set:
+        options["illegal_action"] = "terminate"
+    return sc
 
 
 def _before_reset(name: str) -> AttributeError:

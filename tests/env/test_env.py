@@ -44,6 +44,7 @@ def one_v_one(blue: dict | None = None, red: dict | None = None, **options) -> d
 def make(sc, rolls=None, seed: int = 0, **options):
     """A raw environment reset with scripted dice (``rolls``) or a seed, on the Python engine
     (scripted dice are a Python-engine feature; the core rolls only the shared generator)."""
+    options.setdefault("infos", "events")  # these tests read the events in infos
     e = raw_env(sc, backend="python", **options)
     e.reset(seed=seed, options=None if rolls is None else {"dice": ScriptedDice(rolls)})
     return e
@@ -509,10 +510,12 @@ def test_r3_7_recoil_costs_initiative_next_round():
 
 
 # ---------------------------------------------------------------------------- illegal actions
-@pytest.mark.parametrize("factory", [raw_env, env])
-def test_illegal_action_raises_naming_agent_label_and_reason(factory):
-    """R4.1: attacking one's own side is illegal; the ValueError names agent, label, reason."""
-    e = factory(one_v_one(), backend="python")
+@pytest.mark.parametrize(("factory", "options"), [(raw_env, {}),
+                                                   (env, {"illegal_action": "raise"})])
+def test_illegal_action_raises_naming_agent_label_and_reason(factory, options):
+    """R4.1: attacking one's own side is illegal; the ValueError names agent, label, reason
+    (``raw_env``'s default; ``env`` raises when asked)."""
+    e = factory(one_v_one(), backend="python", **options)
     e.reset(options={"dice": ScriptedDice([(6, 6), (1, 1)])})
     with pytest.raises(ValueError, match="own side") as info:
         e.step(e.unwrapped.action_index("attack:blue_0"))
@@ -605,7 +608,8 @@ def test_dead_agent_must_step_none():
     selection then returns to the acting agent, whose info holds the fatal events."""
     blue = [fighter((2, 5), skills={"gun_combat.slug": 3}), fighter((2, 7))]
     red = [fighter((12, 5)), fighter((12, 7), chars=WEAK)]
-    e = make(scenario(blue, red), [(6, 6), (1, 1), (1, 2), (1, 1), SURE_HIT, MAX_DAMAGE])
+    e = make(scenario(blue, red), [(6, 6), (1, 1), (1, 2), (1, 1), SURE_HIT, MAX_DAMAGE],
+             terminate_on_knockout=True)
     act(e, "attack:red_1")
     assert e.terminations == {"blue_0": False, "blue_1": False, "red_0": False, "red_1": True}
     assert e.agent_selection == "red_1"
@@ -734,11 +738,11 @@ def test_per_round_reward_when_a_new_round_begins():
 
 
 def test_incapacitated_agent_terminates_while_the_battle_goes_on():
-    """R6.3, R8.2: one of two blues is taken out: it alone terminates (the battle goes on),
-    takes its dead step, and the others play on."""
+    """R6.3, R8.2, ``terminate_on_knockout=True``: one of two blues is taken out: it alone
+    terminates (the battle goes on), takes its dead step, and the others play on."""
     red = fighter((12, 5), skills={"gun_combat.slug": 3})
     sc = scenario([fighter((2, 5)), fighter((2, 7), chars=WEAK)], [red])
-    e = make(sc, [(1, 1), (1, 2), (6, 6), SURE_HIT, MAX_DAMAGE])
+    e = make(sc, [(1, 1), (1, 2), (6, 6), SURE_HIT, MAX_DAMAGE], terminate_on_knockout=True)
     act(e, "attack:blue_1")
     assert e.terminations == {"blue_0": False, "blue_1": True, "red_0": False}
     assert not e.battle.done
@@ -750,11 +754,40 @@ def test_incapacitated_agent_terminates_while_the_battle_goes_on():
     assert e.agent_selection == "blue_0"
 
 
+def test_an_incapacitated_agent_stays_until_the_battle_ends_by_default():
+    """R6.3, R8.2, the default: blue_1 is taken out; nobody terminates while the battle goes
+    on, blue_1 stays in ``agents`` but is never selected, and its rewards reach it in its dead
+    step at the battle's end."""
+    red = fighter((12, 5), skills={"gun_combat.slug": 3})
+    sc = scenario([fighter((2, 5)), fighter((2, 7), chars=WEAK)], [red])
+    sc["rewards"] = {"damage_taken": -0.5}
+    e = make(sc, [(1, 1), (1, 2), (6, 6), SURE_HIT, MAX_DAMAGE])
+    act(e, "attack:blue_1")
+    assert not any(e.terminations.values()) and not e.battle.done
+    assert e.battle.by_id["blue_1"].out and "blue_1" in e.agents
+    knocked = e._cumulative_rewards["blue_1"]
+    assert knocked < 0  # its damage, held for its final step
+    act(e, "end_turn")
+    seen = []
+    for agent in e.agent_iter(10_000):
+        _, reward, term, trunc, _ = e.last()
+        seen.append(agent)
+        if term or trunc:
+            assert e.battle.done or e.battle.truncated
+            if agent == "blue_1":
+                assert term and reward == knocked
+            e.step(None)
+        else:
+            assert agent != "blue_1"
+            act(e, "end_turn")
+    assert "blue_1" in seen and not e.agents
+
+
 @pytest.mark.parametrize("name", ["squad", "melee", "ambush"])
 def test_infos_hold_the_events_since_the_agents_previous_step(name):
     """infos[agent]["events"]: the battle events from the start of that agent's previous step
     (from the start of the battle before its first), JSON-serialisable, with phase and round."""
-    e = raw_env(name)
+    e = raw_env(name, infos="events")
     e.reset(seed=5)
     mark: dict[str, int] = {}
 

@@ -18,7 +18,7 @@ def test_infos_none_keeps_infos_empty_and_new_events_gives_what_infos_would(back
 
     if backend == "core" and not core.available():
         pytest.skip("the compiled core is not built")
-    full = raw_env("squad", backend=backend)
+    full = raw_env("squad", backend=backend, infos="events")
     bare = raw_env("squad", backend=backend, infos="none")
     full.reset(seed=4)
     bare.reset(seed=4)
@@ -38,8 +38,8 @@ def test_infos_none_keeps_infos_empty_and_new_events_gives_what_infos_would(back
     assert bare.battle.events == full.battle.events
 
 
-def test_the_infos_option_is_checked_and_the_default_keeps_events():
-    assert raw_env("duel", backend="python").infos_mode == "events"
+def test_the_infos_option_is_checked_and_the_default_is_numeric():
+    assert raw_env("duel", backend="python").infos_mode == "numeric"
     with pytest.raises(ValueError, match="infos must be one of"):
         raw_env("duel", backend="python", infos="numbers")
     with pytest.raises(RuntimeError, match="reset"):

@@ -2,12 +2,14 @@
 with an action from its mask and read every possible agent's entries (TorchRL's
 ``PettingZooWrapper``, BenchMARL).
 
-``TravellerEnv`` follows PettingZoo's AEC conventions: a knocked-out agent stays selected for
-a *dead step* (``step(None)``, all-zero mask) and is then removed from ``agents``,
-``rewards``, ``terminations``, ``truncations`` and ``infos``. TorchRL's wrapper does neither:
-it samples an action for the selected agent from its mask (none is legal in a dead step) and
-reads ``rewards[agent]`` for every possible agent after each step. ``LearnerSeatsEnv`` is a
-PettingZoo ``AECEnv`` over the environment that
+``learner_seats_env`` builds the environment with ``terminate_on_knockout=True``
+(PettingZoo's per-agent termination: a knocked-out agent terminates at once, is selected for
+a *dead step*, ``step(None)`` with an all-zero mask, and is then removed from ``agents``,
+``rewards``, ``terminations``, ``truncations`` and ``infos``), so that a learner seat's part
+ends when it is knocked out. TorchRL's wrapper takes neither the dead step nor the removal: it
+samples an action for the selected agent from its mask and reads ``rewards[agent]`` for every
+possible agent after each step. ``LearnerSeatsEnv`` is a PettingZoo ``AECEnv`` over the
+environment that
 
 * takes the dead steps itself, so the selected agent always has a legal action;
 * keeps every possible agent in ``rewards``, ``terminations``, ``truncations`` and ``infos``
@@ -190,7 +192,8 @@ class LearnerSeatsEnv(AECEnv):
 def learner_seats_env(scenario: ScenarioSource = "duel",
                       opponents: Mapping[str, str] | None = None, seed: int | None = None,
                       **options: Any) -> LearnerSeatsEnv:
-    """``LearnerSeatsEnv`` over ``raw_env(scenario, infos="none", **options)`` (``backend``
-    and the other environment options pass through)."""
+    """``LearnerSeatsEnv`` over ``raw_env(scenario, infos="none", terminate_on_knockout=True,
+    **options)`` (``backend`` and the other environment options pass through)."""
     options.setdefault("infos", "none")
+    options.setdefault("terminate_on_knockout", True)
     return LearnerSeatsEnv(raw_env(scenario, **options), opponents=opponents, seed=seed)

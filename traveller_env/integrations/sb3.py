@@ -11,6 +11,13 @@ the dead steps PettingZoo requires. The reward returned by ``step`` is the *lear
 reward accumulated over everything that happened since its action (not the next agent's:
 a known bug of PettingZoo's SB3 tutorial wrapper). ``action_masks()`` serves sb3-contrib's
 ``MaskablePPO``.
+
+The AEC environment underneath is built with ``terminate_on_knockout=True`` (the bridge needs
+the moment a learner is knocked out: ``play_out``) and, unless ``illegal_action`` is given
+(or set by the scenario), ``illegal_action="terminate"``: an illegal learner action costs -1
+and ends the episode with a warning (PettingZoo's and Gymnasium's convention, so that
+``gymnasium.utils.env_checker.check_env`` and SB3's ``check_env``, which step unmasked random
+actions, pass); ``illegal_action="raise"`` raises instead.
 """
 
 from __future__ import annotations
@@ -22,7 +29,13 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from traveller_env.env import DEFAULT_BACKEND, ScenarioSource, TravellerEnv, raw_env
+from traveller_env.env import (
+    DEFAULT_BACKEND,
+    ScenarioSource,
+    TravellerEnv,
+    classic_illegal_action,
+    raw_env,
+)
 from traveller_env.policy import RandomPolicy, policy_action
 from traveller_env.rules.kinds import KINDS
 
@@ -50,7 +63,8 @@ class TravellerSB3Env(gym.Env):
             battle out and add its side's outcome reward (win/loss/draw) to the last step,
             so that being knocked out is never better than losing.
         backend: the engine, ``"python"`` or ``"core"`` (as for ``raw_env``).
-        **options: environment options (``hastening``, ``reactions``, ``illegal_action``...).
+        **options: environment options (``hastening``, ``reactions``, ``illegal_action``
+            (default ``"terminate"``, see the module docstring)...).
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
@@ -61,6 +75,8 @@ class TravellerSB3Env(gym.Env):
                  focus: Iterable[str] | None = None, relative_actions: bool = False,
                  backend: str = DEFAULT_BACKEND, **options: Any) -> None:
         super().__init__()
+        options.setdefault("terminate_on_knockout", True)
+        scenario = classic_illegal_action(scenario, options)
         self.aec: TravellerEnv = raw_env(scenario, render_mode=render_mode, backend=backend,
                                          **options)
         self.render_mode = render_mode
@@ -155,8 +171,13 @@ class TravellerSB3Env(gym.Env):
             action = self._assist_action(acting)
         elif self.relative is not None:
             action = self.relative.to_absolute(acting, action)
+        first_event = len(self.aec.battle.events)
         self.aec.step(action)
         reward = self._reward_now(acting)
+        if self.mode == "side" and acting not in self._rewarded(acting):
+            # The shared reward is read off one seat, but a forfeit's -1 is the actor's alone.
+            events = self.aec.battle.events
+            reward -= sum(1.0 for e in events[first_event:] if e["type"] == "illegal_action")
         more, ended = self._advance(acting)
         reward += more
         b = self.aec.battle
@@ -204,15 +225,18 @@ class TravellerSB3Env(gym.Env):
         return self.aec.render()
 
     # ------------------------------------------------------------------ internals
+    def _rewarded(self, acting: str) -> list[str]:
+        """The seats whose rewards ``_reward_now`` reads (side mode)."""
+        rewards = self.aec.rewards
+        present = [a for a in self.learners if a in rewards]
+        if present and self.aec.scenario.rewards.shared:
+            return present[:1]
+        return present
+
     def _reward_now(self, acting: str) -> float:
         rewards = self.aec.rewards
         if self.mode == "side":
-            present = [a for a in self.learners if a in rewards]
-            if not present:
-                return 0.0
-            if self.aec.scenario.rewards.shared:
-                return rewards[present[0]]
-            return sum(rewards[a] for a in present)
+            return sum(rewards[a] for a in self._rewarded(acting))
         return rewards.get(acting if self.mode == "all" else self.learners[0], 0.0)
 
     def _advance(self, acting: str | None = None) -> tuple[float, bool]:

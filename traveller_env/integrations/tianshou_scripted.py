@@ -68,7 +68,7 @@ class _ScriptedForward:
         base = self._env.unwrapped
         if base.battle is not self._battle:  # a new battle: re-seed from its seed
             self._battle = base.battle
-            self._scripted.reset(base.seed)
+            self._scripted.reset(base.battle_seed)
         rows = len(batch.obs.mask)
         if rows != 1:
             raise ValueError(f"ScriptedAlgorithm plays one environment; got {rows} rows (collect "

@@ -98,7 +98,10 @@ class TravellerMultiAgentEnv(MultiAgentEnv):
         npcs = config.pop("npcs", None) or {}
         scenario = config.pop("scenario", "duel")
         render_mode = config.pop("render_mode", None)
-        self.aec = TravellerEnv(scenario, render_mode=render_mode, **config)
+        # Per-agent termination: an agent's part ends (its final observation, terminateds)
+        # when it is knocked out, as RLlib's multi-agent episodes expect.
+        self.aec = TravellerEnv(scenario, render_mode=render_mode, terminate_on_knockout=True,
+                                **config)
         self.render_mode = render_mode
         self.relative = self.aec.relative_actions if relative else None
         self.action_labels: list[str] = list(
@@ -208,7 +211,7 @@ class TravellerMultiAgentEnv(MultiAgentEnv):
         try:
             return self.relative.to_absolute(agent, action)
         except ValueError:
-            if self.aec.scenario.options.illegal_action != "penalize":
+            if self.aec.illegal_action == "raise":
                 raise
             kind = self.action_labels[action].split(":")[0]
             return self.aec.action_index(f"{kind}:{agent}")
