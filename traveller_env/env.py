@@ -444,6 +444,7 @@ class TravellerEnv(AECEnv):
         self._ledger: RewardLedger | None = None
         self.battle: Battle | None = None
         self._rewards_dirty = False
+        self._seeds: np.random.Generator | None = None  # unseeded resets' seeds (see reset)
 
     def _engine_factory(self) -> Callable[[int, Dice | None], Engine]:
         """What makes each ``reset``'s engine from the seed (and scripted dice, if any)."""
@@ -560,7 +561,9 @@ class TravellerEnv(AECEnv):
 
     # ------------------------------------------------------------------ AEC API
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
-        """Start a new battle. ``seed`` (an int) fixes every roll; ``None`` draws a fresh one.
+        """Start a new battle. ``seed`` (an int) fixes every roll; ``None`` draws the next
+        battle seed from a generator seeded by the last seeded ``reset`` (fresh entropy if
+        never seeded), so that a run seeded once is reproducible (Gymnasium's convention).
 
         ``options`` may hold ``{"dice": <Dice>}`` to replace the seeded dice (e.g.
         ``ScriptedDice`` in rules tests); other keys are ignored, since scenario options are
@@ -568,8 +571,15 @@ class TravellerEnv(AECEnv):
         """
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int | np.integer)):
             raise TypeError(f"seed must be an int or None, got {type(seed).__name__} {seed!r}")
+        if seed is not None:  # later unseeded resets continue from it (Gymnasium's convention)
+            self._seeds = np.random.default_rng(int(seed) & (2**64 - 1))
+            battle_seed = int(seed)
+        elif self._seeds is not None:
+            battle_seed = int(self._seeds.integers(2**63))
+        else:
+            battle_seed = secrets.randbits(63)
         #: The seed of the battle now running (``reset(seed=battle_seed)`` replays it).
-        self.battle_seed: int = int(seed) if seed is not None else secrets.randbits(63)
+        self.battle_seed: int = battle_seed
         dice = (options or {}).get("dice")
         if dice is not None and not isinstance(dice, Dice):
             raise TypeError(f"reset options['dice'] must be a Dice, got {type(dice).__name__}")

@@ -47,13 +47,14 @@ def test_the_wrapper_constructs_and_rolls_out_on_every_scenario(name):
 
 
 @pytest.mark.parametrize("name", ["duel", "range_long"])
-def test_one_seat_a_side_scenarios_need_only_infos_none(name):
-    """Without dead steps (one combatant a side), the plain env with ``infos="none"`` is
-    enough; the default infos carry the event dicts TorchRL cannot make tensors of."""
-    env = wrap(make_env(name, backend=BACKEND, infos="none"))
-    assert env.rollout(100, break_when_any_done=False).batch_size == torch.Size([100])
+def test_the_plain_env_rolls_out_with_its_default_infos_and_infos_events_is_refused(name):
+    """The plain env as it comes (numeric infos) and with ``infos="none"`` both roll out; the
+    event dicts of ``infos="events"`` are what TorchRL cannot make tensors of."""
+    for options in ({}, {"infos": "none"}):
+        env = wrap(make_env(name, backend=BACKEND, **options))
+        assert env.rollout(100, break_when_any_done=False).batch_size == torch.Size([100])
     with pytest.raises(RuntimeError, match="dtype"):
-        wrap(make_env(name, backend=BACKEND))
+        wrap(make_env(name, backend=BACKEND, infos="events"))
 
 
 def duel_vs_rush(seed: int) -> PettingZooWrapper:
