@@ -69,9 +69,13 @@ def is_trained(name: str) -> bool:
 
 def is_known(name: str) -> bool:
     """Whether the registry knows ``name`` without loading a file: a registered or installed
-    name, or user code (``module:Class``, ``file.py[:Class]``; imported now to check it:
-    ``ValueError``/``ImportError`` say what is wrong with it)."""
+    name, a search NPC's name (``search-64``; its parameters checked now), or user code
+    (``module:Class``, ``file.py[:Class]``; imported now to check it: ``ValueError``/
+    ``ImportError`` say what is wrong with it)."""
     if name in registry.policy_names():
+        return True
+    if registry.is_search_name(name):
+        registry.make_policy(name)  # checks its parameters (ValueError naming the one at fault)
         return True
     if registry.is_user_spec(name):
         registry.user_policy_factory(name)

@@ -24,7 +24,9 @@ instead of building the vector, which is a large share of an environment step.
 installed distribution may declare more as entry points of the group
 ``traveller_tactics.policies`` (this package declares the scripted NPCs of ``agents``, so
 ``traveller_env`` finds them without importing ``agents``: the entry point is loaded only when
-its name is asked for). ``policy_names()`` lists every name. A factory is called as
+its name is asked for). ``policy_names()`` lists every name. ``search`` is the compiled core's
+look-ahead NPC, whose name carries its parameters: ``search-64``, ``search-64-model=marksman``
+(``is_search_name``; ``traveller_env.core.search``, docs/search.md). A factory is called as
 ``factory(seed=seed, **kwargs)`` and must return a ``Policy`` (a policy class whose
 constructor takes ``seed=`` is a factory).
 
@@ -41,6 +43,7 @@ group ``traveller_tactics.policy_loaders``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import importlib.util
@@ -64,6 +67,7 @@ __all__ = [
     "Policy",
     "PolicyFactory",
     "RandomPolicy",
+    "is_search_name",
     "is_user_spec",
     "legal_indices",
     "make_policy",
@@ -321,9 +325,25 @@ def user_policy_factory(spec_text: str) -> PolicyFactory:
     return factory
 
 
+def is_search_name(name: str) -> bool:
+    """Whether ``name`` names the core's search NPC (``search`` or ``search-<params>``); whether
+    its parameters are valid is for ``make_policy(name)`` to say (``ValueError`` naming one)."""
+    return name == "search" or name.startswith("search-")
+
+
+def _search_policy(name: str = "search", seed: int | None = None, **kwargs: Any) -> Policy:
+    """``search[-<budget>][-<key>=<value>...]``: ``traveller_env.core.search.SearchPolicy``."""
+    from .core.search import SearchPolicy
+
+    return SearchPolicy(name, seed=seed, **kwargs)
+
+
 def _factory(name: str) -> PolicyFactory | None:
-    """The factory of a registered name, an installed entry point or a user spec."""
+    """The factory of a registered name, an installed entry point, a search name or a user
+    spec."""
     factory = _REGISTERED.get(name) or _entry_point_factory(name)
+    if factory is None and is_search_name(name):
+        return functools.partial(_search_policy, name)
     if factory is None and is_user_spec(name):
         factory = user_policy_factory(name)
     return factory
@@ -380,3 +400,4 @@ def resolve_policy(name: str, scenario: Any = None, seed: int | None = None,
 
 register_policy("random", RandomPolicy)
 register_policy("passive", PassivePolicy)
+register_policy("search", _search_policy)

@@ -1,8 +1,8 @@
 // The in-core policies' Python binding: _core.Policy (include/traveller/policies.hpp).
 //
 // Policy(name, seed=None) for a name that runs in the core (random, passive, rush, marksman,
-// leader, tactician, cover; anything else: ValueError naming those); reset(seed) as the Python
-// policy's; act(battle, seat) the action index for the deciding seat of a _core.Battle (seat
+// leader, tactician, cover, and the look-ahead search[-...] of policies/search.cpp; anything
+// else: ValueError naming those); reset(seed) as the Python policy's; act(battle, seat) the action index for the deciding seat of a _core.Battle (seat
 // checked: out of range, or not the seat that decides now, is a ValueError). play_policies (for experiments/
 // bench_core_policies.py) plays a battle to its end with one policy per seat, timing act alone.
 #include <nanobind/nanobind.h>
@@ -38,19 +38,22 @@ std::uint64_t entropy_seed() {
     return (static_cast<std::uint64_t>(dev()) << 32) ^ static_cast<std::uint64_t>(dev());
 }
 
-PolicyKind kind_of(nb::handle name) {
+int id_of(nb::handle name) {
     if (!nb::isinstance<nb::str>(name)) {
         throw nb::type_error(("Policy: name must be a string, got " + py_type_name(name) + " " +
                               py_repr(name))
                                  .c_str());
     }
-    PolicyKind k;
-    if (!core_policy_kind(nb::cast<std::string>(name), &k)) {
+    int id = -1;
+    std::string error;
+    if (!core_policy_id(nb::cast<std::string>(name), &id, &error)) {
+        if (!error.empty()) throw nb::value_error(("Policy: " + error).c_str());
         throw nb::value_error(("Policy: " + py_repr(name) +
-                               " does not run in the core; runs in the core: " + kCorePolicyNames)
+                               " does not run in the core; runs in the core: " + kCorePolicyNames +
+                               ", and search[-<budget>][-<key>=<value>...]")
                                   .c_str());
     }
-    return k;
+    return id;
 }
 
 int checked_seat(const Battle& b, nb::handle seat_obj) {
@@ -81,9 +84,9 @@ void bind_policies(nb::module_& m) {
         .def(
             "__init__",
             [](PyPolicy* self, nb::handle name, nb::handle seed) {
-                const PolicyKind k = kind_of(name);
+                const int id = id_of(name);
                 const std::uint64_t s = seed.is_none() ? entropy_seed() : to_u64(seed, "seed");
-                new (self) PyPolicy{CorePolicy(k), {}};
+                new (self) PyPolicy{CorePolicy::from_id(id), {}};
                 self->policy.reset(s);
             },
             "name"_a.none(), "seed"_a.none() = nb::none(),

@@ -105,8 +105,8 @@ void VecBattles::enter(Row& row, int k, std::uint64_t seed) {
     row.last_taken.assign(n, 0);
     row.policies.clear();
     for (std::size_t s = 0; s < n; ++s) {
-        const int kind = sp.opponents[s] < 0 ? 0 : sp.opponents[s];
-        row.policies.emplace_back(static_cast<PolicyKind>(kind));
+        const int id = sp.opponents[s] < 0 ? 0 : sp.opponents[s];
+        row.policies.push_back(CorePolicy::from_id(id));  // a scripted kind or a search
     }
     row.scratch_mask.resize(static_cast<std::size_t>(max_actions_), 0);
 }

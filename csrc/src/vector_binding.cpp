@@ -62,12 +62,15 @@ std::vector<int> policy_kinds(const std::vector<std::optional<std::string>>& opp
             learner = true;
             continue;
         }
-        PolicyKind k;
-        if (!core_policy_kind(*opponents[i], &k)) {
+        int id = -1;
+        std::string error;
+        if (!core_policy_id(*opponents[i], &id, &error)) {
+            if (!error.empty()) bad("VecBattles: opponents[" + std::to_string(i) + "]: " + error);
             bad("VecBattles: opponents[" + std::to_string(i) + "] = '" + *opponents[i] +
-                "' does not run inside the core; the policies that do: " + kCorePolicies);
+                "' does not run inside the core; the policies that do: " + kCorePolicies +
+                ", and search[-<budget>][-<key>=<value>...]");
         }
-        kinds.push_back(static_cast<int>(k));
+        kinds.push_back(id);
     }
     if (!learner) {
         bad(std::string("VecBattles: opponents cover every ") + what +

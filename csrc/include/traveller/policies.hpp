@@ -54,8 +54,13 @@
 
 namespace traveller {
 
-enum class PolicyKind : std::uint8_t { random, passive, rush, marksman, leader, tactician, cover };
-inline constexpr int kNumPolicyKinds = 7;
+// The scripted kinds (the first kNumPolicyKinds, each with a Python twin), then `search`: the
+// look-ahead NPC of src/policies/search.cpp, which has no Python twin and takes parameters in
+// its name (search-64, search-64-model=marksman; see SearchParams).
+enum class PolicyKind : std::uint8_t {
+    random, passive, rush, marksman, leader, tactician, cover, search
+};
+inline constexpr int kNumPolicyKinds = 7;  // the scripted kinds (search is not among them)
 inline const char* const kPolicyKindNames[kNumPolicyKinds] = {
     "random", "passive", "rush", "marksman", "leader", "tactician", "cover"};
 // For error messages: the names that run in the core.
@@ -76,13 +81,41 @@ struct TacticianPlan {
 // The kind of the in-core policy called `name`; false (and *out untouched) for any other name.
 bool core_policy_kind(const std::string& name, PolicyKind* out);
 
+// The look-ahead search NPC's parameters (src/policies/search.cpp; docs/search.md), read from
+// its name: "search", then "-<budget>" and/or "-<key>=<value>" parts, e.g. "search-64" or
+// "search-16-model=marksman-horizon=3".
+struct SearchParams {
+    std::string name;                            // the name it was read from
+    int budget = 16;                             // simulations per candidate action
+    PolicyKind base = PolicyKind::tactician;     // the default choice, kept without evidence
+    PolicyKind model = PolicyKind::tactician;    // plays every seat in the simulations
+    int horizon = 2;                             // rounds simulated past the decision's (0: to the end)
+    double z = 1.0;                              // switch past z standard errors of the paired mean
+    double ms = 0.0;                             // a time cap per decision (0: none; not reproducible)
+    // Whose first actions are candidates too (by default marksman, cover, rush, leader).
+    std::vector<PolicyKind> pool;
+};
+// The names of SearchParams' keys, for error messages.
+inline constexpr const char* kSearchKeys = "budget, base, model, horizon, z, ms, pool";
+
+// An in-core policy by name: a scripted kind (its index) or a search configuration (an id >=
+// kNumPolicyKinds; configurations are kept for the life of the process, one per distinct name).
+// false, with a one-line reason naming the parameter in *error, for a name that is neither.
+bool core_policy_id(const std::string& name, int* out, std::string* error);
+// The configuration of a search id (core_policy_id's), or nullptr for a scripted kind.
+const SearchParams* search_params(int id);
+
 class CorePolicy {
 public:
     // Seeded with 0 until reset(seed) (the binding seeds from OS entropy when asked for none).
     explicit CorePolicy(PolicyKind k) noexcept;
+    // The policy of a core_policy_id id (a scripted kind or a search configuration).
+    static CorePolicy from_id(int id);
 
     PolicyKind kind() const noexcept { return kind_; }
-    const char* name() const noexcept { return kPolicyKindNames[static_cast<int>(kind_)]; }
+    const char* name() const noexcept {
+        return search_ != nullptr ? search_->name.c_str() : kPolicyKindNames[static_cast<int>(kind_)];
+    }
 
     // As the Python policy's reset(seed): its generator becomes Pcg32(seed); any plan is
     // forgotten.
@@ -110,9 +143,17 @@ public:
     }
 
 private:
+    // The scripted decision of kind k (every kind but search), on this policy's generator and
+    // plan.
+    int act_as(PolicyKind k, const Battle& b, int seat, const std::uint8_t* mask);
+    // The search NPC's decision (search.cpp): the base's choice unless the simulations show a
+    // candidate better by the margin.
+    int search_act(const Battle& b, int seat, const std::uint8_t* mask);
+
     PolicyKind kind_;
     rng::Pcg32 rng_;
-    TacticianPlan plan_;
+    TacticianPlan plan_;  // tactician's, or a search's base's when that is tactician
+    const SearchParams* search_ = nullptr;  // kept for the process's life (core_policy_id)
 };
 
 }  // namespace traveller

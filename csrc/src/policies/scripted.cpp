@@ -55,18 +55,30 @@ void CorePolicy::forget() noexcept {
     plan_.n = 0;
 }
 
+CorePolicy CorePolicy::from_id(int id) {
+    const SearchParams* params = search_params(id);
+    CorePolicy p(params != nullptr ? PolicyKind::search : static_cast<PolicyKind>(id));
+    p.search_ = params;
+    return p;
+}
+
 int CorePolicy::act(const Battle& b, int seat, const std::uint8_t* mask) {
+    if (search_ != nullptr) return search_act(b, seat, mask);
+    return act_as(kind_, b, seat, mask);
+}
+
+int CorePolicy::act_as(PolicyKind kind, const Battle& b, int seat, const std::uint8_t* mask) {
     const int n_actions = b.num_actions();
     const int n_legal = count_legal(mask, n_actions);
     if (n_legal == 0) return -1;
-    if (kind_ == PolicyKind::random) {  // RandomPolicy.act
+    if (kind == PolicyKind::random) {  // RandomPolicy.act
         return nth_legal(mask, n_actions, rng_.boundedrand(static_cast<std::uint32_t>(n_legal)));
     }
     npc::Ctx ctx(b, seat, mask, npc::workspace());
     const int end = ctx.index(Kind::end_turn);
     const int haste_no = ctx.index(Kind::haste, 1);
     const int react_none = ctx.index(Kind::react, kReactNone);
-    if (kind_ == PolicyKind::passive) {  // PassivePolicy.act
+    if (kind == PolicyKind::passive) {  // PassivePolicy.act
         for (const int i : {end, haste_no, react_none}) {
             if (mask[i]) return i;
         }
@@ -75,15 +87,15 @@ int CorePolicy::act(const Battle& b, int seat, const std::uint8_t* mask) {
     // ScriptedPolicy.decide
     npc::Prefs prefs;
     const Phase phase = b.phase();
-    const bool leads = kind_ == PolicyKind::leader || kind_ == PolicyKind::tactician;
+    const bool leads = kind == PolicyKind::leader || kind == PolicyKind::tactician;
     if (phase == Phase::haste) {
         // rush (haste=False), marksman, leader and cover never hasten
-        prefs = {kind_ == PolicyKind::tactician ? npc::tactician_haste(ctx) : haste_no};
+        prefs = {kind == PolicyKind::tactician ? npc::tactician_haste(ctx) : haste_no};
     } else if (phase == Phase::reaction) {
-        if (kind_ == PolicyKind::rush) {
+        if (kind == PolicyKind::rush) {
             const int parry = ctx.index(Kind::react, kReactParry);
             prefs = {ctx.legal(parry) ? parry : react_none};
-        } else if (kind_ == PolicyKind::cover) {
+        } else if (kind == PolicyKind::cover) {
             prefs = {npc::cover_react(ctx)};
         } else {  // tactician: best_reaction(ctx, reaction_cost, reaction_cost / 2) = defaults
             prefs = {npc::best_reaction(ctx)};
@@ -95,7 +107,7 @@ int CorePolicy::act(const Battle& b, int seat, const std::uint8_t* mask) {
         } else if (!ctx.sig && ctx.minors <= 0) {  // R2.3: only free actions and end_turn
             prefs = {end};
         } else {
-            switch (kind_) {
+            switch (kind) {
                 case PolicyKind::rush: prefs = npc::rush_turn(ctx); break;
                 case PolicyKind::leader: prefs = npc::leader_turn(ctx); break;
                 case PolicyKind::tactician: prefs = npc::tactician_turn(ctx, plan_); break;
