@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..policy import is_search_name
 from . import require
 from .engine import check_kinds, core_layout, flatten_scenario
 
@@ -45,10 +46,11 @@ class CoreBackend:
         check_kinds()
         seats = (template.possible_agents if scenario_set is None else scenario_set.agents)
         for agent, name in zip(seats, policy_names, strict=True):
-            if name is not None and name not in CORE_POLICIES:
+            if name is not None and name not in CORE_POLICIES and not is_search_name(name):
                 raise ValueError(
                     f"opponents: {name!r} (playing {agent}) does not run inside the compiled "
-                    f"core; the policies that do: {', '.join(CORE_POLICIES)}. Use "
+                    f"core; the policies that do: {', '.join(CORE_POLICIES)} and the search "
+                    "NPC (search-<budget>...). Use "
                     "backend='python' to play other policies as opponents")
         views = {"move_view": template.move_view, "aim_view": template.aim_view,
                  "attack_view": template.attack_view}
