@@ -68,6 +68,10 @@ __all__ = ["BOOTSTRAP_SAMPLES", "Suite", "aggregate", "build_parser", "cell_summ
 
 #: Bootstrap resamples of the aggregate's interval.
 BOOTSTRAP_SAMPLES = 2000
+#: How a suite's battles are played (its ``play`` key; see the module docstring).
+PLAY_MODES = ("aec", "vector")
+#: A suite's aggregate (its ``aggregate`` key): the mean or the interquartile mean of the cells.
+METRICS = ("mean", "iqm")
 
 
 @dataclass(frozen=True)
@@ -82,6 +86,8 @@ class Suite:
     seed: int
     scenario_sets: dict[str, tuple[str, ...]]  # set name -> scenario names
     opponents: tuple[str, ...]
+    play: str = "aec"  # "aec": one AEC battle at a time; "vector": batched (module docstring)
+    metric: str = "mean"  # the aggregate: "mean" or "iqm" of the cell win rates
 
     @property
     def name(self) -> str:
@@ -125,7 +131,7 @@ def load_suite(suite: str | Path = "v1") -> Suite:
     text = path.read_text(encoding="utf-8")
     data = yaml.safe_load(text)
     allowed = {"version", "description", "battles_per_cell", "seed", "scenario_sets",
-               "opponents"}
+               "opponents", "play", "aggregate"}
     if not isinstance(data, dict) or set(data) - allowed or "version" not in data:
         raise _fail(path, f"a suite is a mapping with keys {', '.join(sorted(allowed))}")
     if isinstance(suite, str) and suite_path(suite) != Path(suite) and \
@@ -150,14 +156,22 @@ def load_suite(suite: str | Path = "v1") -> Suite:
     opponents = tuple(data.get("opponents") or ())
     if not sets or not opponents:
         raise _fail(path, "a suite needs at least one scenario set and one opponent")
+    play, metric = data.get("play", "aec"), data.get("aggregate", "mean")
+    if play not in PLAY_MODES:
+        raise _fail(path, f"play must be one of {', '.join(PLAY_MODES)}, got {play!r}")
+    if metric not in METRICS:
+        raise _fail(path, f"aggregate must be one of {', '.join(METRICS)}, got {metric!r}")
     return Suite(version=int(data["version"]), path=path,
                  sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
                  description=str(data.get("description", "")).strip(), battles_per_cell=n,
-                 seed=int(data.get("seed", 0)), scenario_sets=sets, opponents=opponents)
+                 seed=int(data.get("seed", 0)), scenario_sets=sets, opponents=opponents,
+                 play=play, metric=metric)
 
 
 def plan_battles(suite: Suite, policy: str) -> list[dict[str, Any]]:
     """Every battle of ``policy`` on ``suite`` (see the module docstring), unplayed."""
+    if suite.play == "vector":
+        return _plan_vector(suite, policy)
     out = []
     for set_name, opponent in suite.cells():
         scenarios = suite.scenario_sets[set_name]
@@ -165,6 +179,35 @@ def plan_battles(suite: Suite, policy: str) -> list[dict[str, Any]]:
             out.append({"set": set_name, "opponent": opponent,
                         "scenario": scenarios[i // 2 % len(scenarios)], "index": i,
                         "side": i % 2, "seed": suite.seed + i, "policy": policy})
+    return out
+
+
+def set_order(suite: Suite, set_name: str) -> list[str]:
+    """A vector suite's scenario set in the order its battles draw it: sorted by
+    ``derive_seed(suite.seed, j)`` of each scenario's place ``j`` (a fixed shuffle)."""
+    from traveller_env.rules.rng import derive_seed
+
+    names = suite.scenario_sets[set_name]
+    order = sorted(range(len(names)), key=lambda j: derive_seed(suite.seed, j))
+    return [names[j] for j in order]
+
+
+def _plan_vector(suite: Suite, policy: str) -> list[dict[str, Any]]:
+    """A vector suite's battles: battle ``i`` of a cell plays scenario ``i // 2`` of
+    ``set_order`` (cycling), the policy on side ``i % 2``, in a one-row vector seeded
+    ``derive_seed(suite.seed, i)`` (so both sides of a scenario, and every policy and
+    opponent, meet the same draws)."""
+    from traveller_env.rules.rng import derive_seed
+
+    out = []
+    seeds = [derive_seed(suite.seed, i) for i in range(suite.battles_per_cell)]
+    for set_name in suite.scenario_sets:
+        scenarios = set_order(suite, set_name)
+        for opponent in suite.opponents:
+            for i in range(suite.battles_per_cell):
+                out.append({"set": set_name, "opponent": opponent,
+                            "scenario": scenarios[i // 2 % len(scenarios)], "index": i,
+                            "side": i % 2, "seed": seeds[i], "policy": policy})
     return out
 
 
@@ -212,13 +255,76 @@ def _play_chunk(battles: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [play_one(b) for b in battles]
 
 
+_PLAYERS: dict[str, Any] = {}
+
+
+def vector_player(name: str) -> Any:
+    """``name`` as a ``scenario_eval`` player: the in-core policy's name, a loaded learned
+    policy (``.onnx``/``.pt`` with slot-relative actions), or ``None`` (it plays through the
+    AEC env only: a ``.py`` policy, a Python-only NPC, absolute actions)."""
+    from traveller_env.core.vector import CORE_POLICIES
+    from traveller_rl.scenario_eval import load_learned
+
+    if name not in _PLAYERS:
+        player: Any = None
+        if name in CORE_POLICIES:
+            player = name
+        elif name.endswith((".onnx", ".pt")):
+            try:
+                player = load_learned(policy_file(name), name=Path(name).stem)
+            except ValueError:
+                player = None
+        _PLAYERS[name] = player
+    return _PLAYERS[name]
+
+
+def _shares_a_vector(policy: Any, opponent: Any) -> bool:
+    if policy is None or opponent is None:
+        return False
+    if isinstance(policy, str) or isinstance(opponent, str):
+        return True
+    return policy.layout == opponent.layout and policy.views == opponent.views
+
+
+def play_cell(battles: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One cell of a vector suite (one policy, one opponent): batched through
+    ``traveller_rl.scenario_eval.play_battles`` when both play there and can share a vector,
+    else one AEC battle at a time (``play_one``, on the battle seed the vector would use)."""
+    from traveller_env.rules.rng import battle_seed
+    from traveller_rl.scenario_eval import BattleSpec, play_battles
+
+    if not battles:
+        return []
+    policy = vector_player(battles[0]["policy"])
+    opponent = vector_player(battles[0]["opponent"])
+    if not _shares_a_vector(policy, opponent):
+        out = []
+        for b in battles:
+            seed = battle_seed(b["seed"], 0, 0)
+            rec = play_one({**b, "seed": seed})
+            out.append({**rec, "seed": b["seed"], "battle_seed": seed, "path": "aec"})
+        return out
+    specs = [BattleSpec(b["scenario"], b["side"], b["seed"]) for b in battles]
+    path = "core" if isinstance(policy, str) and isinstance(opponent, str) else "vector"
+    out = []
+    for b, rec in zip(battles, play_battles(policy, opponent, specs), strict=True):
+        row = {**b, "result": rec["result"], "path": path}
+        for key in ("battle_seed", "winner", "reason"):
+            if key in rec:
+                row[key] = rec[key]
+        out.append(row)
+    return out
+
+
 def run_benchmark(policies: Sequence[str], suite: Suite, workers: int = 1,
                   progress: bool = True) -> dict[str, list[dict[str, Any]]]:
     """Every battle of every policy on ``suite``: policy -> battle records (plan order)."""
     plan = [b for p in policies for b in plan_battles(suite, p)]
     chunks = [plan[k:k + suite.battles_per_cell]
               for k in range(0, len(plan), suite.battles_per_cell)]
-    from traveller_rl.benchmark import _play_chunk as worker  # by its importable name
+    from traveller_rl.benchmark import _play_chunk, play_cell  # by their importable names
+
+    worker = play_cell if suite.play == "vector" else _play_chunk
 
     results = list(run_chunks(worker, chunks, workers, progress=progress, total=len(plan),
                               ordered=True))
@@ -249,16 +355,30 @@ def cell_summaries(suite: Suite, battles: Sequence[dict[str, Any]]) -> list[dict
     return cells
 
 
-def aggregate(suite: Suite, battles: Sequence[dict[str, Any]],
-              samples: int = BOOTSTRAP_SAMPLES, seed: int = 0) -> dict[str, Any]:
-    """The mean over playable cells of the cell win rates, with a stratified bootstrap 95%
-    interval (battles resampled within each cell)."""
-    outcomes = []
+def cell_outcomes(suite: Suite, battles: Sequence[dict[str, Any]]
+                  ) -> dict[tuple[str, str], np.ndarray]:
+    """Each playable cell's battle outcomes (1 won, 0 drawn or lost), in cell order."""
+    out = {}
     for set_name, opponent in suite.cells():
         won = [b["result"] == "win" for b in battles if b["set"] == set_name
                and b["opponent"] == opponent and b["result"] in ("win", "draw", "loss")]
         if won:
-            outcomes.append(np.asarray(won, dtype=float))
+            out[(set_name, opponent)] = np.asarray(won, dtype=float)
+    return out
+
+
+#: The thresholds of the performance profile (``aggregate``'s ``profile``).
+PROFILE_TAUS = tuple(round(0.05 * k, 2) for k in range(21))
+
+
+def aggregate(suite: Suite, battles: Sequence[dict[str, Any]],
+              samples: int = BOOTSTRAP_SAMPLES, seed: int = 0) -> dict[str, Any]:
+    """The suite's aggregate over the playable cells' win rates (``mean``, or ``iqm`` with the
+    mean beside it and the performance profile), each with a stratified bootstrap 95%
+    interval (battles resampled within each cell: ``traveller_rl.aggregates``)."""
+    if suite.metric == "iqm":
+        return _iqm_aggregate(suite, battles, samples, seed)
+    outcomes = list(cell_outcomes(suite, battles).values())
     total = len(suite.cells())
     if not outcomes:
         return {"metric": "mean cell win rate", "score": None, "ci95": None, "cells_used": 0,
@@ -273,6 +393,47 @@ def aggregate(suite: Suite, battles: Sequence[dict[str, Any]],
     lo, hi = np.percentile(boot, [2.5, 97.5])
     return {"metric": "mean cell win rate", "score": score, "ci95": [float(lo), float(hi)],
             "cells_used": len(outcomes), "cells": total}
+
+
+def _iqm_aggregate(suite: Suite, battles: Sequence[dict[str, Any]], samples: int,
+                   seed: int) -> dict[str, Any]:
+    from traveller_rl.aggregates import iqm, performance_profile, stratified_bootstrap
+
+    outcomes = list(cell_outcomes(suite, battles).values())
+    out: dict[str, Any] = {"metric": "IQM of cell win rates", "score": None, "ci95": None,
+                           "mean": None, "mean_ci95": None, "cells_used": len(outcomes),
+                           "cells": len(suite.cells()), "profile": None}
+    if not outcomes:
+        return out
+
+    def both(means: np.ndarray) -> np.ndarray:
+        return np.stack([iqm(means, axis=-1), means.mean(axis=-1)], axis=-1)
+
+    point, ci = stratified_bootstrap(outcomes, both, samples, seed)
+    profile, band = performance_profile(outcomes, PROFILE_TAUS, samples, seed)
+    out.update(score=float(point[0]), ci95=[float(ci[0][0]), float(ci[1][0])],
+               mean=float(point[1]), mean_ci95=[float(ci[0][1]), float(ci[1][1])],
+               profile={"tau": list(PROFILE_TAUS), "fraction": profile.tolist(),
+                        "ci95": [band[0].tolist(), band[1].tolist()]})
+    return out
+
+
+def improvement(suite: Suite, battles_a: Sequence[dict[str, Any]],
+                battles_b: Sequence[dict[str, Any]], samples: int = BOOTSTRAP_SAMPLES,
+                seed: int = 0) -> dict[str, Any]:
+    """The probability of improvement of policy A over B on the cells both played
+    (``traveller_rl.aggregates.probability_of_improvement_interval``: per cell
+    ``P(X > Y) + 0.5 P(X = Y)`` of a battle outcome of each, averaged over cells)."""
+    from traveller_rl.aggregates import probability_of_improvement_interval
+
+    a, b = cell_outcomes(suite, battles_a), cell_outcomes(suite, battles_b)
+    shared = [c for c in a if c in b]
+    if not shared:
+        return {"score": None, "ci95": None, "cells_used": 0, "cells": len(suite.cells())}
+    point, (lo, hi) = probability_of_improvement_interval(
+        [a[c] for c in shared], [b[c] for c in shared], samples, seed)
+    return {"score": point, "ci95": [lo, hi], "cells_used": len(shared),
+            "cells": len(suite.cells())}
 
 
 def _rate(cell: dict[str, Any]) -> str:
@@ -299,13 +460,52 @@ def format_table(policy: str, suite: Suite, record: dict[str, Any]) -> str:
         lo, hi = agg["ci95"]
         lines.append(f"aggregate ({agg['metric']}, {agg['cells_used']} of {agg['cells']} "
                      f"cells): {agg['score']:.3f} [{lo:.3f}, {hi:.3f}] (bootstrap 95%)")
+        if agg.get("mean") is not None:
+            lo, hi = agg["mean_ci95"]
+            lines.append(f"mean cell win rate: {agg['mean']:.3f} [{lo:.3f}, {hi:.3f}]")
     reasons = sorted({c["reason"] for c in record["cells"] if c["reason"]})
     lines += [f"not playable: {r}" for r in reasons[:3]]
     return "\n".join(lines)
 
 
+def _short(name: str) -> str:
+    return Path(name).stem if name.endswith((".onnx", ".pt")) else name
+
+
+def _ranked(records: dict[str, dict[str, Any]]) -> list[str]:
+    """Policies by cells played, then aggregate, best first."""
+    def key(name: str) -> tuple[int, float]:
+        agg = records[name]["aggregate"]
+        return (-agg["cells_used"], -(agg["score"] if agg["score"] is not None else -1))
+    return sorted(records, key=key)
+
+
+def format_iqm_leaderboard(suite: Suite, records: dict[str, dict[str, Any]]) -> str:
+    """An IQM suite's Markdown leaderboard: a row per policy (IQM, mean, cells), best first;
+    then a row per cell with each policy's win rate and Wilson interval."""
+    names = _ranked(records)
+    lines = ["| policy | IQM [95% CI] | mean [95% CI] | cells |", "|---|---|---|---|"]
+    for name in names:
+        agg = records[name]["aggregate"]
+        if agg["score"] is None:
+            lines.append(f"| {_short(name)} | n/p | n/p | 0/{agg['cells']} |")
+            continue
+        lines.append(f"| {_short(name)} | {agg['score']:.3f} [{agg['ci95'][0]:.3f}, "
+                     f"{agg['ci95'][1]:.3f}] | {agg['mean']:.3f} [{agg['mean_ci95'][0]:.3f}, "
+                     f"{agg['mean_ci95'][1]:.3f}] | {agg['cells_used']}/{agg['cells']} |")
+    lines += ["", "| cell | " + " | ".join(_short(n) for n in names) + " |",
+              "|---" * (len(names) + 1) + "|"]
+    for k, (set_name, opponent) in enumerate(suite.cells()):
+        row = [_rate(records[n]["cells"][k]) for n in names]
+        lines.append(f"| {set_name} vs {_short(opponent)} | " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
 def format_leaderboard(suite: Suite, records: dict[str, dict[str, Any]]) -> str:
-    """A Markdown leaderboard: a row per policy, best aggregate first, a column per cell."""
+    """A Markdown leaderboard: a row per policy, best aggregate first, a column per cell
+    (an IQM suite: ``format_iqm_leaderboard``)."""
+    if suite.metric == "iqm":
+        return format_iqm_leaderboard(suite, records)
     cells = suite.cells()
     head = ["policy", "score [95% CI]", "cells"] + [f"{s} vs {Path(o).stem}" for s, o in cells]
     rows = []
@@ -322,6 +522,16 @@ def format_leaderboard(suite: Suite, records: dict[str, dict[str, Any]]) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(r) + " |" for _, r in rows]
     return "\n".join(lines)
+
+
+def format_improvement(name: str, against: str, poi: dict[str, Any]) -> str:
+    """One line: the probability of improvement of ``name`` over ``against``."""
+    if poi["score"] is None:
+        return f"P({_short(name)} > {_short(against)}): no cell both played"
+    lo, hi = poi["ci95"]
+    return (f"P({_short(name)} > {_short(against)}) = {poi['score']:.3f} [{lo:.3f}, {hi:.3f}] "
+            f"(probability of improvement, bootstrap 95%, {poi['cells_used']} of "
+            f"{poi['cells']} cells)")
 
 
 # ---------------------------------------------------------------------------- command
@@ -344,6 +554,11 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
                    help="processes playing battles (1)")
     p.add_argument("--out", type=Path, help="write the JSON match record to this file")
     p.add_argument("--markdown", type=Path, help="write the leaderboard table (Markdown)")
+    p.add_argument("--html", type=Path,
+                   help="write an HTML report with the plots (self-contained, opens offline)")
+    p.add_argument("--against", metavar="POLICY",
+                   help="also play POLICY on the same battles and print the probability of "
+                        "improvement of each POLICY over it, with its 95%% interval")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
 
@@ -353,6 +568,14 @@ def run(args: argparse.Namespace) -> int:
     try:
         suite = load_suite(args.suite)
         policies = parse_policy_list(args.policies)
+        against = getattr(args, "against", None)
+        if against is not None:
+            checked = parse_policy_list(against)
+            if len(checked) != 1:
+                raise ValueError(f"--against {against}: one policy, not a list")
+            against = checked[0]
+            if against not in policies:
+                policies = [*policies, against]
         for name in [*policies, *suite.opponents]:
             if not (name.endswith(".onnx") or name.endswith(".pt")):
                 make_policy(name)  # an unknown name fails here, before any battle
@@ -377,14 +600,24 @@ def run(args: argparse.Namespace) -> int:
         print()
     if len(policies) > 1:
         print(format_leaderboard(suite, records))
+    versus = {}
+    if against is not None:
+        for name in policies:
+            if name != against:
+                versus[name] = improvement(suite, records[name]["battles"],
+                                           records[against]["battles"])
+                print(format_improvement(name, against, versus[name]))
     command = "traveller benchmark " + shlex.join(
-        [args.policies, "--suite", str(args.suite), "--workers", str(args.workers)])
+        [args.policies, "--suite", str(args.suite), "--workers", str(args.workers)]
+        + (["--against", against] if against is not None else []))
     payload = {"suite": {"version": suite.version, "name": suite.name,
                          "file": str(suite.path.relative_to(config_dir().parent))
                          if suite.path.is_relative_to(config_dir().parent) else str(suite.path),
                          "sha256": suite.sha256, "description": suite.description},
                "command": command, "seconds": round(time.time() - started, 1),
                "policies": records}
+    if versus:
+        payload["probability_of_improvement"] = {"over": against, "of": versus}
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(payload, indent=1, allow_nan=False) + "\n",
@@ -393,6 +626,11 @@ def run(args: argparse.Namespace) -> int:
     if args.markdown is not None:
         args.markdown.parent.mkdir(parents=True, exist_ok=True)
         args.markdown.write_text(format_leaderboard(suite, records) + "\n", encoding="utf-8")
+    if getattr(args, "html", None) is not None:
+        from traveller_rl.benchmark_report import write_report
+
+        write_report(args.html, suite, payload)
+        print(f"report: {args.html}")
     return 0
 
 

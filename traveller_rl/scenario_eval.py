@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,8 @@ import numpy as np
 
 from traveller_env.layout import Layout, LayoutError, resolve_layout
 
-__all__ = ["Learned", "load_learned", "play_scenarios", "summarise"]
+__all__ = ["LANES", "BattleSpec", "Learned", "Player", "load_learned", "play_battles",
+           "play_scenarios", "player_name", "summarise"]
 
 
 @dataclass
@@ -86,47 +88,190 @@ def load_learned(path: str | Path, name: str | None = None) -> Learned:
                    layout, views_of(data), choose_torch)
 
 
+#: A player of ``play_battles``: a learned policy, or the name of a policy that runs inside the
+#: compiled core (``traveller_env.core.vector.CORE_POLICIES``).
+Player = Learned | str
+
+#: Battles played at once by ``play_battles`` (one-row vectors stepped in lock step, the
+#: learned policy's decisions batched across them).
+LANES = 256
+
+
+@dataclass(frozen=True)
+class BattleSpec:
+    """One battle of ``play_battles``: ``scenario`` with the policy on side index ``side``, in
+    a one-row vector seeded ``seed`` (its battle seed is ``rules.rng.battle_seed(seed, 0,
+    0)``: ``raw_env(scenario).reset(seed=battle_seed)`` replays the battle)."""
+
+    scenario: str
+    side: int
+    seed: int
+
+
+def player_name(player: Player) -> str:
+    """A player's name (a learned policy's, or the in-core policy's)."""
+    return player if isinstance(player, str) else player.name
+
+
+@lru_cache(maxsize=8192)
+def _scenario(name: str) -> Any:
+    """``load_scenario(name)``, kept: a generated scenario is drawn once per process."""
+    from traveller_env.scenario import load_scenario
+
+    return load_scenario(name)
+
+
 def play_scenarios(learned: Learned, scenarios: Sequence[str], opponent: str = "tactician",
                    seed: int = 0, backend: str = "core") -> list[dict[str, Any]]:
     """Two battles per scenario (the policy on each side) against the in-core ``opponent``;
     one record per battle (see the module docstring)."""
-    from traveller_env import vector
     from traveller_env.rules.rng import derive_seed
-    from traveller_env.scenario import load_scenario
 
-    records: list[dict[str, Any]] = []
-    for k, scenario in enumerate(scenarios):
-        sides = [s.name for s in load_scenario(scenario).sides]
-        for side in (0, 1):
-            base = {"scenario": scenario, "side": sides[side], "opponent": opponent}
-            try:
-                venv = vector.make(scenario, num_envs=1, seed=derive_seed(seed, 2 * k + side),
-                                   backend=backend, opponents={sides[1 - side]: opponent},
-                                   relative_actions=True, layout=learned.layout,
-                                   **learned.views)
-            except LayoutError as exc:
-                records.append({**base, "result": "not_playable", "reason": str(exc)})
-                continue
-            if venv.obs_dim != learned.obs_dim or venv.action_labels != learned.action_labels:
-                records.append({**base, "result": "not_playable", "reason": (
-                    f"observation size {venv.obs_dim} and {venv.n_actions} actions; the policy "
-                    f"takes {learned.obs_dim} and {len(learned.action_labels)}")})
-                continue
-            records.append({**base, **_one_battle(learned, venv, side)})
-    return records
+    specs = [BattleSpec(sc, side, derive_seed(seed, 2 * k + side))
+             for k, sc in enumerate(scenarios) for side in (0, 1)]
+    return play_battles(learned, opponent, specs, backend=backend)
 
 
-def _one_battle(learned: Learned, venv: Any, side: int) -> dict[str, Any]:
-    obs, mask, info = venv.reset()
-    battle_seed = int(info["battle_seed"][0])
-    name = venv.sides[side]
+def play_battles(policy: Player, opponent: Player, specs: Sequence[BattleSpec],
+                 backend: str = "core", lanes: int = LANES) -> list[dict[str, Any]]:
+    """Every battle of ``specs`` between ``policy`` and ``opponent``; one record per battle, in
+    order: ``scenario``, ``side`` (the policy's side name), ``opponent``, ``battle_seed``,
+    ``result`` (``win``/``draw``/``loss`` for the policy, or ``not_playable`` with a
+    ``reason``), ``winner`` (the winning side's index, -1 for a draw).
+
+    Two in-core policies play each battle wholly inside the core (``_core.play_policies``,
+    each seat's policy seeded ``derive_seed(battle_seed, 1 + seat)`` as the vector seeds its
+    in-core opponents). Otherwise each battle is a one-row ``traveller_env.vector`` with the
+    in-core player as its opponent; up to ``lanes`` battles run in lock step and each learned
+    policy decides for all of them in one batch. Two learned policies must share an
+    observation and action layout (one vector feeds both)."""
+    if isinstance(policy, str) and isinstance(opponent, str):
+        return [_core_battle(policy, opponent, spec) for spec in specs]
+    out: list[dict[str, Any] | None] = [None] * len(specs)
+    todo = iter(range(len(specs)))
+    active: list[_Lane] = []
     while True:
-        action = learned.choose(obs, mask, name)
-        obs, mask, _, term, trunc, info = venv.step(action)
-        if term[0] or trunc[0]:
-            winner = int(info["winner"][0])
-            result = "draw" if winner < 0 else "win" if winner == side else "loss"
-            return {"battle_seed": battle_seed, "result": result}
+        while len(active) < lanes:
+            i = next(todo, None)
+            if i is None:
+                break
+            lane = _open_lane(policy, opponent, specs[i], backend)
+            if isinstance(lane, dict):
+                out[i] = lane
+            else:
+                lane.index = i
+                active.append(lane)
+        if not active:
+            break
+        actions = np.empty(len(active), dtype=np.int64)
+        groups: dict[tuple[int, str], list[int]] = {}
+        for k, lane in enumerate(active):
+            groups.setdefault(lane.decider(), []).append(k)
+        for (who, side_name), rows in groups.items():
+            player = (policy, opponent)[who]
+            obs = np.stack([active[k].obs[0] for k in rows])
+            mask = np.stack([active[k].mask[0] for k in rows])
+            actions[rows] = player.choose(obs, mask, side_name)
+        still = []
+        for lane, action in zip(active, actions, strict=True):
+            record = lane.step(int(action))
+            if record is None:
+                still.append(lane)
+            else:
+                out[lane.index] = record
+        active = still
+    return [r for r in out if r is not None]
+
+
+class _Lane:
+    """One battle in a one-row vector: who decides now, and its record once over."""
+
+    def __init__(self, venv: Any, spec: BattleSpec, learner_of_side: dict[int, int],
+                 base: dict[str, Any]) -> None:
+        self.venv, self.spec, self.base = venv, spec, base
+        self.learner_of_side = learner_of_side  # side index -> 0 (policy) or 1 (opponent)
+        self.index = -1
+        self.obs, self.mask, info = venv.reset()
+        self.battle_seed = int(info["battle_seed"][0])
+        self.agent = int(info["agent"][0])
+
+    def decider(self) -> tuple[int, str]:
+        """(0 for the policy or 1 for the opponent, the deciding seat's side name)."""
+        side = int(self.venv.agent_sides[self.agent])
+        return self.learner_of_side[side], self.venv.sides[side]
+
+    def step(self, action: int) -> dict[str, Any] | None:
+        """Play ``action``; the battle's record once it is over, else ``None``."""
+        self.obs, self.mask, _, term, trunc, info = self.venv.step(
+            np.array([action], dtype=np.int64))
+        self.agent = int(info["agent"][0])
+        if not (term[0] or trunc[0]):
+            return None
+        winner = int(info["winner"][0])
+        result = "draw" if winner < 0 else "win" if winner == self.spec.side else "loss"
+        return {**self.base, "battle_seed": self.battle_seed, "result": result,
+                "winner": winner}
+
+
+def _open_lane(policy: Player, opponent: Player, spec: BattleSpec,
+               backend: str) -> _Lane | dict[str, Any]:
+    """A battle's lane, or its ``not_playable`` record."""
+    from traveller_env import vector
+
+    scenario = _scenario(spec.scenario)
+    sides = [s.name for s in scenario.sides]
+    base = {"scenario": spec.scenario, "side": sides[spec.side],
+            "opponent": player_name(opponent)}
+    seats = {spec.side: policy, 1 - spec.side: opponent}
+    learned = [p for p in seats.values() if not isinstance(p, str)]
+    if len(learned) == 2 and (learned[0].layout != learned[1].layout
+                              or learned[0].views != learned[1].views):
+        return {**base, "result": "not_playable", "reason": (
+            f"{learned[0].name} and {learned[1].name} read different observations (layouts "
+            f"{_layout_name(learned[0])} and {_layout_name(learned[1])}): one vector cannot "
+            "feed both")}
+    opponents = {sides[s]: p for s, p in seats.items() if isinstance(p, str)}
+    try:
+        venv = vector.make(scenario, num_envs=1, seed=spec.seed, backend=backend,
+                           opponents=opponents, relative_actions=True,
+                           layout=learned[0].layout, **learned[0].views)
+    except LayoutError as exc:
+        return {**base, "result": "not_playable", "reason": str(exc)}
+    for one in learned:
+        if venv.obs_dim != one.obs_dim or venv.action_labels != one.action_labels:
+            return {**base, "result": "not_playable", "reason": (
+                f"observation size {venv.obs_dim} and {venv.n_actions} actions; "
+                f"{one.name} takes {one.obs_dim} and {len(one.action_labels)}")}
+    lane = _Lane(venv, spec, {s: 0 if p is policy else 1 for s, p in seats.items()}, base)
+    if int(venv.info["episode"][0]) != 0 or venv.battles_skipped:
+        return {**base, "result": "not_playable",
+                "reason": "the battle ended before a learned policy decided"}
+    return lane
+
+
+def _layout_name(learned: Learned) -> str:
+    return learned.layout.name if learned.layout is not None else "the scenario's own"
+
+
+def _core_battle(policy: str, opponent: str, spec: BattleSpec) -> dict[str, Any]:
+    """A battle of two in-core policies, played inside the core."""
+    from traveller_env import core
+    from traveller_env.core.engine import CoreBattle, flatten_scenario
+    from traveller_env.rules.rng import battle_seed, derive_seed
+
+    scenario = _scenario(spec.scenario)
+    flat = flatten_scenario(scenario)
+    seed = battle_seed(spec.seed, 0, 0)
+    cb = CoreBattle(scenario, seed, record_events=False, flat=flat)
+    names = [policy if int(s) == spec.side else opponent for s in flat["ints"][:, 0]]
+    c = core.require()
+    c.play_policies(cb.handle, [c.Policy(n, derive_seed(seed, 1 + i))
+                                for i, n in enumerate(names)])
+    w = cb.handle.winner
+    result = "draw" if w < 0 else "win" if w == spec.side else "loss"
+    return {"scenario": spec.scenario, "side": flat["side_names"][spec.side],
+            "opponent": opponent, "battle_seed": seed, "result": result, "winner": int(w),
+            "rounds": cb.round}
 
 
 def summarise(records: list[dict[str, Any]]) -> dict[str, Any]:

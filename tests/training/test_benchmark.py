@@ -4,6 +4,7 @@ intervals, a bootstrap aggregate, not-playable cells and the JSON match record."
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -127,3 +128,86 @@ def test_a_battle_that_fails_is_recorded_not_scored(tmp_path):
     suite = load_suite("v1")
     cells = cell_summaries(suite, [{**record, "set": "squad", "opponent": "tactician"}])
     assert cells[0]["battles"] == 0 and cells[0]["not_playable"] == 1
+
+
+# ---------------------------------------------------------------------------- vector suites
+TINY_VECTOR = ROOT / "tests" / "data" / "benchmark_tiny.yaml"
+
+
+def test_version_2_is_a_ladder_of_held_out_cells():
+    suite = load_suite("v2")
+    assert suite.version == 2 and suite.play == "vector" and suite.metric == "iqm"
+    assert len(suite.cells()) >= 12 and suite.battles_per_cell >= 400
+    assert suite.opponents[:4] == ("rush", "marksman", "cover", "tactician")
+    assert suite.opponents[4].endswith(".onnx")
+    for set_name, names in suite.scenario_sets.items():
+        if set_name.startswith("gen"):
+            seeds = [int(n.split("@")[1]) for n in names]
+            assert (min(seeds), max(seeds)) == (1000, 4999)
+
+
+def test_a_vector_plan_meets_the_same_draws_from_both_sides():
+    suite = load_suite(TINY_VECTOR)
+    plan = plan_battles(suite, "rush")
+    assert len(plan) == 2 * 4
+    first, second = plan[:4], plan[4:]
+    assert [b["side"] for b in first] == [0, 1, 0, 1]
+    assert first[0]["scenario"] == first[1]["scenario"] != first[2]["scenario"]
+    # Every opponent (and every policy) meets the same scenarios and seeds.
+    assert [(b["scenario"], b["seed"]) for b in first] == [(b["scenario"], b["seed"])
+                                                          for b in second]
+    assert plan == plan_battles(suite, "tactician") or all(
+        b["policy"] == "tactician" for b in plan_battles(suite, "tactician"))
+
+
+def test_a_vector_suite_run_writes_record_table_and_report(tmp_path, capsys):
+    out, html, md = tmp_path / "r.json", tmp_path / "r.html", tmp_path / "r.md"
+    args = build_parser().parse_args(
+        ["tactician", "--suite", str(TINY_VECTOR), "--against", "rush", "--out", str(out),
+         "--html", str(html), "--markdown", str(md), "--no-progress"])
+    assert run(args) == 0
+    text = capsys.readouterr().out
+    assert "IQM of cell win rates" in text and "P(tactician > rush) = " in text
+    record = json.loads(out.read_text())
+    tactician = record["policies"]["tactician"]
+    assert len(tactician["battles"]) == 8
+    paths = {b["opponent"]: b["path"] for b in tactician["battles"]}
+    assert paths == {"rush": "core", "results/league/wanderer.onnx": "vector"}
+    assert all(b["result"] in ("win", "draw", "loss") and b["battle_seed"] > 0
+               for b in tactician["battles"])
+    agg = tactician["aggregate"]
+    assert agg["cells_used"] == 2 and agg["ci95"][0] <= agg["score"] <= agg["ci95"][1]
+    assert len(agg["profile"]["fraction"]) == len(agg["profile"]["tau"])
+    poi = record["probability_of_improvement"]
+    assert poi["over"] == "rush" and 0 <= poi["of"]["tactician"]["score"] <= 1
+    page = html.read_text()
+    assert page.count("<svg") >= 3 and "<script" not in page and "<link" not in page
+    assert not re.search(r"(src|href)=\"(https?:)?//", page)  # nothing fetched: opens offline
+    assert md.read_text().startswith("| policy | IQM [95% CI]")
+    # The same suite and policies give the same battles.
+    again = build_parser().parse_args(["tactician", "--suite", str(TINY_VECTOR), "--out",
+                                       str(tmp_path / "again.json"), "--no-progress"])
+    assert run(again) == 0
+    assert json.loads((tmp_path / "again.json").read_text())["policies"]["tactician"][
+        "battles"] == tactician["battles"]
+
+
+def test_the_iqm_aggregate_and_the_improvement_by_hand():
+    from traveller_rl.benchmark import improvement
+
+    suite = load_suite(TINY_VECTOR)
+    rates = {("gen-duel", "rush"): 0.75, ("gen-duel", suite.opponents[1]): 0.25}
+
+    def battles(shift: float) -> list[dict]:
+        out = []
+        for (set_name, opponent), rate in rates.items():
+            wins = round(4 * min(1.0, rate + shift))
+            out += [{"set": set_name, "opponent": opponent,
+                     "result": "win" if i < wins else "loss"} for i in range(4)]
+        return out
+
+    agg = aggregate(suite, battles(0.0))
+    assert agg["score"] == pytest.approx(0.5) and agg["mean"] == pytest.approx(0.5)
+    # Both cells 0.25 better: per cell 0.5 + 0.25 / 2.
+    poi = improvement(suite, battles(0.25), battles(0.0))
+    assert poi["score"] == pytest.approx(0.625) and poi["cells_used"] == 2
