@@ -1,6 +1,8 @@
 """The generalisation gap, from one command: learned policies against ``tactician`` on the
 built-in ``squad``, on held-out generated battles and on every built-in scenario that fits a
-6v6 layout, both sides (``traveller_rl.scenario_eval``: ``tactician`` in the core).
+6v6 layout, both sides. The battles are played by the product's evaluation path,
+``traveller_rl.scenario_eval.play_battles`` (``tactician`` in the core, the policy's decisions
+batched across battles), the one ``traveller benchmark`` plays its vector suites with.
 
     python -m experiments.generalisation results/league/understudy.onnx \
         results/league/wanderer.onnx --battles 1000 --out results/generalisation.json

@@ -3,6 +3,7 @@
     traveller benchmark tactician                       # suite v1, table on stdout
     traveller benchmark results/league/stalker.onnx --out runs/benchmark/stalker.json
     traveller benchmark rush,cover,tactician --workers 2 --out results/benchmark_v1.json
+    traveller benchmark results/league/wanderer.onnx --suite v2 --against tactician --html r.html
 
 A *suite* is ``configs/benchmarks/v<N>.yaml`` (``--suite v1``, or a path): scenario sets
 (built-in scenarios, or a distribution's held-out seed range: ``gen:squad`` seeds 1000-1003)
@@ -15,10 +16,24 @@ policy on side ``i % 2`` and battle seed ``suite.seed + i`` (each side's policy 
 the battle seed and its side, as in ``traveller tournament``): the record depends only on the
 suite and the policies, not on ``--workers``.
 
+**Vector suites** (``play: vector``, v2 on). Battle ``i`` of a cell plays scenario ``i // 2``
+of the set in a fixed shuffled order (``set_order``; a distribution's held-out range is drawn
+from) with the policy on side ``i % 2``, in a one-row vector seeded ``derive_seed(suite.seed,
+i)``: both sides of a draw, every opponent and every policy meet the same battles. A cell is
+played by ``traveller_rl.scenario_eval.play_battles`` (``play_cell``): two in-core NPCs wholly
+inside the core; a learned policy (``.onnx``/``.pt``, slot-relative) with its decisions batched
+across the cell's battles against an in-core NPC or a learned opponent of the same layout.
+Anything else (a ``.py`` policy, a Python-only NPC, two learned policies with different
+layouts) plays one AEC battle at a time (``play_one``) on the battle seed the vector would
+use. Each battle's record says which (``path``: ``core``, ``vector`` or ``aec``).
+
 **Scores.** Per cell: wins, draws, losses, the win rate and its Wilson 95% interval. The
-aggregate is the mean over cells of the cell win rates, with a stratified bootstrap 95%
-interval (battles resampled within each cell, ``BOOTSTRAP_SAMPLES`` times; rliable's
-stratified bootstrap over the one run). Draws count as not won.
+aggregate (``aggregate: mean``, v1) is the mean over cells of the cell win rates, with a
+stratified bootstrap 95% interval (battles resampled within each cell, ``BOOTSTRAP_SAMPLES``
+times; rliable's stratified bootstrap over the one run). Draws count as not won. With
+``aggregate: iqm`` (v2) it is the interquartile mean of the cell win rates, with the mean and
+the performance profile beside it (``traveller_rl.aggregates``), and ``--against B`` prints
+each policy's probability of improvement over ``B`` on the cells both played.
 
 **Not playable.** A learned policy plays only scenarios of its observation and action layout
 (its ONNX file is checked against each scenario: ``traveller_agents.onnx_policy``); one trained on a
@@ -34,14 +49,18 @@ A battle in which a policy raises (a scripted policy made for other scenarios, s
 ``optimal_aim`` outside the ``range_*`` scenarios) is recorded as ``error`` with the exception,
 and counted with the not-playable ones, never as a result.
 
-**Match record** (``--out``, JSON): the suite (version, file, SHA-256 of its text), the
-command, and per policy every battle (set, scenario, opponent, side, seed, result, winner,
-rounds), the cells and the aggregate; any number in the table can be recomputed from it.
+**Match record** (``--out``, JSON, gzipped when the name ends ``.gz``): the suite (version,
+file, SHA-256 of its text), the command, and per policy every battle (set, scenario, opponent,
+side, seed, result, winner; rounds on the AEC path, the battle seed on a vector suite), the
+cells and the aggregate; any number in the table can be recomputed from it. ``--markdown``
+writes the leaderboard, ``--html`` a self-contained report with the plots
+(``traveller_rl.benchmark_report``).
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import hashlib
 import json
 import shlex
@@ -62,9 +81,11 @@ from traveller_rl.commandline import examples_epilog, int_at_least
 from traveller_rl.common import run_chunks
 from traveller_rl.evaluation import wilson_interval
 
-__all__ = ["BOOTSTRAP_SAMPLES", "Suite", "aggregate", "build_parser", "cell_summaries",
-           "format_leaderboard", "format_table", "load_suite", "plan_battles", "policy_file",
-           "run", "run_benchmark", "suite_path"]
+__all__ = ["BOOTSTRAP_SAMPLES", "METRICS", "PLAY_MODES", "PROFILE_TAUS", "Suite", "aggregate",
+           "build_parser", "cell_outcomes", "cell_summaries", "format_improvement",
+           "format_iqm_leaderboard", "format_leaderboard", "format_table", "improvement",
+           "load_suite", "plan_battles", "play_cell", "policy_file", "read_record", "run",
+           "run_benchmark", "set_order", "suite_path", "vector_player", "write_record"]
 
 #: Bootstrap resamples of the aggregate's interval.
 BOOTSTRAP_SAMPLES = 2000
@@ -445,7 +466,7 @@ def _rate(cell: dict[str, Any]) -> str:
 
 def format_table(policy: str, suite: Suite, record: dict[str, Any]) -> str:
     """One policy's table: a row per cell, then the aggregate."""
-    width = max(len(s) for s in suite.scenario_sets) + 2
+    width = max(len("scenario set"), *(len(s) for s in suite.scenario_sets)) + 2
     owidth = max(len(Path(o).stem) for o in suite.opponents) + 2
     lines = [f"{policy} on benchmark {suite.name}",
              f"{'scenario set':<{width}}{'opponent':<{owidth}}{'W':>4}{'D':>4}{'L':>4}"
@@ -524,6 +545,23 @@ def format_leaderboard(suite: Suite, records: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def write_record(path: Path, payload: dict[str, Any]) -> None:
+    """Write the JSON match record; a path ending ``.gz`` is gzipped (no timestamp inside, so
+    the same record gives the same bytes)."""
+    text = json.dumps(payload, indent=1, allow_nan=False) + "\n"
+    if path.suffix == ".gz":
+        with path.open("wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
+            gz.write(text.encode("utf-8"))
+    else:
+        path.write_text(text, encoding="utf-8")
+
+
+def read_record(path: Path) -> dict[str, Any]:
+    """A match record written by ``write_record`` (gzipped or not)."""
+    data = path.read_bytes()
+    return json.loads(gzip.decompress(data) if path.suffix == ".gz" else data)
+
+
 def format_improvement(name: str, against: str, poi: dict[str, Any]) -> str:
     """One line: the probability of improvement of ``name`` over ``against``."""
     if poi["score"] is None:
@@ -552,7 +590,8 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
                    help="suite version (v1 is configs/benchmarks/v1.yaml) or a suite file")
     p.add_argument("--workers", type=int_at_least(1), default=1,
                    help="processes playing battles (1)")
-    p.add_argument("--out", type=Path, help="write the JSON match record to this file")
+    p.add_argument("--out", type=Path,
+                   help="write the JSON match record to this file (gzipped if it ends .gz)")
     p.add_argument("--markdown", type=Path, help="write the leaderboard table (Markdown)")
     p.add_argument("--html", type=Path,
                    help="write an HTML report with the plots (self-contained, opens offline)")
@@ -620,8 +659,7 @@ def run(args: argparse.Namespace) -> int:
         payload["probability_of_improvement"] = {"over": against, "of": versus}
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(payload, indent=1, allow_nan=False) + "\n",
-                            encoding="utf-8")
+        write_record(args.out, payload)
         print(f"match record: {args.out}")
     if args.markdown is not None:
         args.markdown.parent.mkdir(parents=True, exist_ok=True)

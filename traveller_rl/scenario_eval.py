@@ -1,17 +1,22 @@
-"""A learned policy against an in-core opponent on many scenarios, both sides, fast.
+"""Battles between a policy and an opponent on many scenarios, both sides, fast: the
+evaluation path ``traveller benchmark`` (vector suites) and ``experiments.generalisation``
+share.
 
-``traveller benchmark`` plays every battle through the AEC env, with scripted opponents in
-Python: the reference, and slow for ``tactician`` (about half a second a battle). This plays
-the same kind of battle through ``traveller_env.vector`` instead: the opponent runs inside the
-compiled core and the learned policy chooses greedily (its most probable legal action, as
-``traveller benchmark`` plays it) for every row at once, so a thousand battles take a minute.
+Playing one battle at a time through the AEC env, with scripted opponents in Python, is the
+reference, and slow for ``tactician`` (about half a second a battle). ``play_battles`` plays
+through ``traveller_env.vector`` instead: an opponent that runs inside the compiled core plays
+there, and a learned policy chooses greedily (its most probable legal action, as the AEC path
+plays it) for up to ``LANES`` battles at once, each a one-row vector stepped in lock step; two
+in-core policies play a battle wholly inside the core.
 
-**Battles.** Scenario ``k`` of the list is played twice, the policy on side 0 then on side 1,
-in a one-row vector seeded ``derive_seed(seed, 2 * k + side)``: the battle seed each record
-keeps replays the battle in ``raw_env(scenario).reset(seed=...)``. A policy trained on a fixed
-layout (``traveller_env.layout``) plays every scenario that fits it through the layout; other
-policies play the scenarios whose observation and action sizes are their own. A scenario a
-policy cannot play is recorded as ``not_playable`` with the reason, never as a loss.
+**Battles.** A ``BattleSpec`` names the scenario, the policy's side and the one-row vector's
+seed; the record keeps the battle seed, which replays the battle in
+``raw_env(scenario).reset(seed=...)``. ``play_scenarios`` plays scenario ``k`` of a list twice,
+the policy on side 0 then on side 1, seeded ``derive_seed(seed, 2 * k + side)``. A policy
+trained on a fixed layout (``traveller_env.layout``) plays every scenario that fits it through
+the layout; other policies play the scenarios whose observation and action sizes are their own.
+A scenario a policy cannot play is recorded as ``not_playable`` with the reason, never as a
+loss.
 """
 
 from __future__ import annotations
@@ -239,9 +244,10 @@ def _open_lane(policy: Player, opponent: Player, spec: BattleSpec,
         return {**base, "result": "not_playable", "reason": str(exc)}
     for one in learned:
         if venv.obs_dim != one.obs_dim or venv.action_labels != one.action_labels:
+            role = "policy" if one is policy else "opponent"
             return {**base, "result": "not_playable", "reason": (
-                f"observation size {venv.obs_dim} and {venv.n_actions} actions; "
-                f"{one.name} takes {one.obs_dim} and {len(one.action_labels)}")}
+                f"{one.name}: observation size {venv.obs_dim} and {venv.n_actions} actions; "
+                f"the {role} takes {one.obs_dim} and {len(one.action_labels)}")}
     lane = _Lane(venv, spec, {s: 0 if p is policy else 1 for s, p in seats.items()}, base)
     if int(venv.info["episode"][0]) != 0 or venv.battles_skipped:
         return {**base, "result": "not_playable",
