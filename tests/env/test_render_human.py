@@ -37,7 +37,7 @@ def test_metadata_lists_human() -> None:
     assert e.metadata["render_fps"] > 0
 
 
-@pytest.mark.parametrize("name", builtin_scenarios())
+@pytest.mark.parametrize("name", [*builtin_scenarios(), "gen:squad@3"])
 def test_render_test_passes(name: str) -> None:
     render_test(lambda render_mode=None: make_env(name, render_mode=render_mode,
                                                   backend="python"))

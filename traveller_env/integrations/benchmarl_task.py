@@ -24,9 +24,12 @@ length of an evaluation rollout; default 1000 learner decisions). The group is t
 side name. Each member is registered in BenchMARL's ``task_config_registry`` as
 ``"traveller/<scenario>"``.
 
-BenchMARL 1.5.1 was written against TorchRL 0.10: importing this module first applies
-``traveller_env.integrations.benchmarl_compat`` (the collector's and ``ClipPPOLoss``'s renamed names), so
-import it before ``benchmarl.experiment``. MAPPO and IPPO run; other algorithms are not tried.
+BenchMARL 1.5.1 was written against TorchRL 0.10 and does not import on TorchRL 0.14 by itself
+(``import benchmarl`` fails on ``torchrl.collectors.SyncDataCollector``): importing this module
+applies ``traveller_env.integrations.benchmarl_compat`` (the renamed names, and the action-shape
+check of IQL, QMIX and VDN), so it must be imported before anything of ``benchmarl`` — the
+one line to put first. An import of BenchMARL that failed before it does no harm: importing
+this module afterwards still works. MAPPO, IPPO, IQL, QMIX, VDN, MASAC and ISAC run.
 """
 
 from __future__ import annotations
@@ -40,7 +43,13 @@ from traveller_env.integrations import benchmarl_compat
 
 benchmarl_compat.apply()
 
-from benchmarl.environments import Task, TaskClass, task_config_registry  # noqa: E402
+try:
+    from benchmarl.environments import Task, TaskClass, task_config_registry
+except ImportError as exc:  # a BenchMARL or TorchRL that the patch does not cover
+    raise ImportError(f"BenchMARL does not import here even with "
+                      f"traveller_env.integrations.benchmarl_compat applied ({exc}); the "
+                      "benchmarl extra pins the versions that work: pip install -e "
+                      "'.[benchmarl]' (benchmarl 1.5.1, torchrl 0.14.1)") from exc
 from torchrl.data import Composite  # noqa: E402
 from torchrl.envs import EnvBase, PettingZooWrapper  # noqa: E402
 
