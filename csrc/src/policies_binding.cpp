@@ -49,8 +49,8 @@ int id_of(nb::handle name) {
     if (!core_policy_id(nb::cast<std::string>(name), &id, &error)) {
         if (!error.empty()) throw nb::value_error(("Policy: " + error).c_str());
         throw nb::value_error(("Policy: " + py_repr(name) +
-                               " does not run in the core; runs in the core: " + kCorePolicyNames +
-                               ", and search[-<budget>][-<key>=<value>...]")
+                               " does not run in the core (the search NPC: search-<budget>...); "
+                               "runs in the core: " + std::string(kCorePolicyNames))
                                   .c_str());
     }
     return id;
