@@ -164,8 +164,8 @@ def test_unknown_labels_options_and_arguments_are_refused():
         traveller_env.raw_env("duel", illegal_action="ignore")
     with pytest.raises(ValueError, match="max_rounds must be a positive integer"):
         traveller_env.raw_env("duel", max_rounds=0)
-    with pytest.raises(ValueError, match="render_mode 'human' is not supported"):
-        traveller_env.raw_env("duel", render_mode="human")
+    with pytest.raises(ValueError, match="render_mode 'video' is not supported"):
+        traveller_env.raw_env("duel", render_mode="video")
     with pytest.raises(ScenarioError, match="no built-in scenario of that name"):
         traveller_env.raw_env("dule")
 
