@@ -667,7 +667,7 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "html", None) is not None:
         from traveller_rl.benchmark_report import write_report
 
-        write_report(args.html, suite, payload)
+        write_report(args.html, suite, payload, format_leaderboard(suite, records))
         print(f"report: {args.html}")
     return 0
 

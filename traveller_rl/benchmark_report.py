@@ -123,18 +123,16 @@ def _table(markdown: str) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def render_report(suite: Any, payload: dict[str, Any]) -> str:
+def render_report(suite: Any, payload: dict[str, Any], board: str) -> str:
     """The report's HTML text for a match record ``payload`` (``traveller benchmark --out``'s
-    JSON) of ``suite``."""
+    JSON) of ``suite``, with ``board`` its Markdown leaderboard
+    (``traveller_rl.benchmark.format_leaderboard``)."""
     import matplotlib
 
     matplotlib.use("Agg")
     matplotlib.rcParams["svg.hashsalt"] = "traveller"  # the same record, the same bytes
-    from traveller_rl.benchmark import format_leaderboard
-
     records = payload["policies"]
     names = _ranked(records)
-    board = format_leaderboard(suite, records)
     tables = "".join(_table(part) for part in board.split("\n\n"))
     parts = [f"<h1>Benchmark {html.escape(suite.name)}</h1>",
              f"<p>{html.escape(suite.description)}</p>",
@@ -163,7 +161,7 @@ def render_report(suite: Any, payload: dict[str, Any]) -> str:
             + "\n".join(parts) + "\n</body></html>\n")
 
 
-def write_report(path: Path, suite: Any, payload: dict[str, Any]) -> None:
+def write_report(path: Path, suite: Any, payload: dict[str, Any], board: str) -> None:
     """Write ``render_report`` to ``path`` (folders made as needed)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_report(suite, payload), encoding="utf-8")
+    path.write_text(render_report(suite, payload, board), encoding="utf-8")
