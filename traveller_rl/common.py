@@ -1,7 +1,9 @@
-"""Shared pieces of the training scripts: arguments, run folders, safe saving, plots.
+"""Shared pieces of the trainers and recipes: arguments, run folders, safe saving, plots.
 
-Kept beside the scripts (CleanRL style: each experiment stays one readable file, with the
-boilerplate here).
+The trainers (``traveller_rl.ppo``, ``traveller_rl.rllib``) and the recipes
+(``traveller_rl.recipes``) import it, so that each stays one readable file (CleanRL style)
+with the boilerplate here. ``PPOArgs`` names the PPO hyperparameters the way every trainer's
+arguments name them.
 """
 
 from __future__ import annotations
@@ -19,15 +21,45 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PPOArgs", "PoolCheckpointCallback", "add_dataclass_args", "atomic_save_model",
-           "atomic_write_bytes", "checkpoint_provenance", "learning_curve", "make_model",
-           "make_run_dir", "parse_opponents", "run_chunks", "seed_everything", "write_json"]
+__all__ = ["PPOArgs", "PoolCheckpointCallback", "add_dataclass_args", "add_field_argument",
+           "atomic_save_model", "atomic_write_bytes", "checkpoint_provenance", "dataclass_flags",
+           "field_flag",
+           "flag_field", "learning_curve", "make_model", "make_run_dir", "parse_opponents",
+           "run_chunks", "seed_everything", "write_json"]
+
+
+def flag_field(default: Any = dataclasses.MISSING, *, flag: str,
+               default_factory: Any = dataclasses.MISSING) -> Any:
+    """A dataclass field whose ``--flag`` is not its name: ``flag`` (with ``_`` for ``-``),
+    e.g. ``learning_rate: float = flag_field(2.5e-4, flag="lr")`` is ``--lr``."""
+    return dataclasses.field(default=default, default_factory=default_factory,
+                             metadata={"flag": flag})
+
+
+def dataclass_flags(args: Any) -> dict[str, Any]:
+    """A dataclass's values by ``--flag`` name (``_`` for ``-``; ``field_flag``), as a run's
+    ``config.json`` records its arguments."""
+    return {field_flag(f): getattr(args, f.name) for f in dataclasses.fields(args)}
+
+
+def field_flag(f: dataclasses.Field) -> str:
+    """The name of a dataclass field's ``--flag`` (``_`` for ``-``): ``flag_field``'s, else
+    the field's own."""
+    return f.metadata.get("flag", f.name)
 
 
 @dataclasses.dataclass
 class PPOArgs:
-    """MaskablePPO settings and run bookkeeping shared by the training scripts (each
-    script's ``Args`` extends it and may override defaults)."""
+    """MaskablePPO settings and run bookkeeping shared by the SB3 recipes (each recipe's
+    ``Args`` extends it and may override defaults).
+
+    Its names are the PPO hyperparameters' names in every trainer's arguments (the batched
+    trainer's ``traveller_rl.ppo.args.PPOSettings`` and ``NetArgs``, ``traveller_rl.rllib.Args``,
+    the recipes' options): ``learning_rate``, ``n_epochs``, ``gamma``, ``gae_lambda``,
+    ``ent_coef``, ``net_arch`` (hidden layer sizes, ``"64,64"``), and beside them
+    ``clip_coef``, ``vf_coef``, ``max_grad_norm``. A trainer whose ``--flag`` has another name
+    keeps it (``--lr``, ``--epochs``, ``--hidden``, ``--num-epochs``, ``--entropy-coeff``)
+    through ``flag_field``."""
 
     seed: int = 1
     """seed of everything: Python, NumPy, torch, the environments"""
@@ -121,18 +153,41 @@ def _default_text(default: Any) -> str:
     return repr(default) if isinstance(default, str) else str(default)
 
 
+def add_field_argument(target: Any, f: dataclasses.Field, doc: str, dest: str,
+                       short: bool = False) -> None:
+    """Add the ``--flag`` of the dataclass field ``f`` (``field_flag``) to ``target`` (a
+    parser or an argument group), stored in ``dest``, with ``doc`` as help and its default
+    shown once (a docstring that already names its default keeps its own words). ``short``
+    keeps only the first clause of ``doc`` (``short_help``). A flag named ``seed`` takes a seed
+    in [0, 2**64 - 1] (``traveller_rl.commandline.seed_type``)."""
+    from traveller_rl.commandline import seed_type
+
+    flag = "--" + field_flag(f).replace("_", "-")
+    default = (f.default if f.default is not dataclasses.MISSING
+               else f.default_factory())  # type: ignore[misc]
+    doc = short_help(doc) if short else doc
+    help_text = (doc if "default" in doc.lower()
+                 else f"{doc} (default: {_default_text(default)})").replace("%", "%%")
+    if isinstance(default, bool):
+        target.add_argument(flag, dest=dest, default=default,
+                            action=argparse.BooleanOptionalAction, help=help_text)
+    elif isinstance(default, list):
+        target.add_argument(flag, dest=dest, default=default, nargs="*", help=help_text)
+    else:
+        kind = seed_type if field_flag(f) == "seed" and isinstance(default, int) else type(default)
+        metavar = {int: "N", float: "X"}.get(type(default))
+        target.add_argument(flag, dest=dest, default=default, type=kind, help=help_text,
+                            metavar=metavar)
+
+
 def add_dataclass_args(parser: argparse.ArgumentParser, cls: type,
                        groups: dict[str, tuple[str, ...]] | None = None,
                        short: bool = False) -> None:
-    """Add one ``--flag`` per field of the ``Args`` dataclass, with its docstring as help and
-    its default shown once (a docstring that already names its default keeps its own words).
+    """Add one ``--flag`` per field of the ``Args`` dataclass (``add_field_argument``: its
+    docstring as help, the parsed value under the field's name).
 
     ``groups`` (title -> field names) puts the flags in argparse argument groups, in that
-    order; fields in no group go under "other options". ``short`` keeps only the first clause
-    of each docstring (``short_help``). A field named ``seed`` takes a seed in [0, 2**64 - 1]
-    (``traveller_rl.commandline.seed_type``)."""
-    from traveller_rl.commandline import seed_type
-
+    order; fields in no group go under "other options"."""
     docs = _field_docs(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}
     where: dict[str, Any] = {}
@@ -146,24 +201,7 @@ def add_dataclass_args(parser: argparse.ArgumentParser, cls: type,
         other = parser.add_argument_group("other options")
         where.update(dict.fromkeys(rest, other))
     for name, f in fields.items():
-        target = where.get(name, parser)
-        flag = "--" + f.name.replace("_", "-")
-        default = (f.default if f.default is not dataclasses.MISSING
-                   else f.default_factory())  # type: ignore[misc]
-        doc = docs.get(f.name, "")
-        doc = short_help(doc) if short else doc
-        help_text = (doc if "default" in doc.lower()
-                     else f"{doc} (default: {_default_text(default)})").replace("%", "%%")
-        if isinstance(default, bool):
-            target.add_argument(flag, dest=f.name, default=default,
-                                action=argparse.BooleanOptionalAction, help=help_text)
-        elif isinstance(default, list):
-            target.add_argument(flag, dest=f.name, default=default, nargs="*", help=help_text)
-        else:
-            kind = seed_type if f.name == "seed" and isinstance(default, int) else type(default)
-            metavar = {int: "N", float: "X"}.get(type(default))
-            target.add_argument(flag, dest=f.name, default=default, type=kind, help=help_text,
-                                metavar=metavar)
+        add_field_argument(where.get(name, parser), f, docs.get(name, ""), name, short)
 
 
 def make_run_dir(runs_dir: str | Path, exp_name: str, seed: int) -> Path:

@@ -35,7 +35,6 @@ with sides alternating, wins with Wilson 95% intervals.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import sys
@@ -54,6 +53,8 @@ from traveller_rl.commandline import (
 from traveller_rl.common import (
     add_dataclass_args,
     check_minimums,
+    dataclass_flags,
+    flag_field,
     hidden_sizes,
     parse_opponents,
     versions,
@@ -66,7 +67,10 @@ META_FILE = "traveller.json"  # the same name as traveller_agents.rllib_policy.M
 
 @dataclass
 class Args:
-    """Arguments of the RLlib trainer (each is also a ``--flag``)."""
+    """Arguments of the RLlib trainer (each is also a ``--flag``). The PPO hyperparameters
+    have ``traveller_rl.common.PPOArgs``'s names (``learning_rate``, ``n_epochs``,
+    ``ent_coef``, ``net_arch``) and keep their flags (``--lr``, ``--num-epochs``,
+    ``--entropy-coeff``, ``--hidden``)."""
 
     scenario: str = "duel"
     """built-in scenario name or path to a scenario YAML"""
@@ -90,21 +94,21 @@ class Args:
     """'shared' (one learned module for every seat) or 'per-side' (one per side)"""
     opponents: str = ""
     """scripted seats, e.g. 'red=rush' or 'red_0=marksman,red_1=rush' (not trained)"""
-    lr: float = 3e-4
+    learning_rate: float = flag_field(3e-4, flag="lr")
     """Adam learning rate"""
     train_batch_size: int = 2000
     """environment steps per training iteration"""
     minibatch_size: int = 256
     """PPO minibatch size"""
-    num_epochs: int = 10
+    n_epochs: int = flag_field(10, flag="num_epochs")
     """PPO epochs per training batch"""
     gamma: float = 1.0
     """discount"""
     gae_lambda: float = 0.95
     """GAE lambda"""
-    entropy_coeff: float = 0.01
+    ent_coef: float = flag_field(0.01, flag="entropy_coeff")
     """entropy bonus"""
-    hidden: str = "64,64"
+    net_arch: str = flag_field("64,64", flag="hidden")
     """hidden layer sizes of the policy and value networks"""
     eval_battles: int = 200
     """evaluation battles per learned module and opponent (0: no evaluation)"""
@@ -124,17 +128,17 @@ class Args:
                         ("--learner-decisions", self.learner_decisions, 0),
                         ("--train-batch-size", self.train_batch_size, 1),
                         ("--minibatch-size", self.minibatch_size, 1),
-                        ("--num-epochs", self.num_epochs, 1),
+                        ("--num-epochs", self.n_epochs, 1),
                         ("--eval-battles", self.eval_battles, 0),
                         ("--torch-threads", self.torch_threads, 1)))
-        for flag, value in (("--lr", self.lr),):
+        for flag, value in (("--lr", self.learning_rate),):
             if not value > 0:
                 raise ValueError(f"{flag} must be above 0, got {value}")
         for flag, value in (("--gamma", self.gamma), ("--gae-lambda", self.gae_lambda)):
             if not 0 <= value <= 1:
                 raise ValueError(f"{flag} must lie in [0, 1], got {value}")
-        if not self.entropy_coeff >= 0:
-            raise ValueError(f"--entropy-coeff must be at least 0, got {self.entropy_coeff}")
+        if not self.ent_coef >= 0:
+            raise ValueError(f"--entropy-coeff must be at least 0, got {self.ent_coef}")
         check_seed("--seed", self.seed)
         if self.out:
             check_output_folder("--out", self.out, self.overwrite)
@@ -145,7 +149,7 @@ class Args:
                 parse_policy_list(self.eval_vs)
             except ValueError as exc:
                 raise ValueError(f"--eval-vs: {exc}") from None
-        hidden_sizes(self.hidden)
+        hidden_sizes(self.net_arch)
 
 
 def module_plan(env: Any, mapping: str, opponents: dict[str, str]) -> dict[str, str]:
@@ -185,7 +189,7 @@ def build_config(args: Args, env_config: dict, plan: dict[str, str], space: Any,
             specs[mid] = RLModuleSpec(
                 module_class=MaskedPPOTorchRLModule, observation_space=space,
                 action_space=action_space,
-                model_config={"fcnet_hiddens": hidden_sizes(args.hidden),
+                model_config={"fcnet_hiddens": hidden_sizes(args.net_arch),
                               "fcnet_activation": "tanh", "vf_share_layers": False})
         else:
             specs[mid] = RLModuleSpec(module_class=ScriptedRLModule, observation_space=space,
@@ -205,9 +209,9 @@ def build_config(args: Args, env_config: dict, plan: dict[str, str], space: Any,
                      num_envs_per_env_runner=args.num_envs_per_env_runner,
                      num_cpus_per_env_runner=1)
         .learners(num_learners=0)
-        .training(lr=args.lr, train_batch_size_per_learner=args.train_batch_size,
-                  minibatch_size=args.minibatch_size, num_epochs=args.num_epochs,
-                  gamma=args.gamma, lambda_=args.gae_lambda, entropy_coeff=args.entropy_coeff)
+        .training(lr=args.learning_rate, train_batch_size_per_learner=args.train_batch_size,
+                  minibatch_size=args.minibatch_size, num_epochs=args.n_epochs,
+                  gamma=args.gamma, lambda_=args.gae_lambda, entropy_coeff=args.ent_coef)
         .multi_agent(policies=set(specs), policy_mapping_fn=policy_mapping_fn,
                      policies_to_train=learned)
         .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs=specs))
@@ -316,7 +320,7 @@ def train(args: Args, prepared: tuple[dict, dict[str, str], Any] | None = None) 
     out = Path(args.out) if args.out else (
         Path("runs") / f"rllib__{Path(args.scenario).stem}__{args.seed}__{int(time.time())}")
     out.mkdir(parents=True, exist_ok=True)
-    write_json(out / "config.json", {"args": dataclasses.asdict(args), "env_config": env_config,
+    write_json(out / "config.json", {"args": dataclass_flags(args), "env_config": env_config,
                                      "module_of_agent": plan,
                                      "versions": {**versions(), "ray": _version("ray")}})
     config = build_config(args, env_config, plan, probe.observation_space, probe.action_space)
@@ -391,8 +395,8 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         "scenario and opponents": ("scenario", "opponents", "policy_mapping"),
         "budget": ("total_timesteps", "learner_decisions", "seed", "num_env_runners",
                    "num_envs_per_env_runner", "torch_threads", "address"),
-        "PPO hyperparameters": ("lr", "train_batch_size", "minibatch_size", "num_epochs",
-                                "gamma", "gae_lambda", "entropy_coeff", "hidden"),
+        "PPO hyperparameters": ("learning_rate", "train_batch_size", "minibatch_size",
+                                "n_epochs", "gamma", "gae_lambda", "ent_coef", "net_arch"),
         "evaluation": ("eval_battles", "eval_vs"),
         "output": ("out", "overwrite")})
     return parser

@@ -188,12 +188,13 @@ def test_each_trainer_gets_its_own_defaults(name):
         given = resolve(parser.parse_args(["--trainer", "ppo", "--total-timesteps", "7",
                                            "--no-anneal-lr"]), recipe.OPTIONS)
         assert (given.total_timesteps, given.anneal_lr) == (7, False)
-    expected = {"aiming": {"total_timesteps": 6_000_000, "eval_battles": 500, "lr": 1e-3,
-                           "epochs": 10, "minibatches": 8, "num_envs": 192, "seed": 1,
-                           "anneal_lr": True, "out": Path("runs/aiming_ppo"), "json": None},
+    expected = {"aiming": {"total_timesteps": 6_000_000, "eval_battles": 500,
+                           "learning_rate": 1e-3, "n_epochs": 10, "minibatches": 8,
+                           "num_envs": 192, "seed": 1, "anneal_lr": True,
+                           "out": Path("runs/aiming_ppo"), "json": None},
                 "leadership": {"total_timesteps": 12_000_000, "eval_battles": 500,
                                "ent_coef": 0.001, "gamma": 0.99, "gae_lambda": 0.8,
-                               "num_envs": 256, "hidden": "128,128", "mates": "marksman",
+                               "num_envs": 256, "net_arch": "128,128", "mates": "marksman",
                                "checkpoint": None, "out": Path("runs/leadership_ppo")}}[name]
     assert {key: getattr(ppo, key) for key in expected} == expected
 

@@ -79,12 +79,10 @@ def test_a_changed_flag_is_refused_naming_it_and_budgets_may_change():
 def test_a_checkpoint_from_before_update_threads_updated_on_threads():
     """Runs saved before --update-threads existed updated on --threads: they resume with
     --update-threads equal to it, and a different count is refused naming the flag."""
-    import dataclasses
-
     from traveller_rl.ppo.args import Args
     from traveller_rl.ppo.trainer import check_resume
 
-    old = dataclasses.asdict(Args(threads=1))
+    old = Args(threads=1).flags()
     del old["update_threads"]
     check_resume(Args(threads=1, update_threads=1), {"args": old})
     with pytest.raises(ValueError, match=r"--update-threads \(checkpoint: 1, now: 0\)"):

@@ -4,6 +4,7 @@ and its checkpoints as NPC policies (traveller_agents/ppo_policy.py)."""
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -890,3 +891,81 @@ def test_stop_after_updates_stops_there_and_saves(tmp_path):
                                           "--stop-after-updates", "2"])) == 0
     data = read_checkpoint(half / "ppo.pt")
     assert data["update"] == 2 and data["decisions"] < 2048
+
+
+#: ``traveller train ppo --help``'s groups and flags before ``Args`` was nested by concern
+#: (the ``--no-`` forms of the switches aside): the command line it must keep.
+HELP_FLAGS = {
+    "scenario and opponents": ["--scenario", "--layout", "--scenario-seeds", "--opponents",
+                               "--side-shares"],
+    "pool of past selves (--pool)": [
+        "--pool", "--pool-every", "--pool-size", "--pool-scripted", "--pool-scripted-share",
+        "--pool-opponents", "--pool-watch", "--pool-watch-share", "--pool-greedy-share",
+        "--pool-stack", "--pool-sampling"],
+    "reward shaping": ["--style", "--knockouts", "--potential"],
+    "observation views": ["--move-view", "--aim-view", "--attack-view"],
+    "budget": ["--total-timesteps", "--stop-after-updates", "--max-train-seconds", "--seed",
+               "--backend", "--num-envs", "--num-steps", "--threads", "--update-threads",
+               "--env-threads", "--overlap", "--device"],
+    "PPO hyperparameters": ["--lr", "--anneal-lr", "--epochs", "--minibatches", "--gamma",
+                            "--gae-lambda", "--clip-coef", "--ent-coef", "--vf-coef",
+                            "--max-grad-norm"],
+    "network": ["--init", "--hidden", "--arch", "--embed", "--critic", "--attention"],
+    "evaluation": ["--eval-every", "--eval-vs", "--eval-battles", "--eval-envs",
+                   "--final-eval-battles"],
+    "output": ["--out", "--overwrite", "--resume", "--checkpoint-every", "--progress"],
+}
+#: The switches (``--flag`` / ``--no-flag``).
+SWITCHES = {"--pool", "--pool-stack", "--move-view", "--aim-view", "--attack-view",
+            "--overlap", "--anneal-lr", "--overwrite", "--progress"}
+
+
+def test_the_help_lists_the_same_flags_in_the_same_groups():
+    """The ``--help`` groups come from ``Args``'s groups: the same titles, flags and order as
+    the flat ``Args`` had, every switch with its ``--no-`` form."""
+    from traveller_rl.ppo.trainer import build_parser
+
+    parser = build_parser()
+    groups = {g.title: [s for a in g._group_actions for s in a.option_strings
+                        if not s.startswith("--no-") and s not in ("-h", "--help")]
+              for g in parser._action_groups}
+    assert {t: f for t, f in groups.items() if f} == HELP_FLAGS
+    negated = {s for a in parser._actions for s in a.option_strings if s.startswith("--no-")}
+    assert negated == {"--no-" + s[2:] for s in SWITCHES}
+
+
+def test_args_take_and_give_back_the_flags_by_name():
+    """``Args(**flags)`` files each flag in its group (``--lr`` is ``ppo.learning_rate``,
+    ``--pool-every`` is ``pool.every``); ``flags()`` gives them back by flag name, every flag
+    of the parser, with the parser's defaults; a name that is no flag is refused."""
+    from traveller_rl.ppo.args import Args
+    from traveller_rl.ppo.trainer import build_parser
+
+    args = Args(lr=1e-3, epochs=7, hidden="32,32", pool=True, pool_every=5, eval_vs="rush")
+    assert (args.ppo.learning_rate, args.ppo.n_epochs, args.net.net_arch) == (1e-3, 7, "32,32")
+    assert (args.pool.enabled, args.pool.every, args.eval.vs) == (True, 5, "rush")
+    assert Args(**args.flags()) == args
+    parsed = vars(build_parser().parse_args([]))
+    assert Args().flags() == parsed
+    assert list(Args.flag_names()) == list(parsed)
+    with pytest.raises(TypeError, match="no such flag learning_rate"):
+        Args(learning_rate=1e-3)
+
+
+@pytest.mark.parametrize(("group", "values", "message"), [
+    ("PoolArgs", {"scripted": "rush"}, "--pool-scripted needs --pool"),
+    ("PoolArgs", {"enabled": True, "sampling": "best"}, "--pool-sampling must be one of"),
+    ("PPOSettings", {"learning_rate": 0.0}, "--lr must be positive"),
+    ("PPOSettings", {"n_epochs": 0}, "--epochs must be at least 1"),
+    ("NetArgs", {"net_arch": "64,x"}, "--hidden must be positive layer sizes"),
+    ("NetArgs", {"critic": "entity"}, "--critic entity and --attention need --arch entity"),
+    ("EvalArgs", {"envs": 0}, "--eval-envs must be at least 1"),
+    ("BudgetArgs", {"overlap": True, "backend": "python"}, "--overlap needs --backend core"),
+    ("OutputArgs", {"resume": "r", "overwrite": True}, "--resume and --overwrite"),
+])
+def test_each_group_checks_its_own_flags_naming_them(group, values, message):
+    """Every group of ``Args`` refuses its own bad values, naming the flag (not the field)."""
+    from traveller_rl.ppo import args as args_module
+
+    with pytest.raises(ValueError, match=re.escape(message)):
+        getattr(args_module, group)(**values).check()

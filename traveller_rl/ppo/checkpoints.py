@@ -38,9 +38,9 @@ def check_checkpoints(args: Args, venv: Any) -> None:
         raise ValueError(f"--{VIEWS[last].replace('_', '-')}: a --pool-opponents checkpoint "
                          f"reads {', '.join(v.replace('_', ' ') for v in before)}, which "
                          f"comes before it in the observation; pass {flags} too")
-    paths = [("--init", args.init)] if args.init else []
-    paths += [("--pool-opponents", p) for p in names_list(args.pool_opponents)]
-    for folder in names_list(args.pool_watch):  # the newest checkpoint there already, if any
+    paths = [("--init", args.net.init)] if args.net.init else []
+    paths += [("--pool-opponents", p) for p in names_list(args.pool.opponents)]
+    for folder in names_list(args.pool.watch):  # the newest checkpoint there already, if any
         paths += [("--pool-watch", str(p))
                   for p in sorted((Path(folder) / "pool").glob("ppo_u*.pt"))[-1:]]
     for flag, path in paths:

@@ -79,12 +79,12 @@ class FrozenPool:
                   rng: np.random.Generator, gen: torch.Generator) -> FrozenPool:
         """The pool of a run with ``args``, its ``--pool-opponents`` loaded (``prepare``
         checked that they fit)."""
-        pool = cls(venv, rows, args.num_envs, learner_dim, rng, gen, size=args.pool_size,
-                   sampling=args.pool_sampling,
-                   side_shares=parse_side_shares(args.side_shares, venv.sides),
-                   watch=names_list(args.pool_watch), watch_share=args.pool_watch_share,
-                   greedy_share=args.pool_greedy_share, stack=args.pool_stack)
-        for path in names_list(args.pool_opponents):
+        pool = cls(venv, rows, args.budget.num_envs, learner_dim, rng, gen, size=args.pool.size,
+                   sampling=args.pool.sampling,
+                   side_shares=parse_side_shares(args.battles.side_shares, venv.sides),
+                   watch=names_list(args.pool.watch), watch_share=args.pool.watch_share,
+                   greedy_share=args.pool.greedy_share, stack=args.pool.stack)
+        for path in names_list(args.pool.opponents):
             pool.add(load_fitting(path), observation_columns(venv, dict(trained_views(path))),
                      "external", path)
         return pool

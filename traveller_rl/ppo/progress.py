@@ -1,6 +1,7 @@
 """What a PPO run measures and logs: its clock (``Timers``), the training battles ended since
 the last update (``BattleStats``), the periodic greedy evaluation (``evaluate_greedy``) and the
-per-update line of ``training.jsonl`` with its TensorBoard scalars (``log_update``)."""
+per-update line of ``training.jsonl`` with its TensorBoard scalars (``log_update``) and the
+progress bar (``ProgressBar``)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ import numpy as np
 
 from traveller_rl.ppo.update import UpdateStats
 
-__all__ = ["EVAL_SEED", "BattleStats", "NullWriter", "Timers", "evaluate_greedy", "log_update",
-           "metrics_writer"]
+__all__ = ["EVAL_SEED", "BattleStats", "NullWriter", "ProgressBar", "Timers", "evaluate_greedy",
+           "log_update", "metrics_writer"]
 
 
 class NullWriter:
@@ -191,3 +192,45 @@ def log_update(writer: Any, update: int, decisions: int, elapsed: float, lr: flo
     writer.add_scalar("losses/approx_kl", losses.approx_kl, decisions)
     writer.add_scalar("losses/clipfrac", losses.clipfrac, decisions)
     return point
+
+
+class ProgressBar:
+    """The run's progress bar (``--progress``): decisions out of ``--total-timesteps``, or,
+    for a run bounded by ``--max-train-seconds``, training seconds out of it. ``log`` prints a
+    line above the bar (``print`` without one)."""
+
+    def __init__(self, show: bool, total_timesteps: int, max_train_seconds: float,
+                 decisions: int) -> None:
+        self.bar = None
+        self.by_time = bool(max_train_seconds)
+        self.log: Any = print
+        if not show:
+            return
+        from tqdm import tqdm
+
+        by_time = self.by_time
+        self.bar = tqdm(total=max_train_seconds if by_time else total_timesteps,
+                        initial=0 if by_time else decisions, unit="s" if by_time else "dec",
+                        smoothing=0.1, dynamic_ncols=True,
+                        bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} s [{elapsed}{postfix}]"
+                        if by_time else None)
+        self.log = self.bar.write
+
+    def advance(self, update: int, decisions: int, made: int, elapsed: float,
+                train_win: float | None) -> None:
+        """Move the bar after an update that ``made`` decisions (``decisions`` in all)."""
+        bar = self.bar
+        if bar is None:
+            return
+        if self.by_time:
+            bar.update(min(elapsed, bar.total) - bar.n)
+        else:
+            bar.total = max(bar.total, decisions)  # the last rollout may overshoot
+            bar.update(made)
+        bar.set_postfix_str(f"upd {update} {decisions:,} dec {decisions / elapsed:,.0f} dec/s"
+                            + (f" train win {train_win:.2f}" if train_win is not None else ""))
+
+    def close(self) -> None:
+        """Close the bar (if shown)."""
+        if self.bar is not None:
+            self.bar.close()

@@ -325,8 +325,8 @@ def vector_winrate(net: Any, venv: Any, learner_side: int, battles: int,
     first ``battles // N`` battles (one more for the first ``battles % N`` rows), so the same
     battles are played at every call. ``forbid`` (a boolean per action): those actions are
     taken from its choices wherever another is legal (``without_forbidden``), an ablation.
-    A by-side network (``traveller_agents.ppo_policy.SideNet``) plays its ``learner_side`` network. The
-    network runs where its parameters are (``--device``)."""
+    A by-side network (``traveller_agents.ppo_policy.SideNet``) plays its ``learner_side``
+    network. The network runs where its parameters are (``--device``)."""
     from traveller_agents.nets import actor_logits
 
     device = device_of(net)

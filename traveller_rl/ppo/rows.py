@@ -88,7 +88,7 @@ class Group:
 def scenario_list(args: Args) -> list[str]:
     """The ``--scenario`` names (``ValueError`` naming the flag when none is given or one is
     repeated)."""
-    names = names_list(args.scenario)
+    names = names_list(args.battles.scenario)
     if not names:
         raise ValueError("--scenario: no scenario given")
     dupes = sorted({n for n in names if names.count(n) > 1})
@@ -104,8 +104,8 @@ def split_rows(total: int, parts: int) -> list[int]:
 
 @functools.lru_cache(maxsize=64)
 def trained_views(path: str) -> tuple[tuple[str, bool], ...]:
-    """The views (``traveller_agents.views.VIEWS``) the checkpoint at ``path`` was trained with (none
-    when unreadable: ``check_checkpoints`` reports that file)."""
+    """The views (``traveller_agents.views.VIEWS``) the checkpoint at ``path`` was trained
+    with (none when unreadable: ``check_checkpoints`` reports that file)."""
     from traveller_agents.checkpoint import read_checkpoint
     from traveller_agents.views import VIEWS, views_of
 
@@ -119,7 +119,7 @@ def learner_views(args: Args) -> dict[str, bool]:
     """The views the learner reads (``--move-view``, ``--aim-view``, ``--attack-view``)."""
     from traveller_agents.views import VIEWS
 
-    return {view: getattr(args, view) for view in VIEWS}
+    return {view: getattr(args.views, view) for view in VIEWS}
 
 
 def vector_views(args: Args) -> dict[str, bool]:
@@ -127,7 +127,7 @@ def vector_views(args: Args) -> dict[str, bool]:
     checkpoint's. Each network reads its own columns of the observation
     (``observation_columns``), so a pool may mix checkpoints with and without a view."""
     out = learner_views(args)
-    for path in names_list(args.pool_opponents):
+    for path in names_list(args.pool.opponents):
         for view, on in trained_views(path):
             out[view] = out[view] or on
     return out
@@ -180,13 +180,13 @@ def thread_count(k: int, flag: str, most: int) -> int:
 def env_threads(args: Args) -> int:
     """The threads stepping the battles: ``--env-threads``, or with 0 one per available core
     up to ``MAX_AUTO_ENV_THREADS`` (``ValueError`` naming the flag if negative or > 256)."""
-    return thread_count(getattr(args, "env_threads", 1), "--env-threads", MAX_AUTO_ENV_THREADS)
+    return thread_count(args.budget.env_threads, "--env-threads", MAX_AUTO_ENV_THREADS)
 
 
 def vector_threads(args: Args) -> int:
     """The threads the trainer's vectors step with: ``env_threads`` on the core, 1 on the
     python backend (its rows are stepped in turn)."""
-    return env_threads(args) if args.backend == "core" else 1
+    return env_threads(args) if args.budget.backend == "core" else 1
 
 
 def layout_options(args: Args, scenario: str, seeds: tuple[int, int] | None = None
@@ -196,14 +196,14 @@ def layout_options(args: Args, scenario: str, seeds: tuple[int, int] | None = No
     from traveller_env.scenario_set import is_set_source
 
     out: dict[str, Any] = {}
-    if getattr(args, "layout", ""):
-        out["layout"] = args.layout
+    if args.battles.layout:
+        out["layout"] = args.battles.layout
     if is_set_source(scenario):
-        if seeds is None and getattr(args, "scenario_seeds", ""):
-            seeds = parse_seed_range(args.scenario_seeds, "--scenario-seeds")
+        if seeds is None and args.battles.scenario_seeds:
+            seeds = parse_seed_range(args.battles.scenario_seeds, "--scenario-seeds")
         if seeds is not None:
             out["seeds"] = seeds
-    elif getattr(args, "scenario_seeds", ""):
+    elif args.battles.scenario_seeds:
         raise ValueError(f"--scenario-seeds: only a distribution --scenario (gen:<name>, "
                          f"without @seed) takes seeds; {scenario!r} is one scenario")
     return out
@@ -221,11 +221,11 @@ def make_vector(args: Args, seed: int, num_envs: int, opponents: dict[str, str] 
     threads = vector_threads(args)
     extra = layout_options(args, scenario, seeds)
     try:
-        return vector.make(scenario, num_envs=num_envs, seed=seed, backend=args.backend,
+        return vector.make(scenario, num_envs=num_envs, seed=seed, backend=args.budget.backend,
                            opponents=opponents, relative_actions=True, threads=threads,
-                           **extra, **vector_views(args)), args.backend
+                           **extra, **vector_views(args)), args.budget.backend
     except (ValueError, TypeError) as exc:
-        if not (fallback and args.backend != "python"):
+        if not (fallback and args.budget.backend != "python"):
             raise ValueError(f"{flag}: {exc}") from None
         try:
             venv = vector.make(scenario, num_envs=num_envs, seed=seed, backend="python",
@@ -233,8 +233,8 @@ def make_vector(args: Args, seed: int, num_envs: int, opponents: dict[str, str] 
                                **vector_views(args))
         except (ValueError, TypeError):
             raise ValueError(f"{flag}: {exc}") from None
-        print(f"train_ppo: note: {flag} {opponents}: not on backend {args.backend!r} ({exc}); "
-              "these battles run on the python backend", file=sys.stderr)
+        print(f"train_ppo: note: {flag} {opponents}: not on backend {args.budget.backend!r} "
+              f"({exc}); these battles run on the python backend", file=sys.stderr)
         return venv, "python"
 
 
@@ -244,59 +244,59 @@ def build_groups(args: Args, make: Callable[..., tuple[Any, str]] | None = None)
     ``overlap.halved_vector``, which splits each group's rows in two vectors)."""
     from traveller_env.rules.rng import derive_seed
 
-    n = args.num_envs
+    n = args.budget.num_envs
     scenarios = scenario_list(args)
     probe = make_vector(args, 0, 1, None, "--scenario")[0]
     make = make or make_vector
     check_compatible(args, probe, scenarios)
-    if len(scenarios) > 1 and args.pool:
+    if len(scenarios) > 1 and args.pool.enabled:
         raise ValueError("--pool trains on one --scenario; several scenarios train against "
                          "--opponents or by self-play")
     if len(scenarios) > n:
         raise ValueError(f"--num-envs {n} is fewer than the {len(scenarios)} scenarios of "
                          "--scenario: each needs a row")
-    if not args.pool:
-        opponents = parse_opponents(args.opponents)
+    if not args.pool.enabled:
+        opponents = parse_opponents(args.battles.opponents)
         groups, start = [], 0
         for k, (name, rows) in enumerate(zip(scenarios, split_rows(n, len(scenarios)),
                                              strict=True)):
-            venv, backend = make(args, derive_seed(args.seed, 0 if k == 0 else 100 + k),
+            venv, backend = make(args, derive_seed(args.budget.seed, 0 if k == 0 else 100 + k),
                                  rows, opponents or None, "--opponents", scenario=name)
             sides = {int(venv.agent_sides[venv.possible_agents.index(a)])
                      for a in venv.learners}
             side = sides.pop() if len(sides) == 1 else -1
-            label = f"vs {args.opponents}" if opponents else "self-play"
+            label = f"vs {args.battles.opponents}" if opponents else "self-play"
             if len(scenarios) > 1:
                 label += f" on {venv.scenario.name}"
             groups.append(Group(venv, start, start + rows, "learn", side, label, backend))
             start += rows
         return groups
-    scripted = names_list(args.pool_scripted)
+    scripted = names_list(args.pool.scripted)
     sides = probe.sides
-    shares = parse_side_shares(args.side_shares, sides)
+    shares = parse_side_shares(args.battles.side_shares, sides)
     cells = [(name, s) for name in scripted for s in range(len(sides))
              if shares is None or shares[s] > 0]
-    n_scripted = round(args.pool_scripted_share * n) if scripted else 0
+    n_scripted = round(args.pool.scripted_share * n) if scripted else 0
     if cells and n_scripted < len(cells):
         raise ValueError(f"--pool-scripted: {len(cells)} (policy, learner side) pairs need "
                          f"at least {len(cells)} rows, but --num-envs {n} x "
-                         f"--pool-scripted-share {args.pool_scripted_share} gives {n_scripted}")
+                         f"--pool-scripted-share {args.pool.scripted_share} gives {n_scripted}")
     if n - n_scripted < 1:
-        raise ValueError(f"--pool-scripted-share {args.pool_scripted_share} leaves no row for "
+        raise ValueError(f"--pool-scripted-share {args.pool.scripted_share} leaves no row for "
                          "the pool of past checkpoints: lower it")
     groups = []
-    venv, backend = make(args, derive_seed(args.seed, 0), n - n_scripted, None, "--scenario")
+    venv, backend = make(args, derive_seed(args.budget.seed, 0), n - n_scripted, None, "--scenario")
     groups.append(Group(venv, 0, n - n_scripted, "pool", -1, "vs pool", backend))
     start = n - n_scripted
     cell_rows = (split_rows(n_scripted, len(cells)) if shares is None
                  else apportion(n_scripted, [shares[side] for _, side in cells]))
     if min(cell_rows, default=1) < 1:
-        raise ValueError(f"--side-shares {args.side_shares}: too few --pool-scripted rows "
+        raise ValueError(f"--side-shares {args.battles.side_shares}: too few --pool-scripted rows "
                          f"({n_scripted}) to give every policy a row on each side with a "
                          "share: raise --num-envs or --pool-scripted-share")
     for i, ((name, side), rows) in enumerate(zip(cells, cell_rows, strict=True)):
         opponents = {other: name for j, other in enumerate(sides) if j != side}
-        venv, backend = make(args, derive_seed(args.seed, 1 + i), rows, opponents,
+        venv, backend = make(args, derive_seed(args.budget.seed, 1 + i), rows, opponents,
                              "--pool-scripted", fallback=True)
         groups.append(Group(venv, start, start + rows, "scripted", side,
                             f"vs {name} as {sides[side]}", backend))
@@ -335,12 +335,12 @@ def make_eval_vectors(args: Args, sides: list[str]) -> dict[str, list[tuple[Any,
     out: dict[str, list[tuple[Any, int]]] = {}
     scenarios = scenario_list(args)
     for scenario in scenarios:
-        for name in names_list(args.eval_vs):
+        for name in names_list(args.eval.vs):
             key = name if len(scenarios) == 1 else f"{name}@{Path(scenario).stem}"
             out[key] = []
             for side in range(len(sides)):
                 opponents = {other: name for j, other in enumerate(sides) if j != side}
-                venv, _ = make_vector(args, 0, args.eval_envs, opponents, "--eval-vs",
+                venv, _ = make_vector(args, 0, args.eval.envs, opponents, "--eval-vs",
                                       fallback=True, scenario=scenario,
                                       seeds=VALIDATION_SEEDS)
                 out[key].append((venv, side))

@@ -215,9 +215,9 @@ class RewardShaping:
     @classmethod
     def of(cls, args: Any, venv: Any) -> RewardShaping:
         """The ``--style``, ``--potential`` and ``--knockouts`` of ``args``."""
-        style = parse_style(args.style)
-        potential = parse_potential(args.potential)
-        knockouts = parse_knockouts(args.knockouts)
+        style = parse_style(args.shaping.style)
+        potential = parse_potential(args.shaping.potential)
+        knockouts = parse_knockouts(args.shaping.knockouts)
         labels = venv.observation_labels
         return cls(
             StyleShaping(style, labels, venv.action_labels,

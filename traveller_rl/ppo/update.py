@@ -76,8 +76,9 @@ class UpdateSettings:
     @classmethod
     def of(cls, args: Any) -> UpdateSettings:
         """The settings of a trainer's ``Args``."""
-        return cls(args.epochs, args.minibatches, args.clip_coef, args.ent_coef, args.vf_coef,
-                   args.max_grad_norm)
+        ppo = args.ppo
+        return cls(ppo.n_epochs, ppo.minibatches, ppo.clip_coef, ppo.ent_coef, ppo.vf_coef,
+                   ppo.max_grad_norm)
 
 
 @dataclass(frozen=True)

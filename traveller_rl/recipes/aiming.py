@@ -71,7 +71,6 @@ from traveller_rl.pool import CheckpointPool
 from traveller_rl.recipes.optimum import BANDS
 from traveller_rl.recipes.trainer_options import (
     add_options,
-    check_values,
     dataclass_options,
     merge_options,
     ppo_option,
@@ -140,9 +139,9 @@ def train_ppo(options: argparse.Namespace) -> int:
     start = time.perf_counter()
     trainer.main(["--scenario", scenarios, "--opponents", "red=passive",
                   "--total-timesteps", str(options.total_timesteps), "--seed", str(options.seed),
-                  "--out", str(options.out), "--overwrite", "--lr", str(options.lr),
+                  "--out", str(options.out), "--overwrite", "--lr", str(options.learning_rate),
                   "--anneal-lr" if options.anneal_lr else "--no-anneal-lr", "--ent-coef", "0",
-                  "--epochs", str(options.epochs),
+                  "--epochs", str(options.n_epochs),
                   "--minibatches", str(options.minibatches), "--num-envs",
                   str(options.num_envs), "--eval-every", "0", "--eval-vs", "",
                   "--final-eval-battles", "0", "--no-progress"])
@@ -155,7 +154,7 @@ def train_ppo(options: argparse.Namespace) -> int:
         payload = {"command": "python -m traveller_rl.recipes.aiming "
                    f"--bands {options.bands} --total-timesteps {options.total_timesteps} "
                    f"--seed {options.seed} --eval-battles {options.eval_battles} "
-                   f"--lr {options.lr} --epochs {options.epochs} "
+                   f"--lr {options.learning_rate} --epochs {options.n_epochs} "
                    f"--minibatches {options.minibatches} --num-envs {options.num_envs}"
                    + (" --anneal-lr" if options.anneal_lr else ""),
                    "run": str(options.out), "train_seconds": trained_s, "range": rows}
@@ -263,7 +262,8 @@ def train_sb3(args: Args) -> Path:
     return run_dir
 
 
-#: The SB3 script's name for ``train_sb3`` (``experiments.train_aiming.train``).
+#: ``train_sb3`` by the name it had as a script of its own (``traveller train aiming
+#: --trainer sb3`` runs it; ``traveller_rl.recipes.aiming``).
 train = train_sb3
 
 
@@ -278,9 +278,9 @@ traveller train aiming --trainer ppo --bands long --json runs/aiming.json"""
 OPTIONS = merge_options([
     ppo_option("bands", ",".join(BANDS), "comma-separated bands", type=str),
     ppo_option("total_timesteps", 6_000_000, "learner decisions in all", type=int),
-    ppo_option("lr", 1e-3, "learning rate", type=float),
+    ppo_option("learning_rate", 1e-3, "learning rate", type=float, flag="lr"),
     ppo_option("anneal_lr", True, "anneal the learning rate linearly to 0", boolean=True),
-    ppo_option("epochs", 10, "PPO epochs", type=int),
+    ppo_option("n_epochs", 10, "PPO epochs", type=int, flag="epochs"),
     ppo_option("minibatches", 8, "minibatches per epoch", type=int),
     ppo_option("num_envs", 192, "battles per call, shared out over the bands", type=int),
     ppo_option("seed", 1, "training seed", type=int),
@@ -307,7 +307,6 @@ def build_parser(parser: argparse.ArgumentParser | None = None,
 def run(args: argparse.Namespace) -> int:
     """Train with ``args.trainer`` and evaluate; return the exit status."""
     options = resolve(args, OPTIONS)
-    check_values(options)
     if args.trainer == "sb3":
         train_sb3(Args(**vars(options)))
         return 0

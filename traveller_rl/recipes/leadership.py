@@ -66,7 +66,6 @@ from traveller_rl.commandline import (
 from traveller_rl.common import PPOArgs, checkpoint_provenance, result_command, write_json
 from traveller_rl.recipes.trainer_options import (
     add_options,
-    check_values,
     dataclass_options,
     merge_options,
     ppo_option,
@@ -240,10 +239,10 @@ def run_ppo(options: argparse.Namespace) -> int:
         status = trainer.main([
             "--scenario", ",".join(SCENARIOS), "--opponents", opponents,
             "--total-timesteps", str(options.total_timesteps), "--seed", str(options.seed),
-            "--out", str(options.out), "--overwrite", "--lr", str(options.lr),
-            "--hidden", options.hidden,
+            "--out", str(options.out), "--overwrite", "--lr", str(options.learning_rate),
+            "--hidden", options.net_arch,
             "--anneal-lr" if options.anneal_lr else "--no-anneal-lr",
-            "--ent-coef", str(options.ent_coef), "--epochs", str(options.epochs),
+            "--ent-coef", str(options.ent_coef), "--epochs", str(options.n_epochs),
             "--minibatches", str(options.minibatches), "--num-envs", str(options.num_envs),
             "--gamma", str(options.gamma), "--gae-lambda", str(options.gae_lambda),
             "--eval-every", "0", "--eval-vs", "", "--final-eval-battles", "0",
@@ -402,7 +401,8 @@ def train_sb3(args: Args) -> Path:
     return run_dir
 
 
-#: The SB3 script's name for ``train_sb3`` (``experiments.train_leadership.train``).
+#: ``train_sb3`` by the name it had as a script of its own (``traveller train leadership
+#: --trainer sb3`` runs it; ``traveller_rl.recipes.leadership``).
 train = train_sb3
 
 
@@ -417,10 +417,10 @@ traveller train leadership-ppo --checkpoint runs/leadership_ppo/ppo.pt --eval-ba
 OPTIONS = merge_options([
     ppo_option("total_timesteps", 12_000_000, "sergeant decisions to train for", type=int),
     ppo_option("seed", 1, "training seed", type=int),
-    ppo_option("lr", 1e-3, "learning rate", type=float),
+    ppo_option("learning_rate", 1e-3, "learning rate", type=float, flag="lr"),
     ppo_option("anneal_lr", True, "anneal the learning rate linearly to 0", boolean=True),
-    ppo_option("hidden", "128,128", "hidden layer sizes", type=str),
-    ppo_option("epochs", 10, "PPO epochs", type=int),
+    ppo_option("net_arch", "128,128", "hidden layer sizes", type=str, flag="hidden"),
+    ppo_option("n_epochs", 10, "PPO epochs", type=int, flag="epochs"),
     ppo_option("minibatches", 8, "minibatches per epoch", type=int),
     ppo_option("ent_coef", 0.001, "entropy bonus", type=float),
     ppo_option("gamma", 0.99, "discount per decision", type=float),
@@ -454,7 +454,6 @@ def run(args: argparse.Namespace) -> int:
     """Train with ``args.trainer`` (or, ppo, evaluate ``--checkpoint``) and evaluate; return
     the exit status."""
     options = resolve(args, OPTIONS)
-    check_values(options)
     if args.trainer == "sb3":
         train_sb3(Args(**vars(options)))
         return 0

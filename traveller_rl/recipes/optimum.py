@@ -2,9 +2,9 @@
 
 For one rifleman against a passive target, value iteration over (target's STR/DEX/END, aim DM
 held, actions used this round) gives the policy minimising the expected rounds to incapacitate
-(see ``traveller_agents/aiming.py``). The script prints, per range band: the attack's DMs without aim,
-the optimal number of aims before the first shot, the exact expected rounds, and the mean
-rounds of ``--battles`` simulated battles played by that policy (with a 95% interval).
+(see ``traveller_agents/aiming.py``). The script prints, per range band: the attack's DMs
+without aim, the optimal number of aims before the first shot, the exact expected rounds, and
+the mean rounds of ``--battles`` simulated battles played by that policy (with a 95% interval).
 
     python -m traveller_rl.recipes.optimum --battles 1000 --json runs/aiming_optimum.json
 """

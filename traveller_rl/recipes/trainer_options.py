@@ -2,13 +2,13 @@
 one ``--flag`` for every option of either trainer.
 
 ``ppo`` is the batched trainer (``traveller_rl.ppo.trainer``), ``sb3`` MaskablePPO through the
-SB3 bridge (``traveller_env.integrations.sb3``). A recipe lists its options as ``Option``s, each with the
-default of every trainer that takes it (``ppo_option`` for one of the batched trainer's,
-``dataclass_options`` for the fields of an SB3 ``Args`` dataclass, ``merge_options`` to join
-them). ``add_options`` puts them on a parser; ``resolve`` turns the parsed flags into the
-chosen trainer's values: a flag left out gets that trainer's default (a flag both trainers take
-with different defaults therefore parses as None), and a flag that only the other trainer
-takes is refused as a usage error (exit status 2, its name in the message).
+SB3 bridge (``traveller_env.integrations.sb3``). A recipe lists its options as ``Option``s,
+each named in the vocabulary of ``traveller_rl.common.PPOArgs`` (the batched trainer's
+``--lr`` and SB3's ``--learning-rate`` both give ``learning_rate``) with the default of every
+trainer that takes it (``ppo_option``, ``dataclass_options``, ``merge_options``).
+``add_options`` puts them on a parser; ``resolve`` turns the parsed flags into the chosen
+trainer's values, checked: a flag left out gets that trainer's default, and a flag that only
+the other trainer takes is refused as a usage error (exit status 2, its name in the message).
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from types import ModuleType
 from typing import Any, NoReturn
 
 from traveller_rl.commandline import UsageError, check_at_least, check_seed
-from traveller_rl.common import _field_docs
+from traveller_rl.common import _field_docs, field_flag
 
-__all__ = ["TRAINERS", "Option", "add_options", "check_values", "dataclass_options",
-           "merge_options", "ppo_option", "resolve", "trainer_command"]
+__all__ = ["TRAINERS", "Option", "add_options", "dataclass_options", "merge_options",
+           "ppo_option", "resolve", "trainer_command"]
 
 #: The trainers a recipe can train with.
 TRAINERS = ("ppo", "sb3")
@@ -38,9 +38,11 @@ _PARSER = "_trainer_parser"       # namespace attribute: the parser, for its usa
 
 @dataclass(frozen=True)
 class Option:
-    """One ``--flag`` of a recipe: ``dest`` (its name with ``-`` for ``_``), its help line
-    without the default, and ``defaults``: the default of each trainer that takes it (the
-    trainers missing there refuse it)."""
+    """One ``--flag`` of a recipe: ``dest`` (its name in the vocabulary of
+    ``traveller_rl.common.PPOArgs``, the resolved value's attribute), its help line without the
+    default, ``defaults``: the default of each trainer that takes it (the trainers missing
+    there refuse it), and ``key``: the flag's name (``_`` for ``-``) where it is not ``dest``
+    (the batched trainer's ``--lr`` is ``learning_rate``, as SB3's ``--learning-rate``)."""
 
     dest: str
     help: str
@@ -49,11 +51,15 @@ class Option:
     boolean: bool = False
     """``--flag`` / ``--no-flag``"""
     nargs: str | None = None
+    key: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", self.key or self.dest)
 
     @property
     def flag(self) -> str:
         """The option string, ``--total-timesteps`` for ``total_timesteps``."""
-        return "--" + self.dest.replace("_", "-")
+        return "--" + self.key.replace("_", "-")
 
     def parser_default(self, trainer: str) -> Any:
         """What the parser of a recipe whose ``--trainer`` defaults to ``trainer`` shows: the
@@ -75,9 +81,10 @@ class Option:
 
 
 def ppo_option(dest: str, default: Any, help: str, type: Callable[[str], Any] | None = None,
-               boolean: bool = False) -> Option:
-    """An option of the batched trainer only."""
-    return Option(dest, help, {"ppo": default}, type=type, boolean=boolean)
+               boolean: bool = False, flag: str | None = None) -> Option:
+    """An option of the batched trainer only (``flag``: its flag's name when not ``dest``,
+    e.g. ``ppo_option("learning_rate", 1e-3, ..., flag="lr")`` is ``--lr``)."""
+    return Option(dest, help, {"ppo": default}, type=type, boolean=boolean, key=flag or "")
 
 
 def dataclass_options(cls: type, trainer: str = "sb3") -> list[Option]:
@@ -91,23 +98,24 @@ def dataclass_options(cls: type, trainer: str = "sb3") -> list[Option]:
         kind: dict[str, Any] = (
             {"boolean": True} if isinstance(default, bool)
             else {"nargs": "*"} if isinstance(default, list) else {"type": type(default)})
-        options.append(Option(f.name, docs.get(f.name, ""), {trainer: default}, **kind))
+        options.append(Option(f.name, docs.get(f.name, ""), {trainer: default}, **kind,
+                              key=field_flag(f)))
     return options
 
 
 def merge_options(*groups: Iterable[Option]) -> list[Option]:
-    """The options of several trainers as one list: an option in more than one group keeps
-    the first one's help and gets the defaults of all."""
+    """The options of several trainers as one list: a flag in more than one group keeps the
+    first one's help and gets the defaults of all."""
     merged: dict[str, Option] = {}
     for option in (o for group in groups for o in group):
-        first = merged.get(option.dest)
+        first = merged.get(option.key)
         if first is None:
-            merged[option.dest] = option
+            merged[option.key] = option
             continue
-        if (first.type, first.boolean, first.nargs) != (option.type, option.boolean,
-                                                          option.nargs):
+        if (first.dest, first.type, first.boolean, first.nargs) != (
+                option.dest, option.type, option.boolean, option.nargs):
             raise ValueError(f"{option.flag}: the trainers parse it differently")
-        merged[option.dest] = dataclasses.replace(
+        merged[option.key] = dataclasses.replace(
             first, defaults={**first.defaults, **option.defaults})
     return list(merged.values())
 
@@ -140,19 +148,20 @@ def add_options(parser: argparse.ArgumentParser, options: Iterable[Option],
     """Add ``--trainer`` (default ``trainer``) and ``options`` to ``parser``."""
     if trainer not in TRAINERS:
         raise ValueError(f"trainer {trainer!r}; allowed: {', '.join(TRAINERS)}")
+    options = list(options)
     parser.add_argument("--trainer", choices=TRAINERS, default=trainer,
                         help="how to train: ppo, the batched trainer (traveller_rl.ppo.trainer), "
                              "or sb3, MaskablePPO through the SB3 bridge; the options under "
                              "'options of --trainer X only' are refused with the other "
                              f"(default: {trainer})")
-    groups: dict[tuple[str, ...], Any] = {}  # the trainers taking an option -> its group
+    groups: dict[tuple[str, ...], Any] = {}  # the trainers taking a flag -> its group
     for o in options:
         owners = tuple(t for t in TRAINERS if t in o.defaults)
         if owners not in groups:
             title = ("options of both trainers" if len(owners) == len(TRAINERS)
                      else f"options of --trainer {owners[0]} only")
             groups[owners] = parser.add_argument_group(title)
-        common = {"dest": o.dest, "default": o.parser_default(trainer), "help": o.help_text()}
+        common = {"dest": o.key, "default": o.parser_default(trainer), "help": o.help_text()}
         if o.boolean:
             groups[owners].add_argument(o.flag, action=_NotedSwitch, **common)
         else:
@@ -173,18 +182,16 @@ def _usage_error(args: argparse.Namespace, message: str) -> NoReturn:
 #: Options that count something: at least 1 where a recipe has them.
 COUNTS = ("total_timesteps", "n_steps", "batch_size", "n_epochs", "torch_threads",
           "range_envs_per_band", "pool_every", "eval_battles", "n_envs", "num_envs",
-          "num_steps", "epochs", "minibatches", "threads", "eval_envs", "behaviour_battles",
-          "workers")
+          "num_steps", "minibatches", "threads", "eval_envs", "behaviour_battles", "workers")
 #: Options that must be above 0, in [0, 1], or at least 0.
-POSITIVE, SHARES, AT_LEAST_0 = ("learning_rate", "lr"), ("gamma", "gae_lambda"), ("ent_coef",)
+POSITIVE, SHARES, AT_LEAST_0 = ("learning_rate",), ("gamma", "gae_lambda"), ("ent_coef",)
 
 
-def check_values(options: argparse.Namespace) -> None:
-    """A ``UsageError`` naming the flag for a resolved option out of range, before anything
-    trains: counts at least 1, a seed in [0, 2**64 - 1], a learning rate above 0, gamma and
-    GAE lambda in [0, 1], an entropy bonus at least 0."""
-    values = vars(options)
-    flag = {name: "--" + name.replace("_", "-") for name in values}
+def check_values(values: Mapping[str, Any], flag: Mapping[str, str]) -> None:
+    """A ``UsageError`` naming the flag (``flag``: an option's flag, by its name) for a
+    resolved option out of range, before anything trains: counts at least 1, a seed in
+    [0, 2**64 - 1], a learning rate above 0, gamma and GAE lambda in [0, 1], an entropy bonus
+    at least 0, a ``--json`` that is no folder."""
     if values.get("seed") is not None:
         check_seed("--seed", values["seed"])
     for name in COUNTS:
@@ -199,28 +206,30 @@ def check_values(options: argparse.Namespace) -> None:
     for name in AT_LEAST_0:
         if values.get(name) is not None:
             check_at_least(flag[name], values[name], 0)
-    for name in ("json",):
-        path = values.get(name)
-        if path is not None and Path(path).is_dir():
-            raise UsageError(f"{flag[name]} {path}: is a folder; give a file path")
+    path = values.get("json")
+    if path is not None and Path(path).is_dir():
+        raise UsageError(f"--json {path}: is a folder; give a file path")
 
 
 def resolve(args: argparse.Namespace, options: Iterable[Option]) -> argparse.Namespace:
-    """The values of ``args.trainer``'s options: each given flag's value, that trainer's
-    default for the others. A given flag that only another trainer takes is a usage error."""
+    """The values of ``args.trainer``'s options, by their ``dest`` and checked
+    (``check_values``): each given flag's value, that trainer's default for the others. A
+    given flag that only another trainer takes is a usage error."""
     trainer = args.trainer
     options = list(options)
     given = set(getattr(args, _GIVEN, ()))
-    foreign = [o for o in options if o.dest in given and trainer not in o.defaults]
+    foreign = [o for o in options if o.key in given and trainer not in o.defaults]
     if foreign:
         owners = " or ".join(sorted({t for o in foreign for t in o.defaults}))
         flags = ", ".join(o.flag for o in foreign)
         verb = "is an option" if len(foreign) == 1 else "are options"
         _usage_error(args, f"{flags} {verb} of --trainer {owners} only; this run trains with "
                            f"--trainer {trainer}")
-    return argparse.Namespace(**{
-        o.dest: getattr(args, o.dest) if o.dest in given else copy.copy(o.defaults[trainer])
-        for o in options if trainer in o.defaults})
+    mine = [o for o in options if trainer in o.defaults]
+    values = {o.dest: getattr(args, o.key) if o.key in given else copy.copy(o.defaults[trainer])
+              for o in mine}
+    check_values(values, {o.dest: o.flag for o in mine})
+    return argparse.Namespace(**values)
 
 
 def trainer_command(module: ModuleType, trainer: str) -> ModuleType:
