@@ -40,10 +40,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Play the battles; return the summary."""
+    from fuzz_scenarios import valid_scenarios  # tests/ is the script's folder, so on sys.path
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hypothesis_seed
     from hypothesis import strategies as st
-    from rules.test_fuzz import valid_scenarios  # tests/ is the script's folder, so on sys.path
 
     from traveller_env.core.differential import Divergence, play_both
     from traveller_env.scenario import builtin_scenarios

@@ -1,12 +1,12 @@
 """The compiled core plays the same battles as the Python engine (differential tests).
 
-Every built-in scenario and fuzzed scenarios (``test_fuzz.valid_scenarios``) are played with the
-same seed (both engines roll the shared PCG32 generator: ``Dice(seed, generator="pcg")``) and
-the same random legal actions through both engines. At every step the event logs (the dicts and
-their JSON), the action masks, the decider, the dice generator's state and, for a sample of
-illegal actions, the refusal reasons must be identical; in ``penalize`` scenarios some steps
-forfeit instead. A divergence fails printing the first differing event of both sides.
-"""
+Every built-in scenario and fuzzed scenarios (``fuzz_scenarios.valid_scenarios``) are played
+with the same seed (both engines roll the shared PCG32 generator: ``Dice(seed,
+generator="pcg")``) and the same random legal actions through both engines. At every step the
+event logs (the dicts and their JSON), the action masks, the decider, the dice generator's state
+and, for a sample of illegal actions, the refusal reasons must be identical; in ``penalize``
+scenarios some steps forfeit instead. A divergence fails printing the first differing event of
+both sides."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import math
 
 import numpy as np
 import pytest
+from fuzz_scenarios import valid_scenarios
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_fuzz import valid_scenarios
 
 from traveller_env import core
 from traveller_env.scenario import builtin_scenarios

@@ -1,17 +1,16 @@
 """The compiled core's observation vector and global state equal the Python
 ``ObservationBuilder``'s bit for bit (csrc/src/observation.cpp, ``CoreBattle.observe/state``).
 
-Every built-in scenario and fuzzed scenarios (``test_fuzz.valid_scenarios``) are played with the
-same seed through both engines (the shared PCG32 dice: ``Dice(seed, generator="pcg")``) and the
-same random legal actions; at every step, the final one included, the observation of EVERY
-agent (not only the deciding one) and the global state must have the same float32 bits. A
+Every built-in scenario and fuzzed scenarios (``fuzz_scenarios.valid_scenarios``) are played
+with the same seed through both engines (the shared PCG32 dice: ``Dice(seed, generator="pcg")``)
+and the same random legal actions; at every step, the final one included, the observation of
+EVERY agent (not only the deciding one) and the global state must have the same float32 bits. A
 difference fails naming the step, the agent, the label of the first differing entry
 (``ObservationBuilder.labels``) and both values. The entries cover R2.1 (the budget), R3
 (Initiative, haste, the pending attack of R3.6), R4.3 (aim), R5.1 (range bands), R5.3 (cover),
 R6 (wounds), R7.5 (leadership pools) and R8.1 (line of sight); the built-in playthroughs are
 checked to reach a non-zero value in every entry kind that can have one, so that no comparison
-passes vacuously.
-"""
+passes vacuously."""
 
 from __future__ import annotations
 
@@ -19,9 +18,9 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
+from fuzz_scenarios import valid_scenarios
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_fuzz import valid_scenarios
 
 from traveller_env import core
 from traveller_env.observations import SELF_FIELDS, SLOT_FIELDS, STATE_FIELDS

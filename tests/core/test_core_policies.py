@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from fuzz_scenarios import valid_scenarios
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_fuzz import valid_scenarios
 
 from traveller_env import core
 from traveller_env.encoding import ActionCatalogue
