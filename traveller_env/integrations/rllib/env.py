@@ -167,7 +167,7 @@ class TravellerMultiAgentEnv(MultiAgentEnv):
         else:
             battle_seed = None  # the AEC environment draws a fresh one
         self.aec.reset(seed=battle_seed)
-        battle_seed = self.aec.seed
+        battle_seed = self.aec.battle_seed
         for i, p in enumerate({id(p): p for p in self.npcs.values()}.values()):
             p.reset(battle_seed * 7919 + i)  # as traveller_rl.evaluation.play_battle
         self._pending = dict.fromkeys(self.possible_agents, 0.0)
