@@ -27,12 +27,13 @@ from pydantic import (
     model_validator,
 )
 
-from .rules.battle import Battle, RulesOptions
+from .rules.battle import Battle
 from .rules.checks import SPECIALISED_SKILLS
 from .rules.combatant import Combatant
 from .rules.dice import Dice, parse_dice
 from .rules.equipment import Armour, Weapon
 from .rules.grid import TERRAIN_CHARS, WALL, GridMap
+from .rules.options import RulesOptions
 
 __all__ = [
     "Scenario",

@@ -14,10 +14,11 @@ as a JSON-serialisable dict (``events.EVENT_KINDS``).
 The parts: the arithmetic of each rule is a pure function (``checks``, ``budget``,
 ``attack``, ``reactions``, ``movement``, ``leadership``, ``damage``); each action kind is
 described once in ``kinds.KINDS`` (legality, explanation, effect); turn order lives in
-``sequencing.TurnSequencing``; leadership pools in ``leadership.LeadershipPools``. This
-class holds the state and ties them together. The kinds reach it only through
-``effects.BattleEffects`` (``reach``, ``walk_refusal``, ``emit``, ``end_turn``,
-``ready_step``, ``break_aim``, ``apply_held``, ``declare_attack``, ``react``,
+``sequencing.TurnSequencing``; leadership pools in ``leadership.LeadershipPools``; the
+rules switches in ``options.RulesOptions``; the attack awaiting a reaction in
+``pending.PendingAttack``. This class holds the state and ties them together. The kinds
+reach it only through ``effects.BattleEffects`` (``reach``, ``walk_refusal``, ``emit``,
+``end_turn``, ``ready_step``, ``break_aim``, ``apply_held``, ``declare_attack``, ``react``,
 ``declare_haste``), which it implements: public, but meant for action kinds; everyone else
 takes actions with ``apply``.
 """
@@ -40,13 +41,14 @@ from .grid import DIRECTIONS, SQUARE_M, GridMap
 from .kinds import KINDS, ActionKind, KindContext, parse_action, phase_dispatch
 from .leadership import LeadershipPools, Pool
 from .movement import move_budget_m
+from .options import RulesOptions
+from .pending import PendingAttack
 from .reactions import REACTION_INITIATIVE_COST, reaction_dm, recoil_cost
 from .rng import Pcg32
 from .sequencing import TurnSequencing
 from .vocabulary import Action
 
-__all__ = ["Battle", "BattleSummary", "Decision", "IllegalActionError", "RulesOptions",
-           "TurnOptions"]
+__all__ = ["Battle", "BattleSummary", "Decision", "IllegalActionError", "TurnOptions"]
 
 
 class IllegalActionError(ValueError):
@@ -56,16 +58,6 @@ class IllegalActionError(ValueError):
         self.agent, self.label, self.reason = agent, label, reason
         who = f"{agent}: " if agent else ""
         super().__init__(f"{who}illegal action {label!r}: {reason}")
-
-
-@dataclass(frozen=True)
-class RulesOptions:
-    """Rules switches a scenario may set (see docs/rules.md)."""
-
-    hastening: bool = True
-    reactions: bool = True
-    comms_range_m: float = 30.0
-    max_rounds: int = 20
 
 
 class TurnOptions(dict):
@@ -81,17 +73,6 @@ class Decision(NamedTuple):
 
     kind: str
     agent: str
-
-
-@dataclass(slots=True)
-class PendingAttack:
-    """An attack waiting for its target's reaction (R3.6)."""
-
-    attacker: str
-    target: str
-    melee: bool
-    dms: dict[str, int]
-    range_m: float
 
 
 @dataclass(slots=True)

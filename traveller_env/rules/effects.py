@@ -17,11 +17,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .battle import PendingAttack, RulesOptions
     from .combatant import Combatant
     from .dice import Dice
     from .grid import GridMap
     from .leadership import LeadershipPools
+    from .options import RulesOptions
+    from .pending import PendingAttack
 
 __all__ = ["BattleEffects"]
 

@@ -1,6 +1,7 @@
 // One battle: state, rules and event log (traveller_env/rules/battle.py, sequencing.py,
-// kinds.py). Flat state: the combatants in one vector, the queues and pools reserved once at
-// construction; stepping allocates nothing except the event log's growth when it is recorded.
+// kinds.py, snapshot.py; defined in the .cpp files of those names). Flat state: the combatants
+// in one vector, the queues and pools reserved once at construction; stepping allocates nothing
+// except the event log's growth when it is recorded.
 //
 // Actions are indices into the scenario's action catalogue (traveller_env.encoding
 // .ActionCatalogue), laid out in kinds.KINDS order:
@@ -20,6 +21,8 @@
 #include "events.hpp"
 #include "grid.hpp"
 #include "leadership.hpp"
+#include "options.hpp"
+#include "pending.hpp"
 #include "reactions.hpp"
 #include "rng.hpp"
 
@@ -62,28 +65,12 @@ struct Action {
     int squares = 0;   // move squares
 };
 
-struct RulesOptions {
-    bool hastening = true;
-    bool reactions = true;
-    double comms_range_m = 30.0;
-    int max_rounds = 20;
-};
-
 // Names the event log and the refusal reasons need (fixed for the battle).
 struct Names {
     std::vector<std::string> ids;           // per combatant: <side>_<index>
     std::vector<std::string> weapons;       // per combatant: the weapon's name
     std::vector<std::string> damage_dice;   // per combatant: str(DiceExpr), e.g. "3D-3"
     std::string sides[2];
-};
-
-struct PendingAttack {
-    bool active = false;
-    int attacker = -1;
-    int target = -1;
-    bool melee = false;
-    Dms dms;
-    double range_m = 0.0;
 };
 
 struct Summary {
