@@ -95,6 +95,7 @@ from .scenario_set import (
     is_set_source,
     set_sources,
 )
+from .vector_buffers import VectorBuffers
 
 __all__ = ["BACKENDS", "DEFAULT_SET_LAYOUT", "MAX_SKIPPED", "VectorBackend", "VectorEnv", "make",
            "random_legal_actions"]
@@ -102,7 +103,7 @@ __all__ = ["BACKENDS", "DEFAULT_SET_LAYOUT", "MAX_SKIPPED", "VectorBackend", "Ve
 #: Every backend name, and whether it can run here ("core" needs the compiled core built:
 #: ``traveller_env.core.status()`` says why it is not).
 BACKENDS = {"python": "available", "core": "available" if core_available() else "not built"}
-#: The buffers a vector snapshot keeps (``_Buffers``' fields).
+#: The buffers a vector snapshot keeps (``vector_buffers.VectorBuffers``' fields).
 VECTOR_BUFFERS = ("obs", "mask", "rewards", "terminated", "truncated", "agent", "episode",
                   "battle_seed", "winner")
 #: How many consecutive battles of one row may end before any learner seat decides.
@@ -167,31 +168,13 @@ def _absolute_table(rel: RelativeActions, agents: list[str], n_abs: int) -> np.n
     return table
 
 
-class _Buffers:
-    """The arrays a backend writes (allocated once by ``VectorEnv``)."""
-
-    def __init__(self, n: int, obs_dim: int, n_actions: int, num_agents: int) -> None:
-        self.obs = np.zeros((n, obs_dim), dtype=np.float32)
-        self.mask = np.zeros((n, n_actions), dtype=np.int8)  # private: legality is read here
-        self.rewards = np.zeros((n, num_agents), dtype=np.float32)
-        self.terminated = np.zeros(n, dtype=bool)
-        self.truncated = np.zeros(n, dtype=bool)
-        self.agent = np.zeros(n, dtype=np.int64)
-        self.episode = np.zeros(n, dtype=np.int64)
-        self.battle_seed = np.zeros(n, dtype=np.uint64)
-        self.winner = np.full(n, -1, dtype=np.int8)
-        #: ``relative_actions`` only, on a backend that publishes it (``publishes_relative``):
-        #: the deciding seat's mask over the relative actions, int8 ``[n, n_relative]``.
-        self.relative_mask: np.ndarray | None = None
-
-
 class VectorBackend(Protocol):
     """What a backend implements. ``VectorEnv`` has already checked everything it passes.
 
     A backend plays battles of one scenario in ``num_envs`` rows and writes, for every row, the
     deciding learner seat's observation and (absolute, int8) mask, the seat index, the episode
     counter and battle seed, and on ``step`` the rewards, end flags and winner (see
-    ``_Buffers``). A backend with ``publishes_relative`` also writes ``relative_mask`` (when
+    ``VectorBuffers``). A backend with ``publishes_relative`` also writes ``relative_mask`` (when
     the vector allocated it); the others leave it to ``VectorEnv``.
     """
 
@@ -199,12 +182,12 @@ class VectorBackend(Protocol):
     battles_skipped: int
     publishes_relative: bool
 
-    def reset(self, seed: int, restart: bool, out: _Buffers) -> None:
+    def reset(self, seed: int, restart: bool, out: VectorBuffers) -> None:
         """Start every row's next battle (battle 0 again when ``restart``), play opponent
         seats up to the first learner decision, fill ``out``."""
 
     def step(self, actions: np.ndarray, forfeits: Mapping[int, tuple[str, str]],
-             out: _Buffers) -> None:
+             out: VectorBuffers) -> None:
         """Apply each row's (legal, absolute: int64 ``[N]``) action, or forfeit the rows in
         ``forfeits`` (row -> (label, reason); ``illegal_action: penalize`` only); play
         opponents and dead
@@ -306,7 +289,7 @@ class VectorEnv:
             self._perm = None
         self.n_actions = len(self.action_labels)
         self._penalize = self.scenario.options.illegal_action == "penalize"
-        self._buf = _Buffers(self.num_envs, self.obs_dim, n_abs, self.num_agents)
+        self._buf = VectorBuffers(self.num_envs, self.obs_dim, n_abs, self.num_agents)
         self._mask_out = np.zeros((self.num_envs, self.n_actions), dtype=bool)
         if self._perm is not None:
             self._mask_pad = np.zeros((self.num_envs, n_abs + 1), dtype=np.int8)

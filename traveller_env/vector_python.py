@@ -13,7 +13,7 @@ from __future__ import annotations
 import io
 import pickle
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -27,10 +27,8 @@ from .rules.dice import Dice
 from .rules.rng import battle_seed, derive_seed
 from .scenario import Scenario, build_battle
 from .scenario_set import ScenarioSet, scenario_index
+from .vector_buffers import VectorBuffers
 from .view import BattleView
-
-if TYPE_CHECKING:
-    from .vector import _Buffers
 
 __all__ = ["PythonBackend"]
 
@@ -253,7 +251,7 @@ class PythonBackend:
                 return None
         return the.battle.why_illegal(spec.catalogue.actions[action])
 
-    def reset(self, seed: int, restart: bool, out: _Buffers) -> None:
+    def reset(self, seed: int, restart: bool, out: VectorBuffers) -> None:
         self.vector_seed = seed
         for r, row in enumerate(self.rows):
             if restart:
@@ -262,7 +260,7 @@ class PythonBackend:
             self._publish(r, row, out)
 
     def step(self, actions: list[int], forfeits: Mapping[int, tuple[str, str]],
-             out: _Buffers) -> None:
+             out: VectorBuffers) -> None:
         rewards = out.rewards
         actions = actions.tolist()  # Python ints index the action list fastest
         set_mode = self.set_mode
@@ -401,7 +399,7 @@ class PythonBackend:
         return row.env.builder.observe(b, agent), agent
 
     # ------------------------------------------------------------------ internals
-    def _publish(self, r: int, row: _Row, out: _Buffers) -> None:
+    def _publish(self, r: int, row: _Row, out: VectorBuffers) -> None:
         """Write the row's deciding learner seat: its observation, mask and index (``_begin``
         writes the episode and battle seed, which change only with the battle)."""
         b = row.battle
@@ -416,7 +414,7 @@ class PythonBackend:
             spec.catalogue.mask(b, out=out.mask[r])
         out.agent[r] = spec.column[seat]
 
-    def _begin(self, r: int, row: _Row, out: _Buffers) -> None:
+    def _begin(self, r: int, row: _Row, out: VectorBuffers) -> None:
         """Start the row's next battle and play opponent seats up to the first learner
         decision; a battle that ends before one is skipped (its rewards dropped)."""
         for _ in range(self.max_skipped + 1):

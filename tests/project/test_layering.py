@@ -30,17 +30,16 @@ ABOVE = {
     "traveller_cli": ("experiments",),
 }
 
-def imported_modules(path: Path, *, type_checking: bool = True,
-                     modules: Collection[str] = ()) -> set[str]:
-    """The absolute module names ``path`` imports anywhere, late imports inside functions
-    included (relative imports are resolved against its package).
-
-    ``type_checking=False`` leaves out the imports under ``if TYPE_CHECKING:`` (they never
-    run). ``from pkg import name`` imports ``pkg``, or the module ``pkg.name`` when that is
-    one of ``modules``."""
+def imported_modules(path: Path, *, modules: Collection[str] = ()) -> set[str]:
+    """The absolute module names ``path`` imports anywhere, late imports inside functions and
+    those under ``if TYPE_CHECKING:`` included (relative imports are resolved against its
+    package). ``from pkg import name`` imports ``pkg``, or the module ``pkg.name`` when that
+    is one of ``modules``."""
     package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
     found: set[str] = set()
-    for node in _import_nodes(ast.parse(path.read_text(encoding="utf-8")), type_checking):
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
         if isinstance(node, ast.Import):
             found.update(a.name for a in node.names)
             continue
@@ -54,28 +53,6 @@ def imported_modules(path: Path, *, type_checking: bool = True,
         for alias in node.names:
             sub = f"{module}.{alias.name}"
             found.add(sub if sub in modules else module)
-    return found
-
-
-def _is_type_checking(test: ast.expr) -> bool:
-    """``TYPE_CHECKING`` or ``typing.TYPE_CHECKING``."""
-    return ((isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
-            or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"))
-
-
-def _import_nodes(tree: ast.AST, type_checking: bool) -> list[ast.Import | ast.ImportFrom]:
-    """Every import statement under ``tree``; without the bodies of ``if TYPE_CHECKING:``
-    when ``type_checking`` is false (their ``else`` branches still count)."""
-    found: list[ast.Import | ast.ImportFrom] = []
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            found.append(node)
-        elif not type_checking and isinstance(node, ast.If) and _is_type_checking(node.test):
-            stack.extend(node.orelse)
-            continue
-        stack.extend(ast.iter_child_nodes(node))
     return found
 
 
@@ -118,10 +95,11 @@ def module_name(path: Path) -> str:
 
 def import_graph(package: str) -> dict[str, set[str]]:
     """Module -> the modules of the same package it imports: every import statement, late
-    ones inside functions included, those under ``if TYPE_CHECKING:`` left out;
-    ``from pkg import name`` imports the module ``pkg.name`` when that is one."""
+    ones inside functions and those under ``if TYPE_CHECKING:`` included (a type named both
+    ways is a cycle of the design even if it never runs); ``from pkg import name`` imports
+    the module ``pkg.name`` when that is one."""
     files = {module_name(p): p for p in sorted((ROOT / package).rglob("*.py"))}
-    return {module: {m for m in imported_modules(path, type_checking=False, modules=files)
+    return {module: {m for m in imported_modules(path, modules=files)
                      if m in files and m != module}
             for module, path in files.items()}
 
@@ -170,14 +148,15 @@ def test_the_import_graph_reads_late_imports_and_modules_imported_by_name():
     assert "traveller_env.scenario" in imported_modules(Path(__file__).resolve())
     graph = import_graph("traveller_env")
     assert "traveller_env.rules.attack" in graph["traveller_env.rules.kinds"]  # from . import
-    # ``sequencing`` imports ``combatant`` under ``if TYPE_CHECKING:`` only.
-    assert "traveller_env.rules.combatant" not in graph["traveller_env.rules.sequencing"]
+    # ``sequencing`` imports ``combatant`` under ``if TYPE_CHECKING:`` only: it counts.
+    assert "traveller_env.rules.combatant" in graph["traveller_env.rules.sequencing"]
 
 
 @pytest.mark.parametrize("package", CYCLE_FREE)
 def test_no_import_cycle_among_a_packages_modules(package):
     """No two modules of one package import each other, directly or through others (late
-    imports count; ``TYPE_CHECKING`` ones, which never run, do not)."""
+    imports count, and so do those under ``if TYPE_CHECKING:``: a type two modules name each
+    other's way belongs in a module both import)."""
     if not (ROOT / package).is_dir():
         pytest.skip(f"{package}/ does not exist here")
     cycles = [c for c in strongly_connected_components(import_graph(package)) if len(c) > 1]
