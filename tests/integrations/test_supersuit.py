@@ -1,5 +1,6 @@
 """SuperSuit's vector wrappers over the AEC env, and SB3's ``SubprocVecEnv`` over the SB3
-bridge: short random rollouts (a few hundred steps on ``duel`` and ``squad``) that run, reset
+bridge: short random rollouts (a few hundred steps on every built-in scenario and
+``gen:squad@3``; duel and squad on the core too) that run, reset
 at the end of each battle, and match the same battles played without the wrappers.
 
 SuperSuit's multiprocess AEC vectorization refuses ``Dict`` observation spaces (PettingZoo's
@@ -15,7 +16,7 @@ import warnings
 import numpy as np
 import pytest
 
-from traveller_env import core
+from traveller_env import builtin_scenarios, core
 from traveller_env.env import env as make_env
 
 ss = pytest.importorskip("supersuit")
@@ -26,6 +27,12 @@ from traveller_env.integrations.sb3 import make_sb3_env  # noqa: E402
 
 BACKENDS = ["python", pytest.param("core", marks=pytest.mark.skipif(
     not core.available(), reason="the compiled core is not built here"))]
+#: Every built-in scenario and a generated one on the Python engine; duel and squad on the core.
+SCENARIOS = [*(pytest.param(n, "python", id=f"{n}-python")
+               for n in [*builtin_scenarios(), "gen:squad@3"]),
+             *(pytest.param(n, "core", id=f"{n}-core", marks=pytest.mark.skipif(
+                 not core.available(), reason="the compiled core is not built here"))
+               for n in ("duel", "squad"))]
 
 
 @pytest.fixture(autouse=True)
@@ -40,8 +47,7 @@ def _legal(masks, rng: np.random.Generator) -> np.ndarray:
     return np.array([rng.choice(np.flatnonzero(m)) if m.any() else 0 for m in masks])
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("name", ["duel", "squad"])
+@pytest.mark.parametrize(("name", "backend"), SCENARIOS)
 def test_vectorize_aec_env(name: str, backend: str) -> None:
     """``vectorize_aec_env_v0`` (in process): each copy plays the battle its seed gives, the
     same as the env alone with the same actions, and battles restart when they end."""
@@ -75,8 +81,7 @@ def test_vectorize_aec_env(name: str, backend: str) -> None:
         assert restarts > 0  # battles of 3 rounds end within 300 steps
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("name", ["duel", "squad"])
+@pytest.mark.parametrize(("name", "backend"), SCENARIOS)
 def test_concat_vec_envs_over_the_parallel_conversion(name: str, backend: str) -> None:
     """SuperSuit's documented route: the turn-based parallel conversion, one vector row per
     agent (``pettingzoo_env_to_vec_env_v1``), then ``concat_vec_envs_v1`` of copies
