@@ -542,7 +542,7 @@ def test_a_policy_that_cannot_run_in_the_core_is_refused_naming_those_that_can(b
     with pytest.raises(ValueError, match=r"opponents: 'always_lead' \(playing red_0\) does not "
                                          r"run inside the compiled core; the policies that "
                                          r"do: random, passive, rush, marksman, leader, "
-                                         r"tactician, cover\. "):
+                                         r"tactician, cover and the search NPC \(search-<budget>"):
         vector.make("duel", opponents={"red": "always_lead"})
 
 
