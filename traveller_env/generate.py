@@ -7,7 +7,7 @@ Leadership and Tactics or none) and weighted start placements (``lines``, ``corn
 ``scattered``, ``ambush``). ``draw_scenario(distribution, seed, ...)`` turns one
 ``(distribution, seed)`` pair into one scenario dict, the same forever: every choice is drawn
 from the project's shared generator (``rules.rng.Pcg32``) seeded by
-``derive_seed(name_key(name), seed)``, in a fixed order. ``tests/test_generate.py`` pins the
+``derive_seed(name_key(name), seed)``, in a fixed order. ``tests/env/test_generate.py`` pins the
 hashes of a few drawn scenarios; a change to this module or to a distribution's file that
 moves them is a new version of that distribution (give it a new name).
 

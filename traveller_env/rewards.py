@@ -2,8 +2,8 @@
 
 The AEC env (``traveller_env.env``, on either engine) and the Python backend of
 ``traveller_env.vector`` both score rewards here; the compiled core keeps its own copy in C++
-(``_core.VecBattles``), held to this one by the differential tests (tests/test_core_aec.py,
-tests/test_core_vector.py).
+(``_core.VecBattles``), held to this one by the differential tests (tests/core/test_core_aec.py,
+tests/core/test_core_vector.py).
 
 The rules (the scenario's ``rewards``, ``scenario.RewardsSpec``; the AEC env's docstring,
 "Rewards"): ``win``/``loss``/``draw`` go to every seat still in the battle when it ends (a

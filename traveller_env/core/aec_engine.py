@@ -13,8 +13,8 @@ the Python engine's ``env.battle`` keeps working.
 
 What reads the whole battle (``view`` for scripted policies, ``render``, the invariant checks)
 gets the Python engine's ``Battle`` replaying the same seed and the same actions
-(``CoreBattleState.python``): the two engines play identical battles (tests/test_core_engine.py),
-so the view is exact, and it costs nothing until asked for.
+(``CoreBattleState.python``): the two engines play identical battles
+(tests/core/test_core_engine.py), so the view is exact, and it costs nothing until asked for.
 
 Not supported on the core (refused with a clear error): scripted dice (``reset(options=
 {"dice": ...})``) and action kinds registered beyond the built-in twelve.

@@ -7,7 +7,7 @@ choice forfeited now and then). At every decision it requires identical new even
 as JSON), decider and phase, dice generator state, action mask and, every ``reasons_every``
 decisions, the refusal reasons of a sample of actions; at the end the same result and summary.
 The first difference raises ``Divergence`` showing both sides. Used by
-``tests/test_core_engine.py`` and ``tests/diff_backends.py``.
+``tests/core/test_core_engine.py`` and ``tests/diff_backends.py``.
 """
 
 from __future__ import annotations

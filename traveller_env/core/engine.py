@@ -11,7 +11,7 @@ the field.
 The core plays the same battle as ``scenario.build_battle(sc, dice=Dice(seed, generator="pcg"))``:
 the same dice, the same decisions, the same event log (``events()`` gives the Python engine's
 dicts, field for field), the same action catalogue (``labels``, in ``rules.kinds.KINDS`` order)
-and mask. ``tests/test_core_engine.py`` and ``tests/diff_backends.py`` prove it on
+and mask. ``tests/core/test_core_engine.py`` and ``tests/diff_backends.py`` prove it on
 built-in and fuzzed scenarios.
 
 Not supported (refused, never approximated): action kinds registered with

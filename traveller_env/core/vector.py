@@ -6,8 +6,8 @@ scenario's rewards, the in-core opponents and the template env's ``layout`` to
 ``_core.VecBattles``, attaches the buffers once, and calls ``reset``/``step``, which write into
 them with the GIL released. Over a scenario set (``traveller_env.scenario_set``) it hands every
 scenario's flat data and rewards, each one's slot-relative action table and seat-to-column map
-and the set's layout to ``VecBattles.create_set``. The core mirrors ``vector._PythonBackend``
-step for step (tests/test_core_vector.py plays both and requires identical outputs).
+and the set's layout to ``VecBattles.create_set``. The core mirrors ``vector_python.PythonBackend``
+step for step (tests/core/test_core_vector.py plays both and requires identical outputs).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from .engine import check_kinds, core_layout, flatten_scenario
 __all__ = ["CORE_POLICIES", "CoreBackend"]
 
 #: The opponent policies that run inside the core (``_core.Policy``; each makes its Python
-#: version's choices, tests/test_core_policies.py).
+#: version's choices, tests/core/test_core_policies.py).
 CORE_POLICIES = ("random", "passive", "rush", "marksman", "leader", "tactician", "cover")
 
 

@@ -90,7 +90,7 @@ struct SearchParams {
     PolicyKind base = PolicyKind::tactician;     // the default choice, kept without evidence
     PolicyKind model = PolicyKind::tactician;    // plays every seat in the simulations
     int horizon = 2;                             // rounds simulated past the decision's (0: to the end)
-    double z = 1.0;                              // switch past z standard errors of the paired mean
+    double z = 2.0;                              // switch past z standard errors of the paired mean
     double ms = 0.0;                             // a time cap per decision (0: none; not reproducible)
     // Whose first actions are candidates too (by default marksman, cover, rush, leader).
     std::vector<PolicyKind> pool;
