@@ -1,5 +1,5 @@
-"""Decisions per second of an exported policy (``traveller_agents.onnx_policy.OnnxPolicy``, onnxruntime on
-one thread) against the PyTorch policies of the same network, in the same run.
+"""Decisions per second of an exported policy (``traveller_agents.onnx_policy.OnnxPolicy``,
+onnxruntime on one thread) against the PyTorch policies of the same network, in the same run.
 
 The policy: a squad actor, a tanh MLP 64x64 as ``traveller_rl/ppo/trainer.py`` builds by default
 (random weights, seeded: the speed does not depend on what was learned; ``--policy`` takes a

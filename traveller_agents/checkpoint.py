@@ -15,10 +15,10 @@ tensors, no pickled code) holding a dict:
   (``TravellerEnv(move_view=True)``; absent otherwise), and ``aim_view`` likewise for the aim
   view. Such a policy plays in any env: where the env's observation lacks a view, it asks
   ``env.move_view_vector(agent)`` or ``env.aim_view_vector(agent)`` (``traveller_agents.views``).
-* ``arch``: ``"entity"`` for an ``traveller_agents.entity_net.EntityActor`` actor, with ``embed`` (its
-  token width) and ``observation_labels`` (which columns form each token); absent for the
-  tanh-MLP actor (``"mlp"``). An entity checkpoint may add ``critic_arch``: ``"entity"``
-  (its critic an ``EntityCritic``; absent: the MLP critic) and ``attention`` (how many
+* ``arch``: ``"entity"`` for a ``traveller_agents.entity_net.EntityActor`` actor, with
+  ``embed`` (its token width) and ``observation_labels`` (which columns form each token);
+  absent for the tanh-MLP actor (``"mlp"``). An entity checkpoint may add ``critic_arch``:
+  ``"entity"`` (its critic an ``EntityCritic``; absent: the MLP critic) and ``attention`` (how many
   ``SlotAttention`` blocks the entity actor has; absent: none). ``"ensemble"`` for several
   checkpoints played as one (``ensemble_bytes``; ``EnsembleNet``): ``members`` lists each
   member's architecture and provenance, ``actor``/``critic`` hold every member's weights

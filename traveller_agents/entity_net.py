@@ -1,7 +1,7 @@
 """An entity actor: one shared encoder per kind of thing in the observation, and pointer heads.
 
-The plain actor (``traveller_agents.ppo_policy``'s MLP) reads the observation as one flat vector, so it
-learns "attack the exposed enemy" once per enemy slot and "move to the covered square" once per
+The plain actor (``traveller_agents.ppo_policy``'s MLP) reads the observation as one flat vector, so
+it learns "attack the exposed enemy" once per enemy slot and "move to the covered square" once per
 move action. ``EntityActor`` reads the same flat vector through its labels
 (``TravellerEnv.observation_labels``) as tokens:
 

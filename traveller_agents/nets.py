@@ -2,9 +2,9 @@
 ``traveller train ppo`` trains), ``EnsembleNet`` (several checkpoints played as one),
 ``SideNet`` (one network per side of the battle) and the masked logits they share.
 
-The entity actor and critic come from ``traveller_agents.entity_net`` (imported here, never the other
-way round); ``traveller_agents.checkpoint`` saves and reads these networks and ``traveller_agents.ppo_policy``
-plays them as a ``Policy``.
+The entity actor and critic come from ``traveller_agents.entity_net`` (imported here, never the
+other way round); ``traveller_agents.checkpoint`` saves and reads these networks and
+``traveller_agents.ppo_policy`` plays them as a ``Policy``.
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ def _mlp(sizes: list[int], out: int, out_std: float) -> nn.Sequential:
 
 
 #: Actor architectures: ``"mlp"`` (a tanh MLP over the flat vector) and ``"entity"``
-#: (``traveller_agents.entity_net.EntityActor``: shared encoders per slot and per square, pointer heads).
+#: (``traveller_agents.entity_net.EntityActor``: shared encoders per slot and per square, pointer
+#: heads).
 ARCHS = ("mlp", "entity")
 #: What ``ActorCritic(critic=...)`` accepts: the tanh MLP, or ``EntityCritic`` (entity actors).
 CRITICS = ("mlp", "entity")

@@ -1,9 +1,9 @@
 """Exported policies: an ONNX file written by ``traveller export`` as a ``Policy``.
 
-``OnnxPolicy`` plays a policy with onnxruntime and NumPy only: nothing on its path imports
-torch, so a game (or a tournament) can run an exported NPC without PyTorch installed. Anywhere
-a policy name is accepted (``traveller_agents.registry.make_policy``, the tournament's ``--policies``,
-``traveller eval``), a path ending in ``.onnx`` loads as one.
+``OnnxPolicy`` plays a policy with onnxruntime and NumPy only: nothing on its path imports torch, so
+a game (or a tournament) can run an exported NPC without PyTorch installed. Anywhere a policy name
+is accepted (``traveller_agents.registry.make_policy``, the tournament's ``--policies``, ``traveller
+eval``), a path ending in ``.onnx`` loads as one.
 
 The file format (written by ``traveller_rl.onnx_export``):
 
@@ -56,7 +56,7 @@ FORMAT_VERSION = 1
 #: Input and output names of the graph.
 OBSERVATION, ACTION_MASK = "observation", "action_mask"
 MASKED_LOGITS, ACTION = "masked_logits", "action"
-#: The logit the graph gives illegal actions (as ``traveller_agents.ppo_policy.MASKED_LOGIT``).
+#: The logit the graph gives illegal actions (as ``traveller_agents.nets.MASKED_LOGIT``).
 MASKED_LOGIT = -1e9
 #: The label of the extra action of an ``assist``/``focus`` model (``TravellerSB3Env``).
 DELEGATE = "delegate"
@@ -366,7 +366,8 @@ class OnnxPolicy:
         mask = self.model_mask(action_mask, agent, env)
         if not self.focus:
             return self.to_env_action(self.choose(observation, mask), agent, env)
-        # an assist/focus model (traveller_agents.trained.AssistedPolicy): its focus actions, or delegate
+        # an assist/focus model (traveller_agents.trained.AssistedPolicy): its focus actions, or
+        # delegate
         focus_mask = self._focus_masks.get(id(env))
         if focus_mask is None:
             labels = (self._relative_actions(env).labels if self.relative

@@ -1,15 +1,15 @@
 """Policies by name: ``make_policy("rush", seed=0)``, ``parse_policy_list("rush,marksman")``.
 
-One registry serves every command: ``traveller_env.policy``. It knows the built-in ``random``
-and ``passive``, names added with ``register_policy``, the scripted NPCs of ``agents``
+One registry serves every command: ``traveller_env.policy``. It knows the built-in ``random`` and
+``passive``, names added with ``register_policy``, the scripted NPCs of ``traveller_agents``
 (declared as entry points of the group ``traveller_tactics.policies``; ``POLICIES`` in
-``traveller_agents.scripted`` is the same table, by class), any installed package's entry points, and
-user code named as ``module:Class`` or ``path/to/file.py[:Class]``. This module adds the
-policies stored in files, which need the scenario they will play: a name ending in ``.zip`` is
-a trained ``MaskablePPO`` checkpoint (``traveller_agents.trained.load_policy``), one ending in ``.pt`` a
-checkpoint of ``traveller train ppo`` (``traveller_agents.ppo_policy``), one ending in ``.onnx`` a
-policy exported by ``traveller export`` (``traveller_agents.onnx_policy``: onnxruntime, no torch), and a
-folder holding an RLlib checkpoint a module trained by ``traveller train rllib``
+``traveller_agents.scripted`` is the same table, by class), any installed package's entry points,
+and user code named as ``module:Class`` or ``path/to/file.py[:Class]``. This module adds the
+policies stored in files, which need the scenario they will play: a name ending in ``.zip`` is a
+trained ``MaskablePPO`` checkpoint (``traveller_agents.trained.load_policy``), one ending in ``.pt``
+a checkpoint of ``traveller train ppo`` (``traveller_agents.ppo_policy``), one ending in ``.onnx`` a
+policy exported by ``traveller export`` (``traveller_agents.onnx_policy``: onnxruntime, no torch),
+and a folder holding an RLlib checkpoint a module trained by ``traveller train rllib``
 (``traveller_agents.rllib_policy.load_rllib_policy``). ``traveller_env.policy.resolve_policy`` finds
 them through this module's ``load_trained`` (entry-point group
 ``traveller_tactics.policy_loaders``).

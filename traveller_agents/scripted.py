@@ -1,9 +1,9 @@
 """The scripted policies by name: ``POLICIES`` and ``make_scripted("rush", seed=0)``.
 
-This table is shared by ``traveller_agents.registry`` (which adds trained ``.zip`` checkpoints on top)
-and ``traveller_agents.trained`` (whose assisted models and self-play pools name a scripted policy), so
-that neither of those two imports the other. To add a policy, write a class implementing the
-``Policy`` protocol (usually a ``common.ScriptedPolicy`` subclass) and add it to ``POLICIES``.
+This table is shared by ``traveller_agents.registry`` (which adds trained ``.zip`` checkpoints on
+top) and ``traveller_agents.trained`` (whose assisted models and self-play pools name a scripted
+policy), so that neither of those two imports the other. To add a policy, write a class implementing
+the ``Policy`` protocol (usually a ``tactics.ScriptedPolicy`` subclass) and add it to ``POLICIES``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Trained policies: a sb3-contrib ``MaskablePPO`` checkpoint as a ``Policy`` (``load_policy``
 also dispatches ``.pt`` checkpoints of ``traveller train ppo`` to ``traveller_agents.ppo_policy``,
-``.onnx`` exports to ``traveller_agents.onnx_policy`` and RLlib folders to ``traveller_agents.rllib_policy``)."""
+``.onnx`` exports to ``traveller_agents.onnx_policy`` and RLlib folders to
+``traveller_agents.rllib_policy``)."""
 
 from __future__ import annotations
 
@@ -162,7 +163,7 @@ def load_policy(path: str | Path, scenario: ScenarioSource, deterministic: bool 
     space does not fit the scenario's (``Discrete(N)`` actions, ``Box((D,))`` observations).
     """
     path = Path(path)
-    if path.suffix.lower() == ".onnx":  # an exported policy (traveller_agents.onnx_policy; no torch)
+    if path.suffix.lower() == ".onnx":  # an exported policy (onnx_policy; no torch)
         from traveller_agents.onnx_policy import load_onnx_policy
 
         return load_onnx_policy(path, scenario, deterministic=deterministic, seed=seed,

@@ -1,6 +1,6 @@
 """``traveller behaviour --scenario squad --policies rush,marksman --vs marksman``: behaviour
-statistics per policy (``traveller_rl.behaviour``), one table row per policy (``--by-side``: per policy
-and side played)."""
+statistics per policy (``traveller_rl.behaviour``), one table row per policy (``--by-side``: per
+policy and side played)."""
 
 from __future__ import annotations
 

@@ -531,8 +531,8 @@ class TravellerEnv(AECEnv):
     def layout_observation(self, agent: str, layout: Layout | str | Mapping,
                            **views: bool) -> np.ndarray:
         """``agent``'s observation laid out by ``layout`` with ``views`` (``move_view=True``,
-        ...), whatever this env's own layout and views: for policies trained on a layout that
-        play in any env whose scenario fits it (``traveller_agents.ppo_policy``). ``LayoutError`` names
+        ...), whatever this env's own layout and views: for policies trained on a layout that play
+        in any env whose scenario fits it (``traveller_agents.ppo_policy``). ``LayoutError`` names
         the limit a scenario breaks."""
         if self.battle is None or agent not in self._side_of:
             self._require_reset("layout_observation()")

@@ -82,8 +82,15 @@ from traveller_env.rules.grid import GridMap
 from traveller_env.scenario import build_battle, load_scenario
 from traveller_rl.evaluation import evaluate_matchup, wilson_interval
 
-__all__ = ["COUNTS", "DESCRIPTORS", "BehaviourTally", "BattleStart", "behaviour_stats",
-           "format_behaviour", "tally_battle"]
+__all__ = [
+    "COUNTS",
+    "DESCRIPTORS",
+    "BattleStart",
+    "BehaviourTally",
+    "behaviour_stats",
+    "format_behaviour",
+    "tally_battle",
+]
 
 Square = tuple[int, int]
 VITALS = ("STR", "DEX", "END")

@@ -1,4 +1,5 @@
-"""``traveller export``: a trained policy's actor as an ONNX file (``traveller_agents.onnx_policy``).
+"""``traveller export``: a trained policy's actor as an ONNX file
+(``traveller_agents.onnx_policy``).
 
 Two sources:
 
@@ -134,8 +135,8 @@ def _check_chain(path: Path, layers: list[tuple[np.ndarray, np.ndarray]]) -> Non
 
 
 def read_ppo_checkpoint(path: str | Path) -> ExportedNetwork:
-    """The actor of a ``train_ppo`` checkpoint (``traveller_agents.ppo_policy`` format): its layers for
-    an MLP, the module to trace for an entity actor or an ensemble."""
+    """The actor of a ``train_ppo`` checkpoint (``traveller_agents.checkpoint``'s format): its
+    layers for an MLP, the module to trace for an entity actor or an ensemble."""
     from traveller_agents.checkpoint import arch_of, read_checkpoint
 
     path = Path(path)

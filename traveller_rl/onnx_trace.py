@@ -2,13 +2,13 @@
 
 ``traveller_rl.onnx_export`` writes an MLP actor's graph by hand. An entity actor
 (``traveller_agents.entity_net.EntityActor``, with or without slot attention) or an ensemble of
-checkpoints (``traveller_agents.nets.EnsembleNet``: the mean of its members' logits) is traced instead,
-with torch's TorchScript-based exporter (``torch.onnx.export(..., dynamo=False)``; the dynamo
-exporter needs onnxscript). What is traced is ``MaskedActor``: the actor's logits, masked and
-reduced to the argmax as the hand-written graph does, so the file has the same inputs, outputs
-and dtypes (``traveller_agents.onnx_policy``) and the loader reads both alike. The batch axis is dynamic;
-the same weights give the same bytes. A by-side checkpoint is not traceable as one graph (the
-network a row plays depends on the seat's side, which the observation does not say).
+checkpoints (``traveller_agents.nets.EnsembleNet``: the mean of its members' logits) is traced
+instead, with torch's TorchScript-based exporter (``torch.onnx.export(..., dynamo=False)``; the
+dynamo exporter needs onnxscript). What is traced is ``MaskedActor``: the actor's logits, masked and
+reduced to the argmax as the hand-written graph does, so the file has the same inputs, outputs and
+dtypes (``traveller_agents.onnx_policy``) and the loader reads both alike. The batch axis is
+dynamic; the same weights give the same bytes. A by-side checkpoint is not traceable as one graph
+(the network a row plays depends on the seat's side, which the observation does not say).
 """
 
 from __future__ import annotations

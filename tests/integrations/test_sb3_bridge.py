@@ -1,8 +1,7 @@
-"""The SB3 bridge (``traveller_env.integrations.sb3``): a single-learner ``gymnasium.Env`` over the AEC
-environment. Checked with Gymnasium's and SB3's env checkers, against the AEC mask, for the
+"""The SB3 bridge (``traveller_env.integrations.sb3``): a single-learner ``gymnasium.Env`` over the
+AEC environment. Checked with Gymnasium's and SB3's env checkers, against the AEC mask, for the
 learner's own reward (a known bug of PettingZoo's SB3 tutorial wrapper), for the knocked-out
-learner's outcome reward, under SB3's vectorised environments, and with a short MaskablePPO
-run.
+learner's outcome reward, under SB3's vectorised environments, and with a short MaskablePPO run.
 
 The checkers sample actions without the mask, so they run with ``illegal_action="penalize"``.
 """

@@ -1,4 +1,5 @@
-"""``traveller_env.integrations.sb3_vector.CoreVecEnv``: sb3-contrib's MaskablePPO on the compiled core.
+"""``traveller_env.integrations.sb3_vector.CoreVecEnv``: sb3-contrib's MaskablePPO on the compiled
+core.
 
 The VecEnv contract (shapes, masks through ``env_method("action_masks")``, side rewards that
 add up to the battle's outcome, dones with the winner), and a short MaskablePPO run on duel

@@ -1,5 +1,6 @@
-"""Ensemble checkpoints (traveller_rl/checkpoints/ensemble.py, traveller_agents.ppo_policy.EnsembleNet):
-several train_ppo checkpoints played as one policy, the mean of their logits."""
+"""Ensemble checkpoints (traveller_rl/checkpoints/ensemble.py,
+traveller_agents.nets.EnsembleNet): several train_ppo checkpoints played as one policy, the
+mean of their logits."""
 
 from __future__ import annotations
 

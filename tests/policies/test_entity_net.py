@@ -1,5 +1,5 @@
-"""The entity actor (traveller_agents/entity_net.py, ``train_ppo --arch entity``): its layout read from the
-labels, the same weights scoring every slot, and its checkpoints as NPC policies."""
+"""The entity actor (traveller_agents/entity_net.py, ``train_ppo --arch entity``): its layout read
+from the labels, the same weights scoring every slot, and its checkpoints as NPC policies."""
 
 from __future__ import annotations
 

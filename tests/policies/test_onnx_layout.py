@@ -20,10 +20,10 @@ ort = pytest.importorskip("onnxruntime")
 onnx = pytest.importorskip("onnx")
 torch = pytest.importorskip("torch")
 
-from traveller_agents.checkpoint import checkpoint_bytes
-from traveller_agents.nets import ActorCritic
+from traveller_agents.checkpoint import checkpoint_bytes  # noqa: E402
+from traveller_agents.nets import ActorCritic  # noqa: E402
 from traveller_agents.onnx_policy import OnnxPolicy, read_metadata  # noqa: E402
-from traveller_agents.ppo_policy import load_ppo_policy
+from traveller_agents.ppo_policy import load_ppo_policy  # noqa: E402
 from traveller_agents.registry import make_policy  # noqa: E402
 from traveller_cli import main as traveller  # noqa: E402
 from traveller_env import raw_env  # noqa: E402

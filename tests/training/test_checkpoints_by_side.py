@@ -1,5 +1,5 @@
-"""By-side checkpoints (traveller_rl/checkpoints/by_side.py, traveller_agents.ppo_policy.SideNet): one
-train_ppo checkpoint per side played as one policy, each seat by its own side's network."""
+"""By-side checkpoints (traveller_rl/checkpoints/by_side.py, traveller_agents.nets.SideNet):
+one train_ppo checkpoint per side played as one policy, each seat by its own side's network."""
 
 from __future__ import annotations
 
@@ -133,20 +133,20 @@ def test_select_checkpoint_ranks_it_from_one_side_or_both(members, capsys, tmp_p
 
 def test_a_pool_plays_a_by_side_opponent_by_each_seats_side(members, tmp_path, monkeypatch):
     """As a --pool-opponents member, each frozen seat plays its own side's network."""
-    import traveller_agents.ppo_policy as ppo_policy
+    import traveller_agents.nets as nets
     from traveller_rl.ppo.trainer import build_parser, run
 
     tmp, _, _ = members
     sides.main(join(tmp))
     asked: list[str] = []
-    real = ppo_policy.actor_logits
+    real = nets.actor_logits
 
     def spy(net, obs, seat_sides=None):
         if isinstance(net, SideNet):
             asked.extend(np.asarray(seat_sides).tolist())
         return real(net, obs, seat_sides)
 
-    monkeypatch.setattr(ppo_policy, "actor_logits", spy)
+    monkeypatch.setattr(nets, "actor_logits", spy)
     out = tmp_path / "run"
     flags = ["--scenario", "squad", "--move-view", "--pool", "--pool-opponents",
              str(tmp / "s.pt"), "--total-timesteps", "256", "--seed", "4", "--num-envs", "4",

@@ -1,4 +1,5 @@
-"""``traveller export`` and ``traveller_agents.onnx_policy.OnnxPolicy`` (export and playing without torch).
+"""``traveller export`` and ``traveller_agents.onnx_policy.OnnxPolicy`` (export and playing without
+torch).
 
 Checkpoints with random weights stand in for trained ones (the export copies weights; what
 they learned does not matter): a ``train_ppo`` ``.pt`` (64x64, as ``train_ppo``'s default)
@@ -23,10 +24,10 @@ ort = pytest.importorskip("onnxruntime")
 onnx = pytest.importorskip("onnx")
 torch = pytest.importorskip("torch")
 
-from traveller_agents.checkpoint import checkpoint_bytes
-from traveller_agents.nets import ActorCritic
+from traveller_agents.checkpoint import checkpoint_bytes  # noqa: E402
+from traveller_agents.nets import ActorCritic  # noqa: E402
 from traveller_agents.onnx_policy import OnnxPolicy, read_metadata  # noqa: E402
-from traveller_agents.ppo_policy import load_ppo_policy
+from traveller_agents.ppo_policy import load_ppo_policy  # noqa: E402
 from traveller_agents.registry import is_trained, make_policy, parse_policy_list  # noqa: E402
 from traveller_cli import main as traveller  # noqa: E402
 from traveller_env.env import TravellerEnv  # noqa: E402

@@ -1,11 +1,11 @@
 """Battle replays in the browser: one self-contained HTML file per battle.
 
 A replay is the scenario's starting state (a *header*) plus the engine's event log, unchanged.
-``replay_header(scenario, battle)`` builds the header; ``render_html(header, events)`` turns
-both into one HTML page (inline CSS and JavaScript from ``traveller_env/replay/viewer/``, the scripts
+``replay_header(scenario, battle)`` builds the header; ``render_html(header, events)`` turns both
+into one HTML page (inline CSS and JavaScript from ``traveller_env/replay/viewer/``, the scripts
 ``SCRIPTS`` inlined in their order; no network request, works from ``file://``) that plays the
-battle: map, combatants, initiative track, narration (``traveller_env.rules.narrate``, one line
-per event, computed here) and, for every attack, its dice, DMs, Effect and damage.
+battle: map, combatants, initiative track, narration (``traveller_env.rules.narrate``, one line per
+event, computed here) and, for every attack, its dice, DMs, Effect and damage.
 
 Replay files (``.jsonl``): either the plain event log written by ``traveller simulate --json``
 (then the scenario must be named: ``traveller replay log.jsonl --scenario squad``), or the
@@ -61,9 +61,9 @@ __all__ = [
 FORMAT = "traveller-replay"
 VERSION = 1
 
-#: The viewer's files in ``traveller_env/replay/viewer/``: the page, its style sheet, and its scripts in
-#: the order they run, inlined one after the other into the page's one ``<script>`` element:
-#: the state reducer (``TravellerReplay.state``, no DOM), the drawing
+#: The viewer's files in ``traveller_env/replay/viewer/``: the page, its style sheet, and its
+#: scripts in the order they run, inlined one after the other into the page's one ``<script>``
+#: element: the state reducer (``TravellerReplay.state``, no DOM), the drawing
 #: (``TravellerReplay.render``), then the controls, which start the viewer.
 TEMPLATE = "template.html"
 STYLESHEET = "viewer.css"
@@ -360,7 +360,8 @@ def read_replay_jsonl(path: str | Path) -> tuple[dict[str, Any] | None, list[Any
 
 # ---------------------------------------------------------------------------- the page
 def _asset(name: str) -> str:
-    return resources.files("traveller_env.replay").joinpath("viewer", name).read_text(encoding="utf-8")
+    viewer = resources.files("traveller_env.replay").joinpath("viewer")
+    return viewer.joinpath(name).read_text(encoding="utf-8")
 
 
 def build_payload(header: Mapping[str, Any], events: Sequence[Any],

@@ -1,15 +1,14 @@
 """Play one ``train_ppo`` checkpoint per side as one policy: write a by-side checkpoint.
 
-On a map that is not mirror-symmetric (``squad``), each side can be learned by its own
-network: two runs train at once, one with ``--side-shares blue=1,red=0``, the other with
-``--side-shares blue=0,red=1``, each playing the other's pool checkpoints
-(``--pool-watch OTHER_RUN --pool-watch-share 1``), so each meets the other side's current
-population. This script joins one checkpoint of each into a single ``.pt``
-(``traveller_agents.ppo_policy.SideNet``): each seat plays its own side's network. It plays as an NPC
-anywhere a policy name is accepted, ``select_checkpoint`` ranks it and ``squad_ppo
---checkpoint`` evaluates it; it records each side's path and provenance (``sides``). A
-side's checkpoint may be an ensemble. It cannot be trained further (``train_ppo --init``
-refuses it), widened or exported to ONNX.
+On a map that is not mirror-symmetric (``squad``), each side can be learned by its own network: two
+runs train at once, one with ``--side-shares blue=1,red=0``, the other with ``--side-shares
+blue=0,red=1``, each playing the other's pool checkpoints (``--pool-watch OTHER_RUN
+--pool-watch-share 1``), so each meets the other side's current population. This script joins one
+checkpoint of each into a single ``.pt`` (``traveller_agents.nets.SideNet``): each seat plays
+its own side's network. It plays as an NPC anywhere a policy name is accepted, ``select_checkpoint``
+ranks it and ``squad_ppo --checkpoint`` evaluates it; it records each side's path and provenance
+(``sides``). A side's checkpoint may be an ensemble. It cannot be trained further (``train_ppo
+--init`` refuses it), widened or exported to ONNX.
 
     python -m traveller_rl.checkpoints.by_side --side blue=runs/s25/sp79/pool/ppo_u000500.pt \\
         --side red=runs/s25/sp80/pool/ppo_u000480.pt --out runs/s25/sp_sides.pt

@@ -2,7 +2,7 @@
 
 The ensemble's logits are the mean of its members' logits, so its policy is the normalised
 geometric mean of theirs and greedy play takes the action with the highest mean
-log-probability (``traveller_agents.ppo_policy.EnsembleNet``). The members must read the same
+log-probability (``traveller_agents.nets.EnsembleNet``). The members must read the same
 observation (size, views, labels, layout) and choose among the same slot-relative actions;
 their architectures and widths may differ. Members trained on a fixed layout make an ensemble
 on that layout (it plays every scenario that fits it). The result is an ordinary ``.pt``
