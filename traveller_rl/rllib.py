@@ -1,7 +1,19 @@
 """Train PPO on Ray RLlib (new API stack) in a built-in scenario, on one machine or a cluster.
 
-The environment is ``traveller_env.integrations.rllib.TravellerMultiAgentEnv`` (slot-relative actions, so
-one policy can play any seat) and the learned modules are ``MaskedPPOTorchRLModule``s:
+Two environments (``--env``):
+
+* ``core`` (the default when the compiled core is built and the run fits it): single-agent
+  RLlib over one side's seats, each env runner stepping 64 battles per call in the compiled
+  core with the opponents played there (``traveller_env.integrations.rllib.core``); one
+  learned module, ``default_policy``; ``--opponents`` must play every other side with
+  policies that run in the core (default: the scenario's default opponent,
+  ``gymnasium_vector.default_opponent``);
+* ``aec``: the turn-based multi-agent env ``traveller_env.integrations.rllib.
+  TravellerMultiAgentEnv``, one battle per environment stepped in Python, for self-play,
+  several learning sides and any NPC.
+
+Actions are slot-relative on both (one policy can play any seat) and the learned modules are
+``MaskedPPOTorchRLModule``s. On the AEC env:
 
 * ``--policy-mapping shared`` (default): one module, ``shared``, plays every seat that is not
   an NPC (self-play when there is no NPC);
@@ -19,8 +31,10 @@ Without ``--address`` Ray starts locally (no dashboard, no usage statistics); wi
 ``--address HOST:6379`` (or ``auto``) the run joins an existing cluster started with
 ``ray start --head`` / ``ray start --address=...`` (every node needs this project and the
 same ``ray[rllib]`` installed; with Ray's default token authentication, set
-``RAY_AUTH_MODE=token`` and copy the head's ``~/.ray/auth_token``). ``--total-timesteps``
-counts environment steps (every decision of every seat, NPCs included); ``progress.jsonl``
+``RAY_AUTH_MODE=token`` and copy the head's ``~/.ray/auth_token``);
+``--env-runner-resources worker_node=1`` places the env runners on the nodes that offer that
+custom resource. ``--total-timesteps`` counts environment steps (on the AEC env every
+decision of every seat, NPCs included; on the core the learner side's); ``progress.jsonl``
 also records each module's own decisions, and ``--learner-decisions N`` stops on those
 instead.
 
@@ -62,6 +76,11 @@ from traveller_rl.common import (
 )
 
 MAPPINGS = ("shared", "per-side")
+ENVS = ("auto", "core", "aec")
+#: Environments per env runner when ``--num-envs-per-env-runner`` is 0.
+AEC_ENVS_PER_RUNNER, CORE_ENVS_PER_RUNNER = 8, 64
+#: The name ``make_core_env`` is registered under (``ray.tune.registry.register_env``).
+CORE_ENV_ID = "traveller_core"
 META_FILE = "traveller.json"  # the same name as traveller_agents.rllib_policy.META_FILE
 
 
@@ -76,8 +95,16 @@ class Args:
     """built-in scenario name or path to a scenario YAML"""
     num_env_runners: int = 2
     """RLlib env runners (sampling actors; 0 samples in the driver)"""
-    num_envs_per_env_runner: int = 8
-    """environments each env runner steps (batched inference: far faster than 1)"""
+    num_envs_per_env_runner: int = 0
+    """environments (battles) each env runner steps (batched inference); 0: 8 on the AEC
+    env, 64 on the core"""
+    env: str = "auto"
+    """'core' (single-agent RLlib over one side against opponents played in the compiled
+    core), 'aec' (the turn-based multi-agent env: self-play, per-side modules, any NPC) or
+    'auto' (core when it is built and the run fits it, else aec)"""
+    env_runner_resources: str = ""
+    """custom Ray resources each env runner needs, e.g. 'worker_node=1' (places them on the
+    nodes started with --resources '{"worker_node": N}')"""
     total_timesteps: int = 200_000
     """environment steps to sample (all seats' decisions, NPCs included)"""
     learner_decisions: int = 0
@@ -123,7 +150,7 @@ class Args:
             raise ValueError(f"--policy-mapping must be one of {', '.join(MAPPINGS)}, got "
                              f"{self.policy_mapping!r}")
         check_minimums((("--num-env-runners", self.num_env_runners, 0),
-                        ("--num-envs-per-env-runner", self.num_envs_per_env_runner, 1),
+                        ("--num-envs-per-env-runner", self.num_envs_per_env_runner, 0),
                         ("--total-timesteps", self.total_timesteps, 1),
                         ("--learner-decisions", self.learner_decisions, 0),
                         ("--train-batch-size", self.train_batch_size, 1),
@@ -139,6 +166,9 @@ class Args:
                 raise ValueError(f"{flag} must lie in [0, 1], got {value}")
         if not self.ent_coef >= 0:
             raise ValueError(f"--entropy-coeff must be at least 0, got {self.ent_coef}")
+        if self.env not in ENVS:
+            raise ValueError(f"--env must be one of {', '.join(ENVS)}, got {self.env!r}")
+        parse_resources(self.env_runner_resources)
         check_seed("--seed", self.seed)
         if self.out:
             check_output_folder("--out", self.out, self.overwrite)
@@ -150,6 +180,56 @@ class Args:
             except ValueError as exc:
                 raise ValueError(f"--eval-vs: {exc}") from None
         hidden_sizes(self.net_arch)
+
+
+def parse_resources(text: str) -> dict[str, float]:
+    """``"worker_node=1,gpu_box=0.5"`` -> ``{"worker_node": 1.0, "gpu_box": 0.5}``
+    (``ValueError`` naming ``--env-runner-resources``)."""
+    out: dict[str, float] = {}
+    for item in (s.strip() for s in text.split(",")):
+        if not item:
+            continue
+        name, sep, amount = item.partition("=")
+        try:
+            value = float(amount)
+        except ValueError:
+            value = -1.0
+        if not sep or not name.strip() or not value > 0:
+            raise ValueError(f"--env-runner-resources: {item!r} is not NAME=AMOUNT with an "
+                             "amount above 0 (e.g. worker_node=1)")
+        out[name.strip()] = value
+    return out
+
+
+def core_plan(scenario: str, opponents: dict[str, str]) -> tuple[dict[str, str] | None, str]:
+    """For the core path: ``({agent: module}, "")``, the learner side's seats played by
+    RLlib's single module and every other seat by an in-core NPC (``opponents``, default
+    ``gymnasium_vector.default_opponent``), or ``(None, why the run needs --env aec)``."""
+    from ray.rllib.core import DEFAULT_MODULE_ID
+
+    from traveller_env import core, raw_env
+    from traveller_env.core.vector import CORE_POLICIES
+    from traveller_env.integrations.gymnasium_vector import default_opponent
+    from traveller_env.policy import is_search_name
+
+    if not core.available():
+        return None, f"the compiled core is not built ({core.status()})"
+    aec = raw_env(scenario)
+    sides = {a: aec.scenario.sides[aec.side_of(a)].name for a in aec.possible_agents}
+    names = list(dict.fromkeys(sides.values()))
+    if not opponents:
+        opponents = {side: default_opponent(scenario) for side in names[1:]}
+    npc = {a: opponents.get(a, opponents.get(side)) for a, side in sides.items()}
+    free = {sides[a] for a, name in npc.items() if name is None}
+    if len(free) != 1:
+        return None, ("--opponents must play every side but one on the core (self-play and "
+                      "several learning sides need --env aec)")
+    slow = sorted({n for n in npc.values()
+                   if n is not None and n not in CORE_POLICIES and not is_search_name(n)})
+    if slow:
+        return None, (f"--opponents {', '.join(slow)} do(es) not run in the compiled core "
+                      f"(there: {', '.join(CORE_POLICIES)}, search-<budget>)")
+    return {a: DEFAULT_MODULE_ID if n is None else f"npc_{n}" for a, n in npc.items()}, ""
 
 
 def module_plan(env: Any, mapping: str, opponents: dict[str, str]) -> dict[str, str]:
@@ -173,8 +253,11 @@ def module_plan(env: Any, mapping: str, opponents: dict[str, str]) -> dict[str, 
 
 def build_config(args: Args, env_config: dict, plan: dict[str, str], space: Any,
                  action_space: Any) -> Any:
-    """The ``PPOConfig``: the env, one ``MaskedPPOTorchRLModule`` per learned module, one
-    ``ScriptedRLModule`` per NPC, and the policy mapping ``plan``."""
+    """The ``PPOConfig``. ``args.env == "core"``: single-agent RLlib on
+    ``integrations.rllib.core`` (``make_core_env``, ``CoreEnvRunner``) with one
+    ``MaskedPPOTorchRLModule``; ``"aec"``: ``TravellerMultiAgentEnv`` with one
+    ``MaskedPPOTorchRLModule`` per learned module, one ``ScriptedRLModule`` per NPC, and the
+    policy mapping ``plan``."""
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
@@ -182,15 +265,42 @@ def build_config(args: Args, env_config: dict, plan: dict[str, str], space: Any,
     from traveller_env.integrations.rllib import TravellerMultiAgentEnv
     from traveller_env.integrations.rllib.modules import MaskedPPOTorchRLModule, ScriptedRLModule
 
+    model_config = {"fcnet_hiddens": hidden_sizes(args.net_arch), "fcnet_activation": "tanh",
+                    "vf_share_layers": False}
+    core = args.env == "core"
+    config = (
+        PPOConfig()
+        .env_runners(num_env_runners=args.num_env_runners,
+                     num_envs_per_env_runner=args.num_envs_per_env_runner or (
+                         CORE_ENVS_PER_RUNNER if core else AEC_ENVS_PER_RUNNER),
+                     num_cpus_per_env_runner=1,
+                     custom_resources_per_env_runner=parse_resources(args.env_runner_resources))
+        .learners(num_learners=0)
+        .training(lr=args.learning_rate, train_batch_size_per_learner=args.train_batch_size,
+                  minibatch_size=args.minibatch_size, num_epochs=args.n_epochs,
+                  gamma=args.gamma, lambda_=args.gae_lambda, entropy_coeff=args.ent_coef)
+        .debugging(seed=args.seed, log_level="ERROR"))
+    if core:
+        from ray.tune.registry import register_env
+
+        from traveller_env.integrations.rllib.core import CoreEnvRunner, make_core_env
+
+        register_env(CORE_ENV_ID, make_core_env)  # kept in the cluster's registry
+        return (config
+                .environment(CORE_ENV_ID, env_config=env_config, disable_env_checking=True)
+                .env_runners(env_runner_cls=CoreEnvRunner,
+                             gym_env_vectorize_mode="vector_entry_point")
+                .rl_module(rl_module_spec=RLModuleSpec(
+                    module_class=MaskedPPOTorchRLModule, observation_space=space,
+                    action_space=action_space, model_config=model_config)))
+
     learned = sorted({m for m in plan.values() if not m.startswith("npc_")})
     specs = {}
     for mid in sorted(set(plan.values())):
         if mid in learned:
             specs[mid] = RLModuleSpec(
                 module_class=MaskedPPOTorchRLModule, observation_space=space,
-                action_space=action_space,
-                model_config={"fcnet_hiddens": hidden_sizes(args.net_arch),
-                              "fcnet_activation": "tanh", "vf_share_layers": False})
+                action_space=action_space, model_config=model_config)
         else:
             specs[mid] = RLModuleSpec(module_class=ScriptedRLModule, observation_space=space,
                                       action_space=action_space)
@@ -200,22 +310,15 @@ def build_config(args: Args, env_config: dict, plan: dict[str, str], space: Any,
         return mapping[agent_id]
 
     return (
-        PPOConfig()
+        config
         # RLlib's env checker steps every agent with unmasked random actions, which the
-        # environment refuses by design (illegal actions raise). tests/test_rllib.py runs the
-        # checker against illegal_action="penalize" instead.
+        # environment refuses by design (illegal actions raise).
+        # tests/integrations/test_rllib.py runs the checker against illegal_action="penalize"
+        # instead.
         .environment(TravellerMultiAgentEnv, env_config=env_config, disable_env_checking=True)
-        .env_runners(num_env_runners=args.num_env_runners,
-                     num_envs_per_env_runner=args.num_envs_per_env_runner,
-                     num_cpus_per_env_runner=1)
-        .learners(num_learners=0)
-        .training(lr=args.learning_rate, train_batch_size_per_learner=args.train_batch_size,
-                  minibatch_size=args.minibatch_size, num_epochs=args.n_epochs,
-                  gamma=args.gamma, lambda_=args.gae_lambda, entropy_coeff=args.ent_coef)
         .multi_agent(policies=set(specs), policy_mapping_fn=policy_mapping_fn,
                      policies_to_train=learned)
         .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs=specs))
-        .debugging(seed=args.seed, log_level="ERROR")
     )
 
 
@@ -255,6 +358,7 @@ def summary(result: dict, plan: dict[str, str]) -> dict[str, Any]:
         "env_steps": int(runners.get("num_env_steps_sampled_lifetime", 0)),
         "episodes": int(runners.get("num_episodes_lifetime", 0)),
         "episode_len_mean": runners.get("episode_len_mean"),
+        "episode_return_mean": runners.get("episode_return_mean"),
         "module_return_mean": {m: returns.get(m) for m in sorted(set(plan.values()))},
         "agent_return_mean": {a: agent_returns.get(a) for a in plan},
         "module_steps": {m: int(steps.get(m, 0)) for m in learned},
@@ -262,12 +366,13 @@ def summary(result: dict, plan: dict[str, str]) -> dict[str, Any]:
 
 
 def write_meta(checkpoint: Path, args: Args, env_config: dict, plan: dict[str, str]) -> None:
-    """``traveller.json`` in the checkpoint: what ``traveller_agents.rllib_policy`` needs to load it."""
+    """``traveller.json`` in the checkpoint: what ``traveller_agents.rllib_policy`` needs to
+    load it."""
     learned = sorted({m for m in plan.values() if not m.startswith("npc_")})
     write_json(checkpoint / META_FILE, {
         "scenario": args.scenario, "relative_actions": env_config["relative_actions"],
         "trained_modules": learned, "module_of_agent": plan,
-        "npcs": env_config.get("npcs", {}),
+        "npcs": env_config.get("npcs", env_config.get("opponents", {})),
         "modules_dir": "learner_group/learner/rl_module"})
 
 
@@ -299,11 +404,27 @@ def print_rows(rows: list[dict]) -> None:
 
 def prepare(args: Args) -> tuple[dict, dict[str, str], Any]:
     """Check the arguments (``ValueError`` naming the flag) and build the env config, the
-    module of each agent and a probe environment (for the spaces)."""
+    module of each agent and a probe environment (for the spaces). Resolves ``args.env``:
+    ``auto`` becomes ``core`` when ``core_plan`` accepts the run, else ``aec``."""
     args.check()
     from traveller_env.integrations.rllib import TravellerMultiAgentEnv
 
     opponents = parse_opponents(args.opponents)
+    if args.env != "aec":
+        plan, why = (core_plan(args.scenario, opponents) if args.policy_mapping == "shared"
+                     else (None, "--policy-mapping per-side trains several sides"))
+        if plan is None and args.env == "core":
+            raise ValueError(f"--env core: {why}; use --env aec")
+        if plan is not None:
+            from traveller_env.integrations.rllib.core import make_core_env
+
+            args.env = "core"
+            env_config = {"scenario": args.scenario, "relative_actions": True,
+                          "opponents": {a: m[len("npc_"):] for a, m in plan.items()
+                                        if m.startswith("npc_")}}
+            probe = make_core_env({**env_config, "num_envs": 1})  # bad scenarios fail here
+            return env_config, plan, probe
+        args.env = "aec"
     env_config: dict[str, Any] = {"scenario": args.scenario, "relative_actions": True}
     if opponents:
         env_config["npcs"] = opponents
@@ -323,7 +444,9 @@ def train(args: Args, prepared: tuple[dict, dict[str, str], Any] | None = None) 
     write_json(out / "config.json", {"args": dataclass_flags(args), "env_config": env_config,
                                      "module_of_agent": plan,
                                      "versions": {**versions(), "ray": _version("ray")}})
-    config = build_config(args, env_config, plan, probe.observation_space, probe.action_space)
+    spaces = ((probe.single_observation_space, probe.single_action_space)
+              if args.env == "core" else (probe.observation_space, probe.action_space))
+    config = build_config(args, env_config, plan, *spaces)
 
     import ray
     import torch
@@ -344,6 +467,8 @@ def train(args: Args, prepared: tuple[dict, dict[str, str], Any] | None = None) 
                 fh.write(json.dumps(row) + "\n")
             rets = ", ".join(f"{a} {v:+.3f}" for a, v in row["agent_return_mean"].items()
                              if v is not None)
+            if not rets and row["episode_return_mean"] is not None:  # the core: one side
+                rets = f"{row['episode_return_mean']:+.3f}"
             length = row["episode_len_mean"]
             print(f"iter {row['iteration']:>3}  env steps {row['env_steps']:>8}  "
                   f"{row['seconds']:>7.1f} s  episode length "
@@ -393,8 +518,9 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         traveller train rllib --address auto --num-env-runners 16 --total-timesteps 5000000""")
     add_dataclass_args(parser, Args, groups={
         "scenario and opponents": ("scenario", "opponents", "policy_mapping"),
-        "budget": ("total_timesteps", "learner_decisions", "seed", "num_env_runners",
-                   "num_envs_per_env_runner", "torch_threads", "address"),
+        "budget": ("total_timesteps", "learner_decisions", "seed", "env", "num_env_runners",
+                   "num_envs_per_env_runner", "torch_threads", "address",
+                   "env_runner_resources"),
         "PPO hyperparameters": ("learning_rate", "train_batch_size", "minibatch_size",
                                 "n_epochs", "gamma", "gae_lambda", "ent_coef", "net_arch"),
         "evaluation": ("eval_battles", "eval_vs"),
