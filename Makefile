@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 
 .PHONY: demo battle test lint bench golden clean build sanitize browser mutate install \
-	wheel wheel-test
+	wheel wheel-test test-distributed
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -126,7 +126,13 @@ battle: $(DEMO_STAMP)
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 4 ] && n=4; echo $$n)
 
 test: $(STAMP) build browser
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not distributed"
+
+# Data-parallel training under torchrun (tests marked `distributed`: two processes on
+# loopback learn, reproduce and resume; a minute and a half on 2 cores); .ci/run runs it
+# after `make test`.
+test-distributed: $(STAMP) build
+	$(BIN)/python -m pytest -p no:cacheprovider -m distributed tests/training/test_distributed.py
 
 # Debian's Chromium and its driver for the replay viewer's browser tests (skipped when present;
 # apt-get as root, through sudo otherwise).

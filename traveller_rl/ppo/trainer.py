@@ -96,9 +96,17 @@ from traveller_rl.commandline import UsageError, examples_epilog, run_standalone
 from traveller_rl.common import hidden_sizes, versions, write_json
 from traveller_rl.ppo.args import EXAMPLES, Args, add_flags, names_list
 from traveller_rl.ppo.checkpoints import check_checkpoints
+from traveller_rl.ppo.distributed import Cluster, agreed, check_world, from_environment, quiet
 from traveller_rl.ppo.overlap import halved_vector
 from traveller_rl.ppo.pool import FrozenPool
-from traveller_rl.ppo.progress import BattleStats, ProgressBar, Timers, log_update, metrics_writer
+from traveller_rl.ppo.progress import (
+    BattleStats,
+    NullWriter,
+    ProgressBar,
+    Timers,
+    log_update,
+    metrics_writer,
+)
 from traveller_rl.ppo.resume import CheckpointSchedule, check_resumable_config, read_checkpoint
 from traveller_rl.ppo.rows import (
     Group,
@@ -126,27 +134,36 @@ OUTPUTS = ("config.json", "ppo.pt", "progress.jsonl", "training.jsonl", "evaluat
            "learning_curve.png", "resume.ckpt")
 
 
-def prepare(args: Args) -> tuple[list[Group], dict[str, list[tuple[Any, int]]]]:
+def prepare(args: Args, cluster: Cluster | None = None
+            ) -> tuple[list[Group], dict[str, list[tuple[Any, int]]]]:
     """Check the arguments and build the training and evaluation vectors (``ValueError``
-    naming the flag on bad input)."""
+    naming the flag on bad input); with ``cluster`` (several processes,
+    ``traveller_rl.ppo.distributed``), this rank's training vectors, and the evaluation's on
+    rank 0 only."""
+    cluster = cluster or Cluster()
     args.check()
     resolve_device(args.budget.device)  # ValueError naming --device before any battle
     update_threads(args.budget.update_threads)  # and --update-threads
-    if args.output.resume:  # the checkpoint is there and the flags match it, before any battle
-        check_resume(args, read_checkpoint(Path(args.output.resume)))
-    groups = build_groups(args, halved_vector if args.budget.overlap else None)
+    if args.output.resume and cluster.writer:  # the checkpoint is there and the flags match it
+        saved = read_checkpoint(Path(args.output.resume))
+        check_world(saved, cluster.world)
+        check_resume(args, saved)
+    groups = build_groups(cluster.battle_args(args), halved_vector if args.budget.overlap else None)
     if args.budget.overlap:
         from traveller_rl.ppo.overlap import check_halves
 
         check_halves(groups)
     check_checkpoints(args, groups[0].venv)
-    eval_vectors = make_eval_vectors(args, groups[0].venv.sides) if args.eval.battles else {}
+    eval_vectors = (make_eval_vectors(args, groups[0].venv.sides)
+                    if args.eval.battles and cluster.writer else {})
     return groups, eval_vectors
 
 
 # ============================================================================ training
-def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
-    """Train, checkpoint, evaluate; return the run folder."""
+def train(args: Args, prepared: tuple[list[Group], dict] | None = None,
+          cluster: Cluster | None = None) -> Path:
+    """Train, checkpoint, evaluate; return the run folder. With ``cluster``, as one rank of a
+    data-parallel run (``traveller_rl.ppo.distributed``: only rank 0 writes)."""
     import torch
 
     from traveller_env.rules.rng import derive_seed
@@ -154,36 +171,41 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
     from traveller_rl.ppo.collect import Collector
 
     # ---- setup: the vectors, the run folder, the seeds, the network, the rows, the pool
-    groups, eval_vectors = prepared or prepare(args)
+    cluster = cluster or Cluster()  # a process alone: every agreement is the identity
+    groups, eval_vectors = prepared or prepare(args, cluster)
     first, budget = groups[0].venv, args.budget
     scenario = run_scenario(args, groups)
     resumed = None
     if args.output.resume:  # the run's own folder; its arguments checked against the checkpoint's
-        resumed = read_checkpoint(Path(args.output.resume))
+        resumed = cluster.resumed(Path(args.output.resume))  # this rank's part
         check_resume(args, resumed)
         args.output.out = args.output.resume
-    out = run_folder(args)
+    out = cluster.writers_result(lambda: run_folder(args))  # rank 0 makes it
     obs_dim = learner_obs_dim(args, first)  # the vector's observation, or its prefix
-    if resumed is None:
+    if resumed is None and cluster.writer:
         write_config(out, args, scenario, groups, obs_dim)
     torch.set_num_threads(budget.threads)  # seeding: torch's initialisation, the sampler, NumPy
     learner_threads = update_threads(budget.update_threads)  # widened for the update only
     torch.manual_seed(budget.seed)
     device = resolve_device(budget.device)  # the learner's: the rollout, inference, update
-    gen = torch.Generator(device=device).manual_seed(derive_seed(budget.seed, 1) & (2**63 - 1))
+    seed = cluster.seed(budget.seed)  # this rank's sampling and minibatches (rank 0: the seed)
+    gen = torch.Generator(device=device).manual_seed(derive_seed(seed, 1) & (2**63 - 1))
     # the frozen pool plays on the CPU: it shares the sampler's generator there
     pool_gen = gen if device.type == "cpu" else \
-        torch.Generator().manual_seed(derive_seed(budget.seed, 3) & (2**63 - 1))
-    rng = np.random.default_rng(derive_seed(budget.seed, 2))
+        torch.Generator().manual_seed(derive_seed(seed, 3) & (2**63 - 1))
+    rng = np.random.default_rng(derive_seed(seed, 2))
     net, inherited = make_network(args, first, obs_dim)
     net.to(device)
+    cluster.share_weights(net)  # rank 0's start on every rank
     optimizer = torch.optim.Adam(net.parameters(), lr=args.ppo.learning_rate, eps=1e-5)
-    writer = metrics_writer(out / "tb")
+    writer = metrics_writer(out / "tb") if cluster.writer else NullWriter()
     writer.add_text("config", "```\n" + json.dumps(args.flags(), indent=1) + "\n```")
     save_policy = PolicySaver(net, args, scenario, first.action_labels, inherited)
+    if not cluster.writer:
+        save_policy = cluster.no_save  # type: ignore[assignment]
     batch, pipeline = make_rows(args, groups, obs_dim)
     pool = make_pool(args, groups, batch, obs_dim, rng, pool_gen, net, out, save_policy, resumed)
-    if resumed is None:
+    if resumed is None and cluster.writer:
         for name in RESUMED_LOGS:
             (out / name).unlink(missing_ok=True)
     timers = Timers()
@@ -195,8 +217,9 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
     rollout = rollouts.SeatRollout(n, first.num_agents, obs_dim, first.n_actions,
                                    budget.num_steps, device)
     stats = BattleStats(n, len(groups), first.agent_sides, len(first.sides))
-    run = RunState(args, out, net, optimizer, rng, [gen] if pool_gen is gen else [gen, pool_gen],
-                   groups, batch, rollout, stats, pool, timers, save_policy)
+    run = cluster.run_state_type()(args, out, net, optimizer, rng,
+                                   [gen] if pool_gen is gen else [gen, pool_gen], groups, batch,
+                                   rollout, stats, pool, timers, save_policy)
     collector = Collector(n, net, batch, pool, rollout,
                           rollouts.StepUpload(n, obs_dim, first.n_actions, device),
                           RewardShaping.of(args, first), stats, gen, args.ppo.gamma,
@@ -208,7 +231,8 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
         run.restore(resumed)
     schedule = CheckpointSchedule.parse(args.output.checkpoint_every, time.perf_counter(),
                                         run.update)
-    bar = ProgressBar(args.output.progress, budget.total_timesteps, budget.max_train_seconds,
+    bar = ProgressBar(args.output.progress and cluster.writer, budget.total_timesteps,
+                      budget.max_train_seconds,
                       run.decisions)
     if run.history[-1]["eval"]:
         bar.log("before training: " + ", ".join(f"vs {k} {v['win_rate']:.3f}"
@@ -223,21 +247,24 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
                 0.0, 1.0 - run.decisions / budget.total_timesteps)
 
         # rollout: the learner's seats sample from the policy, the pool's play frozen
-        made = collector.collect(budget.num_steps, timers)
+        made = cluster.total(collector.collect(budget.num_steps, timers))  # every rank's
         run.decisions += made
 
         # GAE per seat, then the PPO update
         t = time.perf_counter()
         idx, adv, ret = rollout.advantages(args.ppo.gamma, args.ppo.gae_lambda)
         with torch_threads(learner_threads):
-            losses = ppo_update(net, optimizer, rollout, idx, adv, ret, rng, settings)
+            losses = ppo_update(net, optimizer, rollout, idx, adv, ret, rng, settings,
+                                cluster if cluster.joined else None)
         carried = rollout.carry()
         run.update += 1
         timers.update += time.perf_counter() - t
 
         # logging
         elapsed = timers.training()
-        out_of_time = bool(budget.max_train_seconds and elapsed >= budget.max_train_seconds)
+        out_of_time = cluster.writers(  # rank 0's clock
+            bool(budget.max_train_seconds and elapsed >= budget.max_train_seconds))
+        cluster.merge_stats(stats)
         point = log_update(writer, run.update, run.decisions, elapsed,
                            optimizer.param_groups[0]["lr"], timers, carried, stats, losses,
                            [g.label for g in groups])
@@ -261,12 +288,13 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
                 bar.log(f"update {run.update:>4}  {run.decisions:>9,} decisions  "
                         f"{record['seconds']:>7.1f} s  " + "  ".join(
                             f"vs {k} {v['win_rate']:.3f}" for k, v in record["eval"].items()))
-            rollouts.plot_curve(run.history, out / "learning_curve.png", title,
-                                run.training_curve)
+            if cluster.writer:
+                rollouts.plot_curve(run.history, out / "learning_curve.png", title,
+                                    run.training_curve)
             timers.eval += time.perf_counter() - t  # checkpoint and curve: not training
 
         # the resume checkpoint
-        if not last and schedule.due(run.update, time.perf_counter()):
+        if not last and cluster.writers(schedule.due(run.update, time.perf_counter())):
             t = time.perf_counter()
             run.checkpoint()
             schedule.written(run.update, time.perf_counter())
@@ -275,6 +303,9 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None) -> Path:
     if pipeline is not None:
         pipeline.close()
     writer.close()
+    cluster.check_same_weights(net)
+    if not cluster.writer:
+        return out
     results = run_results(run, scenario)
     if args.eval.final_battles and names_list(args.eval.vs):
         results["final_evaluation"] = final_evaluation(out / "ppo.pt", args)
@@ -459,11 +490,19 @@ def run(parsed: argparse.Namespace) -> int:
     """Train with the parsed arguments (a ``UsageError`` naming the flag on a bad argument,
     before any battle)."""
     args = Args(**vars(parsed))
+    cluster = None
     try:
-        prepared = prepare(args)
-    except (ValueError, TypeError, FileNotFoundError, NotImplementedError) as exc:
-        raise UsageError(str(exc)) from None
-    train(args, prepared)
+        try:
+            # under torchrun, one rank of a data-parallel run (traveller_rl.ppo.distributed)
+            cluster = from_environment(args.budget.device)
+            prepared = agreed(cluster, lambda: prepare(args, cluster))
+        except (ValueError, TypeError, FileNotFoundError, NotImplementedError) as exc:
+            raise UsageError(str(exc)) from None
+        with quiet(cluster):
+            train(args, prepared, cluster)
+    finally:
+        if cluster is not None:
+            cluster.close()
     return 0
 
 

@@ -95,12 +95,17 @@ class UpdateStats:
 
 
 def ppo_update(net: Any, optimizer: torch.optim.Optimizer, rollout: Any, idx: Any, adv: Any,
-               ret: Any, rng: np.random.Generator, settings: UpdateSettings) -> UpdateStats:
+               ret: Any, rng: np.random.Generator, settings: UpdateSettings,
+               cluster: Any = None) -> UpdateStats:
     """Update ``net`` (an ``traveller_agents.ppo_policy.ActorCritic``) on the decisions ``idx`` of
     ``rollout`` (a ``SeatRollout``, or anything with its ``obs``, ``mask``, ``action``,
     ``logp`` and ``value``) with their advantages ``adv`` and returns ``ret`` (tensors, as
     ``SeatRollout.advantages`` gives them, or arrays); ``rng`` shuffles the minibatches. It
-    runs on the device of ``net``'s parameters, reading tensors already there in place."""
+    runs on the device of ``net``'s parameters, reading tensors already there in place.
+
+    With ``cluster`` (a joined ``traveller_rl.ppo.distributed.Cluster``) each gradient is
+    averaged over the ranks before its step, and every rank takes as many steps per epoch as
+    the rank with the most minibatches (one whose decisions are used up adds no gradient)."""
     device = next(net.parameters()).device
 
     def there(data: Any) -> torch.Tensor:
@@ -115,10 +120,24 @@ def ppo_update(net: Any, optimizer: torch.optim.Optimizer, rollout: Any, idx: An
     mb_size = max(1, -(-batch // settings.minibatches))
     clipfracs, approx_kl = [], torch.zeros((), device=device)
     pg_loss = v_loss = entropy = torch.zeros((), device=device)
+    steps = -(-batch // mb_size)  # minibatches per epoch
+    if cluster is not None:
+        steps = cluster.most(steps)
+
+    def step() -> None:
+        if cluster is not None:  # the ranks' mean gradient: the same step on every rank
+            cluster.average_grads(net)
+        torch.nn.utils.clip_grad_norm_(net.parameters(), settings.max_grad_norm)
+        optimizer.step()
+
     for _ in range(settings.epochs):
         perm = torch.from_numpy(rng.permutation(batch)).to(device)
-        for start in range(0, batch, mb_size):
+        for start in range(0, steps * mb_size, mb_size):
             mb = perm[start:start + mb_size]
+            if not len(mb):  # another rank's minibatch: this one adds no gradient
+                optimizer.zero_grad()
+                step()
+                continue
             mb_obs = b_obs[mb]
             logits = net.logits(mb_obs, b_mask[mb])
             logp_all = torch.log_softmax(logits, -1)
@@ -143,8 +162,7 @@ def ppo_update(net: Any, optimizer: torch.optim.Optimizer, rollout: Any, idx: An
             loss = pg_loss - settings.ent_coef * entropy + settings.vf_coef * v_loss
             optimizer.zero_grad()
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(net.parameters(), settings.max_grad_norm)
-            optimizer.step()
+            step()
     # one read back for every minibatch's share (float64, as the mean of Python floats;
     # none for an empty batch: NaN, as before)
     shares = (torch.stack(clipfracs).cpu().numpy().astype(np.float64) if clipfracs
