@@ -36,7 +36,7 @@ import traveller_env  # noqa: F401  (registers the traveller/<scenario>-v0 ids)
 
 
 def parse_args() -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     p.add_argument("--env-id", default="traveller/duel-v0")
     p.add_argument("--opponent", default="rush", help="the policy the core plays for red")
     p.add_argument("--seed", type=int, default=1,

@@ -31,7 +31,8 @@ __all__ = ["build_parser", "main", "run"]
 
 def build_parser() -> argparse.ArgumentParser:
     """The script's options."""
-    p = argparse.ArgumentParser(prog="bench_core", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(allow_abbrev=False,
+                                prog="bench_core", description=__doc__.split("\n\n")[0])
     p.add_argument("--battles", type=int, default=200, help="battles per scenario (default 200)")
     p.add_argument("--scenarios", nargs="+", default=["duel", "squad", "squad_commander"])
     p.add_argument("--json", type=Path, default=Path("runs/bench_core.json"))

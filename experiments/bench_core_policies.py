@@ -42,7 +42,8 @@ def _matchup(text: str) -> tuple[str, str]:
 
 def build_parser() -> argparse.ArgumentParser:
     """The script's options."""
-    p = argparse.ArgumentParser(prog="bench_core_policies", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(allow_abbrev=False,
+                                prog="bench_core_policies", description=__doc__.split("\n\n")[0])
     p.add_argument("--battles", type=int, default=200,
                    help="core battles per scenario, matchup and repeat (default 200)")
     p.add_argument("--python-battles", type=int, default=20,

@@ -164,7 +164,8 @@ def _core_ratios(results: dict[str, dict], with_python: bool) -> dict[str, float
 
 def build_parser() -> argparse.ArgumentParser:
     """The script's options (it writes a file only when asked with ``--json``)."""
-    parser = argparse.ArgumentParser(description="AEC environment speed benchmark")
+    parser = argparse.ArgumentParser(allow_abbrev=False,
+                                     description="AEC environment speed benchmark")
     parser.add_argument("--steps", type=int, default=20_000, help="AEC steps per repeat")
     parser.add_argument("--repeats", type=int, default=5, help="repeats (median is reported)")
     parser.add_argument("--json", type=Path, default=None, help="write the results here")

@@ -61,7 +61,7 @@ def machine() -> dict[str, Any]:
 
 def build_parser() -> argparse.ArgumentParser:
     """The script's options."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path, default=Path("runs/bench_machine.json"),
                         help="where to write the results (default: %(default)s)")
     parser.add_argument("--small", action="store_true",

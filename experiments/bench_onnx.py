@@ -53,7 +53,7 @@ TARGET = 5_000
 
 def build_parser() -> argparse.ArgumentParser:
     """The script's options."""
-    p = argparse.ArgumentParser(prog="python -m experiments.bench_onnx",
+    p = argparse.ArgumentParser(allow_abbrev=False, prog="python -m experiments.bench_onnx",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--scenario", default="squad", help="scenario (default: squad)")
     p.add_argument("--policy", type=Path, default=None, metavar="PT",

@@ -59,7 +59,8 @@ def pool_run(stack: bool, updates: int, full_from: int, seed: int, num_envs: int
 
 def build_parser() -> argparse.ArgumentParser:
     """The benchmark's options."""
-    p = argparse.ArgumentParser(prog="bench_pool", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(allow_abbrev=False,
+                                prog="bench_pool", description=__doc__.split("\n\n")[0])
     p.add_argument("--updates", type=int, default=45, help="updates per run (default: 45)")
     p.add_argument("--full-from", type=int, default=30,
                    help="measure from this update on, the pool full (default: 30)")

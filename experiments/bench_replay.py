@@ -166,7 +166,7 @@ def screenshot(path: Path, width: int = 1100) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     p.add_argument("--seeds", default="1-20", help="squad seeds to choose from (1-20)")
     p.add_argument("--speeds", default="8,256", help="events per second to play at (8,256)")
     p.add_argument("--jumps", type=int, default=200, help="random jumps to time (200)")

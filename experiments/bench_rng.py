@@ -57,7 +57,7 @@ def battle_steps_per_s(generator: str, battles: int, repeats: int) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     """Time the generators, print the table, write ``--json``."""
-    parser = argparse.ArgumentParser(prog="python -m experiments.bench_rng",
+    parser = argparse.ArgumentParser(allow_abbrev=False, prog="python -m experiments.bench_rng",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=200_000, help="calls per timing")
     parser.add_argument("--repeats", type=int, default=5, help="timings per figure (median)")

@@ -46,7 +46,7 @@ def env_only_rate(venv: Any, steps: int) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--scenario", default="duel")
     parser.add_argument("--opponent", default="rush", help="the red side's policy")
     parser.add_argument("--timesteps", type=int, default=20_000)

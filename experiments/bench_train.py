@@ -133,7 +133,8 @@ def isolated_step_us(scenario: str, steps: int = 5000) -> dict[str, float]:
 
 def build_parser() -> argparse.ArgumentParser:
     """The script's options (it writes a file only when asked with ``--json``)."""
-    parser = argparse.ArgumentParser(description="MaskablePPO training speed on duel")
+    parser = argparse.ArgumentParser(allow_abbrev=False,
+                                     description="MaskablePPO training speed on duel")
     parser.add_argument("--timesteps", type=int, default=20_000,
                         help="timed training steps (default: %(default)s)")
     parser.add_argument("--scenario", default="duel", help="scenario (default: %(default)s)")

@@ -92,7 +92,7 @@ def count(tree: Path, scenario: str, steps: int, warmup: int = 0) -> float:
 
 def build_parser() -> argparse.ArgumentParser:
     """The command-line options."""
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     p.add_argument("--before", type=Path, required=True, help="the other checkout")
     p.add_argument("--after", type=Path, default=HERE, help="default: this checkout")
     p.add_argument("--scenarios", default="duel,squad")

@@ -311,7 +311,7 @@ def run_all(decisions: int, repeats: int, backends: tuple[str, ...] = ("python",
 
 def build_parser() -> argparse.ArgumentParser:
     """The script's options (it writes a file only when asked with ``--json``)."""
-    parser = argparse.ArgumentParser(description="vector API speed benchmark")
+    parser = argparse.ArgumentParser(allow_abbrev=False, description="vector API speed benchmark")
     parser.add_argument("--decisions", type=int, default=20_000,
                         help="decisions per repeat and case (at least MIN_STEPS steps)")
     parser.add_argument("--repeats", type=int, default=3, help="repeats (median is reported)")

@@ -102,7 +102,8 @@ def _fmt(cell: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the cells for every policy; print the table; write ``--out``."""
-    parser = argparse.ArgumentParser(prog="python -m experiments.generalisation",
+    parser = argparse.ArgumentParser(allow_abbrev=False,
+                                     prog="python -m experiments.generalisation",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("policies", nargs="*", help=".pt checkpoints or .onnx policies")
     parser.add_argument("--select", type=Path, metavar="POOL",

@@ -57,7 +57,8 @@ def timed(totals: dict[str, float], label: str, fn: Any) -> Any:
 
 def build_parser() -> argparse.ArgumentParser:
     """The script's options."""
-    parser = argparse.ArgumentParser(description="where the AEC step's time goes")
+    parser = argparse.ArgumentParser(allow_abbrev=False,
+                                     description="where the AEC step's time goes")
     parser.add_argument("--scenario", default="duel",
                         help="built-in scenario name or path, or 16v16 (generated)")
     parser.add_argument("--steps", type=int, default=20_000,

@@ -31,7 +31,8 @@ __all__ = ["build_parser", "main", "play_battle", "run", "summarise"]
 
 def build_parser() -> argparse.ArgumentParser:
     """The script's options."""
-    p = argparse.ArgumentParser(prog="search_strength", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(allow_abbrev=False,
+                                prog="search_strength", description=__doc__.split("\n\n")[0])
     p.add_argument("--policies", nargs="+", required=True,
                    help="in-core policies to measure (e.g. search-4 search-16)")
     p.add_argument("--opponent", default="tactician", help="the in-core opponent (tactician)")

@@ -101,7 +101,7 @@ def soak(total_steps: int, seed: int = 0, scenarios: list[str] | None = None,
 
 def build_parser() -> argparse.ArgumentParser:
     """The script's options (it writes a file only when asked with ``--json``)."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=1_000_000,
                         help="AEC steps in all (dead steps included; default 1,000,000)")
     parser.add_argument("--seed", type=int, default=0, help="battle i uses seed + i")

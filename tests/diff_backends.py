@@ -27,7 +27,8 @@ __all__ = ["build_parser", "main", "run"]
 
 def build_parser() -> argparse.ArgumentParser:
     """The script's options."""
-    p = argparse.ArgumentParser(prog="diff_backends", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(allow_abbrev=False,
+                                prog="diff_backends", description=__doc__.split("\n\n")[0])
     p.add_argument("--battles", type=int, default=10_000, help="fuzzed battles (default 10000)")
     p.add_argument("--seed", type=int, default=0, help="hypothesis seed (default 0)")
     p.add_argument("--builtin-seeds", type=int, default=20,

@@ -83,7 +83,7 @@ def play(scenario: str, seed: int, policies: tuple[str, str] | None) -> tuple[st
 
 def main(argv: list[str] | None = None) -> int:
     """``--write`` regenerates every golden file; without it, report which differ."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="(re)write tests/golden/")
     args = parser.parse_args(argv)
     GOLDEN_DIR.mkdir(exist_ok=True)

@@ -128,7 +128,7 @@ def run_mutant(tree: Path, m: Mutant) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="", help="comma-separated mutant names")
     args = parser.parse_args(argv)
     chosen = [m for m in MUTANTS if not args.only or m.name in args.only.split(",")]

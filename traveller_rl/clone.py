@@ -163,7 +163,7 @@ def fit(demos: Demonstrations, hidden: list[int], epochs: int, lr: float, batch:
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     """The script's options."""
-    p = parser or argparse.ArgumentParser(prog="traveller train clone",
+    p = parser or argparse.ArgumentParser(allow_abbrev=False, prog="traveller train clone",
                                           description=__doc__.split("\n\n")[0])
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.epilog = examples_epilog("""

@@ -469,7 +469,7 @@ DEFAULT_OUT = "runs/tournament"
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     """The tournament's arguments (added to ``parser`` when given, e.g. a subcommand's)."""
     if parser is None:
-        parser = argparse.ArgumentParser(
+        parser = argparse.ArgumentParser(allow_abbrev=False,
             prog="python -m traveller_rl.tournament",
             description="Round-robin tournament of policies.")
     parser.formatter_class = argparse.RawDescriptionHelpFormatter

@@ -82,7 +82,7 @@ def fake_experiment(monkeypatch):
     seen: list[argparse.Namespace] = []
 
     def build_parser(parser=None):
-        parser = parser or argparse.ArgumentParser()
+        parser = parser or argparse.ArgumentParser(allow_abbrev=False)
         parser.add_argument("--size", type=int, default=1, help="how big")
         return parser
 

@@ -62,7 +62,8 @@ def side_checkpoint(paths: dict[str, Path], out: Path, scenario: str | None = No
 
 def build_parser() -> argparse.ArgumentParser:
     """The script's options."""
-    p = argparse.ArgumentParser(prog="python -m traveller_rl.checkpoints.by_side",
+    p = argparse.ArgumentParser(allow_abbrev=False,
+                                prog="python -m traveller_rl.checkpoints.by_side",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--side", action="append", default=[], metavar="SIDE=CHECKPOINT",
                    help="a side's name and its train_ppo checkpoint (.pt); once per side")

@@ -47,7 +47,8 @@ def ensemble_checkpoints(paths: list[Path], out: Path) -> Path:
 
 def build_parser() -> argparse.ArgumentParser:
     """The script's options."""
-    p = argparse.ArgumentParser(prog="python -m traveller_rl.checkpoints.ensemble",
+    p = argparse.ArgumentParser(allow_abbrev=False,
+                                prog="python -m traveller_rl.checkpoints.ensemble",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("checkpoints", type=Path, nargs="+",
                    help="two or more train_ppo checkpoints (.pt) of the same battles")

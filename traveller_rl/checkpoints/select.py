@@ -151,7 +151,8 @@ def rate_cells(row: dict[str, Any]) -> str:
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     """The script's options."""
-    p = parser or argparse.ArgumentParser(prog="python -m traveller_rl.checkpoints.select",
+    p = parser or argparse.ArgumentParser(allow_abbrev=False,
+                                          prog="python -m traveller_rl.checkpoints.select",
                                           description=__doc__.split("\n\n")[0])
     p.add_argument("run", type=Path, help="a train_ppo run folder (its pool/ and ppo.pt) or "
                                           "one .pt checkpoint")

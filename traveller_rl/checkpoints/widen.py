@@ -44,7 +44,7 @@ def _hidden(text: str) -> list[int]:
 
 def build_parser() -> argparse.ArgumentParser:
     """The script's options."""
-    p = argparse.ArgumentParser(prog="python -m traveller_rl.checkpoints.widen",
+    p = argparse.ArgumentParser(allow_abbrev=False, prog="python -m traveller_rl.checkpoints.widen",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("checkpoint", type=Path, help="a train_ppo checkpoint (.pt)")
     p.add_argument("--hidden", type=_hidden, required=True,

@@ -443,7 +443,8 @@ def build_parser(parser: argparse.ArgumentParser | None = None,
                  trainer: str = "ppo") -> argparse.ArgumentParser:
     """The recipe's options, ``--trainer`` defaulting to ``trainer`` (added to ``parser``
     when given, e.g. the ``traveller train ...`` subcommand's)."""
-    parser = parser or argparse.ArgumentParser(prog="traveller train leadership",
+    parser = parser or argparse.ArgumentParser(allow_abbrev=False,
+                                               prog="traveller train leadership",
                                                description=__doc__.splitlines()[0])
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = examples_epilog(EXAMPLES)

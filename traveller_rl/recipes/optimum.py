@@ -62,7 +62,7 @@ def optimum_table(battles: int = 0, seed: int = 0) -> list[dict]:
 
 def build_parser() -> argparse.ArgumentParser:
     """The script's options (it writes a file only when asked with ``--json``)."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--battles", type=int, default=1000,
                         help="simulated battles per band to check the exact values (0: none)")
     parser.add_argument("--seed", type=int, default=0, help="first battle seed")

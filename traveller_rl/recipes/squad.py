@@ -70,7 +70,7 @@ EVAL_SEED = 200_000
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     """The script's options (it writes ``--json`` only when asked)."""
-    parser = parser or argparse.ArgumentParser(prog="traveller train squad-ppo",
+    parser = parser or argparse.ArgumentParser(allow_abbrev=False, prog="traveller train squad-ppo",
                                                description=__doc__.splitlines()[0])
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = examples_epilog("""
