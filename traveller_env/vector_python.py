@@ -4,7 +4,8 @@
 legality; this backend plays each row's ``Battle`` in turn with the AEC env's reward bookkeeping
 (``rewards.RewardLedger``), plays the opponent seats with ``traveller_env.policy`` policies
 (each row its own instances, seen through a ``_RowEnv``), and snapshots and restores the rows
-(the opponents pickled by ``_PolicyPickler`` with the vector's objects written as names). The
+(the opponents pickled by ``_PolicyPickler`` with the vector's objects written as names, and
+read back naming only the classes the vector's own opponents are made of). The
 compiled core's backend (``traveller_env.core.vector.CoreBackend``) mirrors it step for step.
 """
 
@@ -190,8 +191,28 @@ class _PolicyPickler:
         pickler.dump(row.column_policies)
         return buffer.getvalue()
 
-    def load(self, data: bytes, objects: dict[str, Any]) -> list[Policy | None]:
-        """``dump``'s inverse, the row's names bound to ``objects`` (``_objects``)."""
+    def globals_of(self, row: _Row) -> set[tuple[str, str]]:
+        """The globals (``(module, name)``) that ``dump(row)`` names: the classes the row's
+        own opponents are made of, as the vector built them by name."""
+        seen: set[tuple[str, str]] = set()
+
+        class Recorder(pickle.Unpickler):
+            def find_class(self, module: str, name: str) -> Any:
+                seen.add((module, name))
+                return super().find_class(module, name)
+
+            def persistent_load(self, pid: Any) -> Any:
+                return None
+
+        Recorder(io.BytesIO(self.dump(row))).load()
+        return seen
+
+    def load(self, data: bytes, objects: dict[str, Any],
+             allowed: set[tuple[str, str]] | None = None) -> list[Policy | None]:
+        """``dump``'s inverse, the row's names bound to ``objects`` (``_objects``); with
+        ``allowed``, a pickle naming any other global (class or function) is refused with a
+        ``ValueError`` before it is called (``vector_snapshot.SafeUnpickler``)."""
+        from .vector_snapshot import ARRAY_GLOBALS, SafeUnpickler
         def persistent_load(pid: Any) -> Any:
             if isinstance(pid, str):
                 return objects[pid]
@@ -203,9 +224,19 @@ class _PolicyPickler:
                 return _RowEnv(self.specs[pid[1]])
             return None  # an earlier battle
 
-        unpickler = pickle.Unpickler(io.BytesIO(data))
+        if allowed is None:
+            unpickler = pickle.Unpickler(io.BytesIO(data))
+        else:
+            unpickler = SafeUnpickler(data, allowed | ARRAY_GLOBALS,
+                                      "vector snapshot: a row's opponents")
         unpickler.persistent_load = persistent_load
-        return unpickler.load()
+        try:
+            return unpickler.load()
+        except ValueError:
+            raise
+        except Exception as exc:  # a damaged pickle: any of pickle's many errors
+            raise ValueError(f"vector snapshot: a row's opponents do not unpickle "
+                             f"({type(exc).__name__}: {exc})") from None
 
 
 class PythonBackend:
@@ -331,6 +362,7 @@ class PythonBackend:
             raise ValueError(f"vector snapshot: {len(saved_rows)} rows; this vector has "
                              f"{len(self.rows)}")
         pickler = _PolicyPickler(self.specs)
+        allowed: dict[int, set[tuple[str, str]]] = {}
         built = []
         for r, (row, saved) in enumerate(zip(self.rows, saved_rows, strict=True)):
             k = saved.get("scenario", 0)  # absent: a snapshot from before sets
@@ -348,7 +380,9 @@ class PythonBackend:
                 raise ValueError(f"vector snapshot: row {r}'s ledger or rewards do not fit its "
                                  f"scenario {s.scenario.name!r}")
             ledger.live[:] = live
-            columns = pickler.load(saved["policies"], _objects(env, b))
+            # only the classes this vector's own opponents (built by name) are made of
+            columns = pickler.load(saved["policies"], _objects(env, b),
+                                   allowed.setdefault(id(row), pickler.globals_of(row)))
             built.append((s, env, b, counters, ledger, columns))
         for row, saved, (s, env, b, counters, ledger, columns) in zip(
                 self.rows, saved_rows, built, strict=True):

@@ -16,8 +16,12 @@
                       column; core: {"core_rows": the bytes of ``VecBattles.snapshot``, the
                       same per row with the in-core opponents' generators and plans})}
 
-The payload is a pickle (the opponents are arbitrary policy objects): restore only snapshots
-you wrote. A wrong magic, another version or a checksum mismatch is refused with a
+The payload is read by a restricted unpickler (``SafeUnpickler``): plain data (dicts, lists,
+strings, numbers, bytes) and NumPy arrays of plain dtypes, nothing else; a payload naming any
+other global (a function or class: what a crafted pickle runs code with) is refused with a
+``ValueError`` before it is called. The opponents' pickles inside a Python backend's rows are
+read by ``traveller_env.vector_python``, which allows only the classes its own opponents are
+made of. A wrong magic, another version or a checksum mismatch is refused with a
 ``ValueError`` naming it, before anything is unpickled; ``VectorEnv.restore`` then refuses a
 snapshot of another backend, ``num_envs``, action labels or scenario set (one scenario
 against a set, another set) naming the difference.
@@ -25,16 +29,57 @@ against a set, another set) naming the difference.
 
 from __future__ import annotations
 
+import io
 import pickle
 import struct
 import zlib
+from collections.abc import Collection
 from typing import Any
 
-__all__ = ["MAGIC", "VERSION", "decode", "encode"]
+__all__ = ["ARRAY_GLOBALS", "MAGIC", "VERSION", "SafeUnpickler", "decode", "encode", "safe_loads"]
 
 MAGIC = b"TVSN"
 VERSION = 1
 _HEADER = struct.Struct("<4sBI")
+
+#: The globals a pickle of NumPy arrays and scalars of plain dtypes names (NumPy 1 and 2).
+ARRAY_GLOBALS = frozenset(
+    {("numpy", "dtype"), ("numpy", "ndarray")}
+    | {(f"numpy.{core}.{module}", name)
+       for core in ("core", "_core")
+       for module, name in (("numeric", "_frombuffer"), ("multiarray", "_reconstruct"),
+                            ("multiarray", "scalar"))})
+
+
+class SafeUnpickler(pickle.Unpickler):
+    """An unpickler that finds only the globals in ``allowed`` (``(module, name)`` pairs;
+    NumPy's array globals by default): any other is refused with a ``ValueError`` naming it,
+    before it is imported or called."""
+
+    def __init__(self, data: bytes, allowed: Collection[tuple[str, str]] = ARRAY_GLOBALS,
+                 what: str = "vector snapshot") -> None:
+        super().__init__(io.BytesIO(data))
+        self.allowed = allowed
+        self.what = what
+
+    def find_class(self, module: str, name: str) -> Any:
+        """The global ``module.name`` if allowed (``ValueError`` otherwise)."""
+        if (module, name) not in self.allowed:
+            raise ValueError(f"{self.what}: refers to {module}.{name}, which a snapshot of this "
+                             "vector never holds: a crafted or damaged file; refused")
+        return super().find_class(module, name)
+
+
+def safe_loads(data: bytes, allowed: Collection[tuple[str, str]] = ARRAY_GLOBALS,
+               what: str = "vector snapshot") -> Any:
+    """``pickle.loads`` through ``SafeUnpickler`` (``ValueError`` on a refused global or
+    bytes that do not unpickle)."""
+    try:
+        return SafeUnpickler(data, allowed, what).load()
+    except ValueError:
+        raise
+    except Exception as exc:  # a damaged pickle: any of pickle's many errors
+        raise ValueError(f"{what}: does not unpickle ({type(exc).__name__}: {exc})") from None
 
 
 def encode(state: dict[str, Any]) -> bytes:
@@ -57,4 +102,7 @@ def decode(data: bytes) -> dict[str, Any]:
     payload = data[_HEADER.size:]
     if zlib.crc32(payload) != crc:
         raise ValueError("vector snapshot: checksum mismatch: the bytes are corrupt or cut short")
-    return pickle.loads(payload)
+    state = safe_loads(payload)
+    if not isinstance(state, dict):
+        raise ValueError(f"vector snapshot: holds a {type(state).__name__}, not a snapshot")
+    return state

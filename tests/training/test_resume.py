@@ -90,21 +90,68 @@ def test_a_checkpoint_from_before_update_threads_updated_on_threads():
 
 
 def test_checkpoints_round_trip_and_other_versions_are_refused(tmp_path):
-    state = {"update": 7, "weights": torch.arange(5.0), "rows": b"\x00\x01"}
+    state = {"args": {"seed": 1}, "update": 7, "decisions": 9, "net": {}, "optimizer": {},
+             "weights": torch.arange(5.0), "rows": b"\x00\x01",
+             "array": np.arange(6, dtype=np.int16).reshape(2, 3), "scalar": np.float64(0.5),
+             "random": random.getstate()}
     path = resume.write_checkpoint(tmp_path, state)
     back = resume.read_checkpoint(tmp_path)
     assert back["update"] == 7 and back["rows"] == b"\x00\x01"
     assert torch.equal(back["weights"], state["weights"])
+    assert back["array"].dtype == np.int16 and back["array"].tolist() == [[0, 1, 2], [3, 4, 5]]
+    assert back["scalar"] == 0.5 and back["random"] == state["random"]
     data = path.read_bytes()
-    path.write_bytes(data[:4] + (resume.CHECKPOINT_FORMAT + 1).to_bytes(2, "little") + data[6:])
-    with pytest.raises(ValueError, match="format version 2; this version of traveller reads "
-                                         "version 1"):
+    version = resume.CHECKPOINT_FORMAT
+    path.write_bytes(data[:4] + (version + 1).to_bytes(2, "little") + data[6:])
+    with pytest.raises(ValueError, match=f"format version {version + 1}; this version of "
+                                         f"traveller reads version {version}"):
         resume.read_checkpoint(tmp_path)
     path.write_bytes(b"PK\x03\x04whatever")
     with pytest.raises(ValueError, match="not a resume checkpoint"):
         resume.read_checkpoint(tmp_path)
     with pytest.raises(ValueError, match="no resume checkpoint"):
         resume.read_checkpoint(tmp_path / "elsewhere")
+
+
+class _Payload:
+    """Unpickling this runs code: it writes the file ``target``."""
+
+    def __init__(self, target):
+        self.target = str(target)
+
+    def __reduce__(self):
+        return (open, (self.target, "w"))
+
+
+def _crafted(folder, target):
+    """A resume.ckpt with the right header whose payload, fully unpickled, writes ``target``."""
+    import io
+    import pickle
+
+    folder.mkdir(parents=True, exist_ok=True)
+    buffer = io.BytesIO()
+    torch.save({"args": {}, "payload": _Payload(target)}, buffer, pickle_module=pickle)
+    (folder / resume.RESUME_FILE).write_bytes(
+        resume.MAGIC + resume.CHECKPOINT_FORMAT.to_bytes(2, "little") + buffer.getvalue())
+
+
+def test_a_crafted_checkpoint_is_refused_and_runs_no_code(tmp_path):
+    target = tmp_path / "pwned"
+    _crafted(tmp_path / "run", target)
+    with pytest.raises(ValueError, match="does not verify"):
+        resume.read_checkpoint(tmp_path / "run")
+    assert not target.exists()
+
+
+def test_a_damaged_checkpoint_is_refused_naming_the_file(tmp_path):
+    state = {"args": {"seed": 1}, "update": 1, "decisions": 2, "net": {}, "optimizer": {}}
+    path = resume.write_checkpoint(tmp_path, state)
+    path.write_bytes(path.read_bytes()[:40])
+    with pytest.raises(ValueError, match=r"resume\.ckpt does not verify"):
+        resume.read_checkpoint(tmp_path)
+    resume.write_checkpoint(tmp_path, {"update": 1})
+    with pytest.raises(ValueError, match="it lacks args, decisions, net, optimizer"):
+        resume.read_checkpoint(tmp_path, resume.REQUIRED)
 
 
 def test_a_full_disk_keeps_the_last_good_checkpoint_and_says_so(tmp_path, monkeypatch):

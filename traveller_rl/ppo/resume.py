@@ -14,7 +14,12 @@ parts that do not depend on the trainer's loop:
   a changed flag is refused naming it, unless it is one of ``MAY_CHANGE``.
 - :func:`write_checkpoint` / :func:`read_checkpoint`: the file itself (magic, format version,
   payload); a full disk stops with :class:`CheckpointWriteError` saying the last good
-  checkpoint is intact; a checkpoint of another format version is refused naming both.
+  checkpoint is intact; a checkpoint of another format version is refused naming both. The
+  payload holds tensors and plain data only (NumPy arrays as their dtype, shape and bytes:
+  :func:`to_plain`), read with torch's restricted unpickler (``weights_only=True``): a crafted
+  file cannot run code; one that does not load or lacks a part is refused with a
+  ``ValueError`` in one line (the vector snapshots inside are bytes, which
+  ``traveller_env.vector_snapshot`` reads with its own restricted unpickler).
 - :func:`count_lines` / :func:`truncate_lines`: ``progress.jsonl`` and ``training.jsonl`` cut
   back to the line counts a checkpoint recorded, so a resumed run neither loses nor doubles a
   line.
@@ -38,16 +43,21 @@ import numpy as np
 
 from traveller_rl.common import atomic_write_bytes
 
-__all__ = ["CHECKPOINT_FORMAT", "MAGIC", "MAY_CHANGE", "RESUME_FILE", "CheckpointSchedule",
-           "CheckpointWriteError", "check_resumable_config", "check_writable", "count_lines",
-           "generator_states", "parse_checkpoint_every", "read_checkpoint",
-           "restore_generators", "truncate_lines", "write_checkpoint"]
+__all__ = ["CHECKPOINT_FORMAT", "MAGIC", "MAY_CHANGE", "REQUIRED", "RESUME_FILE",
+           "CheckpointSchedule", "CheckpointWriteError", "check_resumable_config",
+           "check_writable", "count_lines", "from_plain", "generator_states",
+           "parse_checkpoint_every", "read_checkpoint", "restore_generators", "to_plain",
+           "truncate_lines", "write_checkpoint"]
 
 #: The resume checkpoint's file name in a run folder.
 RESUME_FILE = "resume.ckpt"
 MAGIC = b"TRRC"
-#: The format version this code writes and reads.
-CHECKPOINT_FORMAT = 1
+#: The format version this code writes and reads (1: a full pickle, no longer read).
+CHECKPOINT_FORMAT = 2
+#: The parts the trainer's ``read_checkpoint`` checks are there (``RunState.state`` writes
+#: more).
+REQUIRED = ("args", "update", "decisions", "net", "optimizer")
+_ARRAY = "__ndarray__"
 _HEADER = struct.Struct("<4sH")
 #: ``Args`` fields a resumed run may change: budgets, and how much it prints or evaluates.
 MAY_CHANGE = frozenset({"total_timesteps", "max_train_seconds", "stop_after_updates",
@@ -155,6 +165,50 @@ class CheckpointWriteError(OSError):
     """A resume checkpoint could not be written; the previous one is intact."""
 
 
+def to_plain(value: Any) -> Any:
+    """``value`` with every NumPy array as ``{"__ndarray__": [dtype, shape, bytes]}`` and every
+    NumPy scalar as its Python number: what torch's restricted unpickler reads (tensors,
+    dicts, lists, tuples, strings, numbers, bytes, ``None``); ``TypeError`` on anything
+    else (an object array, an arbitrary object)."""
+    if isinstance(value, np.ndarray):
+        if value.dtype.hasobject:
+            raise TypeError("a resume checkpoint holds no object arrays")
+        return {_ARRAY: [value.dtype.str, list(value.shape),
+                         np.ascontiguousarray(value).tobytes()]}
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Mapping):
+        return {k: to_plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(to_plain(v) for v in value)
+    if value is None or isinstance(value, str | bytes | bool | int | float):
+        return value
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value
+    raise TypeError(f"a resume checkpoint holds plain data and tensors, not "
+                    f"{type(value).__name__}")
+
+
+def from_plain(value: Any) -> Any:
+    """``to_plain``'s inverse (``ValueError`` on an array record that does not fit)."""
+    if isinstance(value, dict):
+        if set(value) == {_ARRAY}:
+            dtype, shape, data = value[_ARRAY]
+            try:
+                kind = np.dtype(dtype)
+                if kind.hasobject:
+                    raise ValueError("object dtype")
+                return np.frombuffer(data, dtype=kind).reshape(shape).copy()
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"an array record does not fit ({exc})") from None
+        return {k: from_plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(from_plain(v) for v in value)
+    return value
+
+
 def write_checkpoint(folder: Path, state: Mapping[str, Any]) -> Path:
     """Write ``state`` (``torch.save``-able) to ``folder/RESUME_FILE`` atomically; on an
     ``OSError`` (a full disk) raise ``CheckpointWriteError`` saying the last good checkpoint is
@@ -164,7 +218,7 @@ def write_checkpoint(folder: Path, state: Mapping[str, Any]) -> Path:
     path = Path(folder) / RESUME_FILE
     buffer = io.BytesIO()
     buffer.write(_HEADER.pack(MAGIC, CHECKPOINT_FORMAT))
-    torch.save(dict(state), buffer)
+    torch.save(to_plain(dict(state)), buffer)
     try:
         atomic_write_bytes(path, buffer.getvalue())
     except OSError as exc:
@@ -176,9 +230,11 @@ def write_checkpoint(folder: Path, state: Mapping[str, Any]) -> Path:
     return path
 
 
-def read_checkpoint(folder: Path) -> dict[str, Any]:
+def read_checkpoint(folder: Path, required: Sequence[str] = ()) -> dict[str, Any]:
     """The state in ``folder/RESUME_FILE`` (``ValueError`` naming what is wrong: no
-    checkpoint, not a checkpoint, another format version)."""
+    checkpoint, not a checkpoint, another format version, a payload that does not load with
+    torch's restricted unpickler, a part of ``required`` missing: the trainer asks for
+    ``REQUIRED``)."""
     import torch
 
     path = Path(folder) / RESUME_FILE
@@ -192,8 +248,23 @@ def read_checkpoint(folder: Path) -> dict[str, Any]:
         raise ValueError(f"--resume {folder}: checkpoint format version {version}; this "
                          f"version of traveller reads version {CHECKPOINT_FORMAT}")
     # on the CPU whatever device wrote it (a run on a GPU resumes on any machine; the
-    # trainer moves the weights and the optimizer's state to its own --device)
-    return torch.load(io.BytesIO(data[_HEADER.size:]), map_location="cpu", weights_only=False)
+    # trainer moves the weights and the optimizer's state to its own --device); torch's
+    # restricted unpickler: tensors and plain data, no code
+    try:
+        state = from_plain(torch.load(io.BytesIO(data[_HEADER.size:]), map_location="cpu",
+                                      weights_only=True))
+    except Exception as exc:  # a crafted or damaged payload: any of the unpickler's errors
+        why = " ".join(str(exc).split())[:200]
+        raise ValueError(f"--resume {folder}: {RESUME_FILE} does not verify (not a checkpoint "
+                         f"this trainer wrote, or damaged): {type(exc).__name__}: {why}") from None
+    if not isinstance(state, dict):
+        raise ValueError(f"--resume {folder}: {RESUME_FILE} does not verify: it holds a "
+                         f"{type(state).__name__}")
+    missing = [part for part in required if part not in state]
+    if missing or ("args" in required and not isinstance(state["args"], dict)):
+        raise ValueError(f"--resume {folder}: {RESUME_FILE} does not verify: it lacks "
+                         f"{', '.join(missing) or 'the run arguments'}")
+    return state
 
 
 # ------------------------------------------------------------------ logs and folders
