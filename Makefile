@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 
 .PHONY: demo battle test lint bench golden clean build sanitize browser mutate install \
-	wheel wheel-test test-distributed
+	wheel wheel-test test-distributed test-cluster
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -133,6 +133,13 @@ test: $(STAMP) build browser
 # after `make test`.
 test-distributed: $(STAMP) build
 	$(BIN)/python -m pytest -p no:cacheprovider -m distributed tests/training/test_distributed.py
+
+# RLlib on a real two-node Ray cluster on this machine (head and worker node started by
+# `ray start`, token authentication, env runners on the worker node; about three minutes on 2
+# busy cores, so not in `make test`: the test skips itself there); .ci/run runs it after.
+test-cluster: $(STAMP) build
+	TRAVELLER_TEST_CLUSTER=1 $(BIN)/python -m pytest -p no:cacheprovider \
+		tests/integrations/test_rllib_cluster.py
 
 # Debian's Chromium and its driver for the replay viewer's browser tests (skipped when present;
 # apt-get as root, through sudo otherwise).
