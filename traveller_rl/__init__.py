@@ -14,3 +14,6 @@ train, evaluate and rank policies.
 
 It sits above ``traveller_env`` and ``agents`` in the layering and below ``traveller_cli``.
 """
+
+# torch's OpenMP workers wait passively, set before torch loads (traveller_rl.openmp)
+from traveller_rl import openmp as _openmp  # noqa: F401

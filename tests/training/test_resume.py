@@ -413,3 +413,42 @@ def test_a_run_on_a_distribution_killed_at_a_random_moment_resumes_to_the_same_b
     assert _train([*flags, "--resume", str(stopped)]) == 0
     assert (stopped / "ppo.pt").read_bytes() == (whole / "ppo.pt").read_bytes()
     assert _updates(stopped / "training.jsonl") == _updates(whole / "training.jsonl")
+
+
+def test_a_run_killed_before_its_first_checkpoint_starts_again_from_its_config(uninterrupted,
+                                                                              tmp_path):
+    """At the default ``--checkpoint-every`` (a minute) a tiny run writes no resume checkpoint;
+    SIGKILLed at a random moment, ``--resume`` trains it again from its config.json, to the
+    uninterrupted run's ``ppo.pt``, byte for byte."""
+    import signal
+    import time
+
+    out = tmp_path / "early"
+    proc = subprocess.Popen([sys.executable, "-m", "traveller_rl.ppo.trainer", *RUN,
+                             "--out", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 300
+    while (time.monotonic() < deadline and proc.poll() is None
+           and not (out / "config.json").exists()):
+        time.sleep(0.01)
+    time.sleep(random.Random().uniform(0.0, 1.0))
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not (out / resume.RESUME_FILE).exists()
+    assert _train([*RUN, "--resume", str(out)]) == 0
+    assert (out / "ppo.pt").read_bytes() == (uninterrupted / "ppo.pt").read_bytes()
+    assert _updates(out / "training.jsonl") == [1, 2, 3, 4, 5, 6]
+
+
+def test_resume_of_a_crafted_checkpoint_exits_2_in_one_line_and_runs_no_code(tmp_path):
+    """A resume.ckpt whose pickle would write a file: exit 2, one line naming the file, and
+    the file is not written."""
+    target = tmp_path / "written-by-the-checkpoint"
+    _crafted(tmp_path / "run", target)
+    proc = subprocess.run([sys.executable, "-m", "traveller_rl.ppo.trainer", *RUN,
+                           "--resume", str(tmp_path / "run")], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0 and "resume.ckpt does not verify" in proc.stderr
+    assert "Traceback" not in proc.stderr and not target.exists()

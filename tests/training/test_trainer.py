@@ -969,3 +969,42 @@ def test_each_group_checks_its_own_flags_naming_them(group, values, message):
 
     with pytest.raises(ValueError, match=re.escape(message)):
         getattr(args_module, group)(**values).check()
+
+
+# ============================================================================ behaviour warnings
+def test_the_evaluations_report_behaviour_and_list_warnings(tiny_run):
+    """Every evaluation record holds the greedy policy's behaviour (counted from the actions it
+    chose in the evaluation battles) and a list of warnings, empty before training."""
+    progress = [json.loads(x) for x in (tiny_run / "progress.jsonl").read_text().splitlines()]
+    assert progress[0]["warnings"] == []
+    for record in progress:
+        seen = record["eval"]["rush"]["behaviour"]
+        assert seen["decisions"] >= seen["attacks"] + seen["aims"] + seen["moves"] > 0
+        assert isinstance(record["warnings"], list)
+
+
+def test_a_policy_that_aims_and_never_fires_or_never_moves_is_warned_about():
+    from traveller_rl.ppo.progress import action_behaviour, behaviour_warnings
+
+    labels = ["end_turn", "move:N:1", "stance:prone", "aim:enemy0", "attack:enemy0"]
+    aimer = action_behaviour(labels, np.array([5, 0, 3, 287, 1]), 10)
+    assert aimer["aims_per_shot"] == 287 and aimer["attacks_per_battle"] == 0.1
+    assert aimer["cover_per_battle"] == 0.3 and aimer["moves_per_battle"] == 0
+    warned = behaviour_warnings({"random": {"battles": 10, "behaviour": aimer}})
+    assert [w.split(":")[1].strip() for w in warned] == [
+        "the policy aims 287 times per attack (1 attacks in 10 battles)",
+        "the policy never moves (10 battles)"]
+    idle = action_behaviour(labels, np.array([40, 6, 0, 0, 0]), 10)
+    assert behaviour_warnings({"rush": {"battles": 10, "behaviour": idle}}) == [
+        "vs rush: the policy never attacks (0 aims, 6 moves in 10 battles)"]
+    fine = action_behaviour(labels, np.array([10, 6, 1, 4, 8]), 10)
+    assert behaviour_warnings({"rush": {"battles": 10, "behaviour": fine}}) == []
+
+
+def test_which_limit_ends_the_run_is_said_once_the_rate_is_known():
+    from traveller_rl.ppo.progress import limits_note
+
+    assert limits_note(300_000, 0.0, 5000, 1.0) is None
+    cut = limits_note(300_000, 75.0, 10_000, 1.0)
+    assert cut.startswith("warning: --total-timesteps 300,000 ends the run after about 30 s")
+    assert "binds first" in limits_note(10**9, 75.0, 10_000, 1.0)

@@ -1,7 +1,9 @@
 """What a PPO run measures and logs: its clock (``Timers``), the training battles ended since
-the last update (``BattleStats``), the periodic greedy evaluation (``evaluate_greedy``) and the
-per-update line of ``training.jsonl`` with its TensorBoard scalars (``log_update``) and the
-progress bar (``ProgressBar``)."""
+the last update (``BattleStats``), the periodic greedy evaluation (``evaluate_greedy``) with what
+the policy did in it (``action_behaviour``) and the warnings when that is degenerate
+(``behaviour_warnings``), the per-update line of ``training.jsonl`` with its TensorBoard
+scalars (``log_update``), the progress bar (``ProgressBar``) and the run's two limits
+(``limits_note``)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,8 @@ import numpy as np
 
 from traveller_rl.ppo.update import UpdateStats
 
-__all__ = ["EVAL_SEED", "BattleStats", "NullWriter", "ProgressBar", "Timers", "evaluate_greedy",
+__all__ = ["AIMS_PER_ATTACK_LIMIT", "EVAL_SEED", "BattleStats", "NullWriter", "ProgressBar",
+           "Timers", "action_behaviour", "behaviour_warnings", "evaluate_greedy", "limits_note",
            "log_update", "metrics_writer"]
 
 
@@ -149,15 +152,91 @@ def evaluate_greedy(net: Any, eval_vectors: dict[str, list[tuple[Any, int]]],
     out: dict[str, dict] = {}
     for name, vecs in eval_vectors.items():
         w = d = lo_ = 0
+        chosen = np.zeros(len(vecs[0][0].action_labels), dtype=np.int64)
         for i, (venv, side) in enumerate(vecs):
             share = battles // len(vecs) + (i < battles % len(vecs))
-            a, b, c = vector_winrate(net, venv, side, share, derive_seed(EVAL_SEED, side))
+            a, b, c = vector_winrate(net, venv, side, share, derive_seed(EVAL_SEED, side),
+                                     chosen=chosen)
             w, d, lo_ = w + a, d + b, lo_ + c
         total = w + d + lo_
         lo, hi = wilson_interval(w, total)
         out[name] = {"battles": total, "wins": w, "draws": d, "losses": lo_,
-                     "win_rate": w / total, "win_ci95": [lo, hi]}
+                     "win_rate": w / total, "win_ci95": [lo, hi],
+                     "behaviour": action_behaviour(vecs[0][0].action_labels, chosen, total)}
     return out
+
+
+#: Aims per attack above which a policy is said to aim without firing.
+AIMS_PER_ATTACK_LIMIT = 10.0
+
+
+def action_behaviour(labels: list[str], chosen: np.ndarray, battles: int) -> dict[str, float]:
+    """What the greedy policy did in ``battles`` evaluation battles, from the actions it chose
+    (``chosen``: a count per action label), with ``traveller_rl.behaviour.BehaviourTally``'s
+    definitions: ``attacks_per_battle`` (attack actions, melee or ranged), ``aims_per_shot``
+    (aim actions per attack; ``nan`` without an attack), ``moves_per_battle`` (move actions)
+    and ``cover_per_battle`` (stance changes to crouched or prone: taking cover), plus the
+    counts behind them. The evaluation's vectors keep no event logs, so these are counted
+    from the actions; ``traveller behaviour`` replays whole logs for the full table."""
+    from traveller_rl.behaviour import BehaviourTally
+
+    kinds: dict[str, int] = {}
+    for label, count in zip(labels, chosen.tolist(), strict=True):
+        kind = label.split(":")[0]
+        if label in ("stance:crouch", "stance:prone"):
+            kind = "cover"
+        kinds[kind] = kinds.get(kind, 0) + int(count)
+    tally = BehaviourTally(battles=battles, attacks=kinds.get("attack", 0),
+                           shots=kinds.get("attack", 0), aims=kinds.get("aim", 0),
+                           moves=kinds.get("move", 0))
+    described = tally.descriptors()
+    cover = kinds.get("cover", 0)
+    return {"attacks_per_battle": described["shots_per_battle"],
+            "aims_per_shot": described["aims_per_shot"],
+            "moves_per_battle": tally.moves / battles if battles else float("nan"),
+            "cover_per_battle": cover / battles if battles else float("nan"),
+            "attacks": tally.attacks, "aims": tally.aims, "moves": tally.moves, "cover": cover,
+            "decisions": int(chosen.sum())}
+
+
+def behaviour_warnings(results: dict[str, dict]) -> list[str]:
+    """Warnings about a degenerate greedy policy in an evaluation's ``results``
+    (``evaluate_greedy``'s): it never attacks, it aims more than ``AIMS_PER_ATTACK_LIMIT``
+    times per attack, or it never moves, against an opponent (each a one-line sentence)."""
+    warnings = []
+    for name, result in results.items():
+        seen = result.get("behaviour")
+        if not seen or not result["battles"]:
+            continue
+        battles = result["battles"]
+        if seen["attacks"] == 0:
+            warnings.append(f"vs {name}: the policy never attacks ({seen['aims']} aims, "
+                            f"{seen['moves']} moves in {battles} battles)")
+        elif seen["aims"] > AIMS_PER_ATTACK_LIMIT * seen["attacks"]:
+            warnings.append(f"vs {name}: the policy aims {seen['aims_per_shot']:.0f} times "
+                            f"per attack ({seen['attacks']} attacks in {battles} battles)")
+        if seen["moves"] == 0:
+            warnings.append(f"vs {name}: the policy never moves ({battles} battles)")
+    return warnings
+
+
+def limits_note(total_timesteps: int, max_train_seconds: float, decisions: int,
+                seconds: float) -> str | None:
+    """When ``--max-train-seconds`` is set: which limit ends the run, estimated from the rate
+    so far (``decisions`` in ``seconds`` of training), as one line; ``None`` without it or
+    before a rate is known."""
+    if not max_train_seconds or seconds <= 0 or decisions <= 0:
+        return None
+    rate = decisions / seconds
+    at_rate = rate * max_train_seconds
+    if at_rate <= total_timesteps:
+        return (f"limits: --max-train-seconds {max_train_seconds:g} binds first (at "
+                f"{rate:,.0f} decisions/s it reaches about {at_rate:,.0f} of "
+                f"--total-timesteps {total_timesteps:,})")
+    return (f"warning: --total-timesteps {total_timesteps:,} ends the run after about "
+            f"{total_timesteps / rate:,.0f} s of training, before --max-train-seconds "
+            f"{max_train_seconds:g} (at {rate:,.0f} decisions/s); raise --total-timesteps "
+            f"to train for the time")
 
 
 def log_update(writer: Any, update: int, decisions: int, elapsed: float, lr: float,

@@ -318,7 +318,8 @@ def without_forbidden(mask: np.ndarray, forbid: np.ndarray) -> np.ndarray:
 
 
 def vector_winrate(net: Any, venv: Any, learner_side: int, battles: int,
-                   seed: int, forbid: np.ndarray | None = None) -> tuple[int, int, int]:
+                   seed: int, forbid: np.ndarray | None = None,
+                   chosen: np.ndarray | None = None) -> tuple[int, int, int]:
     """``(wins, draws, losses)`` of ``net`` playing greedily (``greedy_actions``) every
     learner seat of ``venv`` (a ``traveller_env.vector`` vector whose opponents play the other
     sides) in its first ``battles`` battles from ``reset(seed=seed)``: row ``r`` counts its
@@ -326,7 +327,9 @@ def vector_winrate(net: Any, venv: Any, learner_side: int, battles: int,
     battles are played at every call. ``forbid`` (a boolean per action): those actions are
     taken from its choices wherever another is legal (``without_forbidden``), an ablation.
     A by-side network (``traveller_agents.ppo_policy.SideNet``) plays its ``learner_side``
-    network. The network runs where its parameters are (``--device``)."""
+    network. The network runs where its parameters are (``--device``). ``chosen`` (an int
+    array, one entry per action): each action the network took in the counted battles is
+    added to it (what it does: ``traveller_rl.ppo.progress.action_behaviour``)."""
     from traveller_agents.nets import actor_logits
 
     device = device_of(net)
@@ -344,7 +347,10 @@ def vector_winrate(net: Any, venv: Any, learner_side: int, battles: int,
             logits = actor_logits(net, torch.from_numpy(obs[:, :net.obs_dim]).to(device),
                                   venv.sides[learner_side])
             a = greedy_actions(logits, torch.from_numpy(mask).to(device))
-            obs, mask, _, term, trunc, info = venv.step(a.cpu().numpy())
+            taken = a.cpu().numpy()
+            if chosen is not None:  # the decisions of the battles being counted
+                np.add.at(chosen, taken[done < quota], 1)
+            obs, mask, _, term, trunc, info = venv.step(taken)
             ended = (term | trunc) & (done < quota)
             if ended.any():
                 w = info["winner"][ended]

@@ -18,7 +18,7 @@ import numpy as np
 from traveller_env.scenario_set import is_set_source
 from traveller_rl.common import atomic_write_bytes
 from traveller_rl.ppo.args import Args
-from traveller_rl.ppo.progress import Timers, evaluate_greedy
+from traveller_rl.ppo.progress import Timers, behaviour_warnings, evaluate_greedy
 from traveller_rl.ppo.resume import (
     count_lines,
     generator_states,
@@ -144,7 +144,8 @@ class RunState:
 
     def evaluate(self, eval_vectors: dict, writer: Any, train_win: float | None) -> dict:
         """Play the greedy policy's periodic evaluation (``--eval-battles`` against each
-        ``--eval-vs``), log it to TensorBoard and ``progress.jsonl``; return its record."""
+        ``--eval-vs``), log it to TensorBoard and ``progress.jsonl``; return its record (its
+        ``warnings``: ``behaviour_warnings``, after the first update)."""
         t = time.perf_counter()
         results = evaluate_greedy(self.net, eval_vectors, self.args.eval.battles)
         for name, result in results.items():
@@ -153,7 +154,10 @@ class RunState:
         record = {"update": self.update, "decisions": self.decisions,
                   "train_win_rate": train_win, "eval": results,
                   "seconds": round(self.timers.training(), 2),
-                  "wall_seconds": round(self.timers.wall(), 2)}
+                  "wall_seconds": round(self.timers.wall(), 2),
+                  # a degenerate policy (never attacks, aims without firing, never moves),
+                  # once it has trained: the starting network's greedy play proves nothing
+                  "warnings": behaviour_warnings(results) if self.update else []}
         self.history.append(record)
         with (self.out / "progress.jsonl").open("a") as fh:
             fh.write(json.dumps(record) + "\n")

@@ -94,6 +94,7 @@ import numpy as np
 from traveller_env.scenario_set import is_set_source
 from traveller_rl.commandline import UsageError, examples_epilog, run_standalone
 from traveller_rl.common import hidden_sizes, versions, write_json
+from traveller_rl.openmp import contention_note
 from traveller_rl.ppo.args import EXAMPLES, Args, add_flags, names_list
 from traveller_rl.ppo.checkpoints import check_checkpoints
 from traveller_rl.ppo.distributed import Cluster, agreed, check_world, from_environment, quiet
@@ -104,10 +105,17 @@ from traveller_rl.ppo.progress import (
     NullWriter,
     ProgressBar,
     Timers,
+    limits_note,
     log_update,
     metrics_writer,
 )
-from traveller_rl.ppo.resume import CheckpointSchedule, check_resumable_config, read_checkpoint
+from traveller_rl.ppo.resume import (
+    REQUIRED,
+    RESUME_FILE,
+    CheckpointSchedule,
+    check_resumable_config,
+    read_checkpoint,
+)
 from traveller_rl.ppo.rows import (
     Group,
     RowBatch,
@@ -144,8 +152,10 @@ def prepare(args: Args, cluster: Cluster | None = None
     args.check()
     resolve_device(args.budget.device)  # ValueError naming --device before any battle
     update_threads(args.budget.update_threads)  # and --update-threads
+    if args.output.resume and not (Path(args.output.resume) / RESUME_FILE).exists():
+        start_over(args)  # killed before its first resume checkpoint: from its config.json
     if args.output.resume and cluster.writer:  # the checkpoint is there and the flags match it
-        saved = read_checkpoint(Path(args.output.resume))
+        saved = read_checkpoint(Path(args.output.resume), REQUIRED)
         check_world(saved, cluster.world)
         check_resume(args, saved)
     groups = build_groups(cluster.battle_args(args), halved_vector if args.budget.overlap else None)
@@ -186,6 +196,8 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None,
         write_config(out, args, scenario, groups, obs_dim)
     torch.set_num_threads(budget.threads)  # seeding: torch's initialisation, the sampler, NumPy
     learner_threads = update_threads(budget.update_threads)  # widened for the update only
+    if cluster.writer and contention_note(learner_threads):  # OpenMP threads that spin
+        print(contention_note(learner_threads))
     torch.manual_seed(budget.seed)
     device = resolve_device(budget.device)  # the learner's: the rollout, inference, update
     seed = cluster.seed(budget.seed)  # this rank's sampling and minibatches (rank 0: the seed)
@@ -241,6 +253,7 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None,
 
     # ---- the loop (CleanRL's): anneal, rollout, advantages, update, log, pool, eval, checkpoint
     out_of_time = False  # --max-train-seconds reached
+    told_limits = False  # the line saying which limit binds, after the first update
     while not run.finished() and not out_of_time:
         if args.ppo.anneal_lr:
             optimizer.param_groups[0]["lr"] = args.ppo.learning_rate * max(
@@ -271,6 +284,12 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None,
         run.record_update(point)
         train_win = point["train_win_rate"]
         bar.advance(run.update, run.decisions, made, elapsed, train_win)
+        if not told_limits:  # which of the two limits ends the run, now the rate is known
+            told_limits = True
+            note = limits_note(budget.total_timesteps, budget.max_train_seconds,
+                               run.decisions, elapsed)
+            if note and cluster.writer:
+                bar.log(note)
         stats.clear()
 
         # the pool's next frozen copy
@@ -288,6 +307,8 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None,
                 bar.log(f"update {run.update:>4}  {run.decisions:>9,} decisions  "
                         f"{record['seconds']:>7.1f} s  " + "  ".join(
                             f"vs {k} {v['win_rate']:.3f}" for k, v in record["eval"].items()))
+            for warning in record.get("warnings", ()):  # a degenerate policy (progress.jsonl)
+                bar.log(f"warning: {warning}")
             if cluster.writer:
                 rollouts.plot_curve(run.history, out / "learning_curve.png", title,
                                     run.training_curve)
@@ -393,6 +414,26 @@ def check_resume(args: Args, checkpoint: dict[str, Any]) -> None:
     check_resumable_config({"overlap": False, "update_threads": saved.get("threads", 1),
                             **saved, "out": ""},
                            {**args.flags(), "out": ""})
+
+
+def start_over(args: Args) -> None:
+    """``--resume DIR`` of a run killed before its first resume checkpoint: the run again from
+    its start, in ``DIR``, replacing its outputs; the flags given must be those its
+    ``config.json`` recorded, as on a resume (``ValueError`` naming each that differs, or
+    saying that ``DIR`` holds neither a resume checkpoint nor a run's configuration)."""
+    folder = Path(args.output.resume)
+    config = folder / "config.json"
+    try:
+        saved = json.loads(config.read_text())["args"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise ValueError(f"--resume {folder}: no resume checkpoint ({RESUME_FILE}) in it, and "
+                         "no run configuration (config.json) to start it again from") from None
+    if not isinstance(saved, dict):
+        raise ValueError(f"--resume {folder}: config.json holds no run arguments")
+    check_resumable_config({**saved, "out": ""}, {**args.flags(), "out": ""})
+    print(f"resume: {folder} has no resume checkpoint yet (stopped before its first): "
+          "training it again from its start, with the configuration in its config.json")
+    args.output.out, args.output.resume, args.output.overwrite = str(folder), "", True
 
 
 def run_folder(args: Args) -> Path:
