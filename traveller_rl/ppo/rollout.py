@@ -369,50 +369,99 @@ def device_of(net: Any) -> torch.device:
 
 
 # ============================================================================ the curve
+#: The most lines a panel of the learning curve draws (more are grouped: ``plot_curve``).
+MAX_LINES = 4
+
+
 def plot_curve(history: Sequence[dict], png: Path, title: str,
                training: Sequence[dict] = ()) -> None:
     """Win rate (with its 95% interval) against each evaluation opponent, over learner
-    decisions (left) and wall-clock seconds (right); written atomically. ``training``: one
-    point per update (``decisions``, ``seconds``, ``train_win_rate`` and, with several
-    training groups, ``groups``: label -> win rate), drawn dotted: the training battles'
-    win rate, the curve of a run without periodic evaluations."""
+    decisions (left) and wall-clock seconds (right), with the training battles' win rate
+    dotted (``training``: one point per update, ``decisions``, ``seconds``,
+    ``train_win_rate`` and, with several training groups, ``groups``: label -> win rate: the
+    curve of a run without periodic evaluations); with several training groups, a second
+    row of panels draws them. No panel draws more than ``MAX_LINES`` lines: beyond that,
+    the first few and one line for the mean of the rest (their range shaded). Each row's
+    legend stands to the right of its panels; written atomically."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
     names = list(dict.fromkeys(k for h in history for k in h.get("eval", {})))
-    for ax, key, xlabel in ((axes[0], "decisions", "learner decisions"),
-                            (axes[1], "seconds",
+    groups = list(dict.fromkeys(g for h in training for g in h.get("groups", {})))
+    rows = 2 if len(groups) > 1 else 1
+    fig, axes = plt.subplots(rows, 2, figsize=(13, 4 * rows), sharey=True, squeeze=False)
+    evals = [(f"vs {name}", [(h, h["eval"][name]) for h in history if name in h.get("eval", {})])
+             for name in names]
+    for ax, key, xlabel in ((axes[0][0], "decisions", "learner decisions"),
+                            (axes[0][1], "seconds",
                              "wall-clock seconds of training (evaluations excluded)")):
-        for name in names:
-            pts = [h for h in history if name in h.get("eval", {})]
-            x = [h[key] for h in pts]
-            y = [h["eval"][name]["win_rate"] for h in pts]
-            lo = [h["eval"][name]["win_ci95"][0] for h in pts]
-            hi = [h["eval"][name]["win_ci95"][1] for h in pts]
-            line, = ax.plot(x, y, marker="o", ms=3, label=f"vs {name}")
-            ax.fill_between(x, lo, hi, alpha=0.2, color=line.get_color())
+        # the opponents and the training line fit in MAX_LINES, or the last are grouped
+        fit = len(evals) + 1 <= MAX_LINES
+        shown, rest = (evals, []) if fit else (evals[:MAX_LINES - 2], evals[MAX_LINES - 2:])
+        for label, pts in shown:
+            x = [h[key] for h, _ in pts]
+            line, = ax.plot(x, [r["win_rate"] for _, r in pts], marker="o", ms=3, label=label)
+            ax.fill_between(x, [r["win_ci95"][0] for _, r in pts],
+                            [r["win_ci95"][1] for _, r in pts], alpha=0.2,
+                            color=line.get_color())
+        if rest:
+            _mean_line(ax, [[(h[key], r["win_rate"]) for h, r in pts] for _, pts in rest],
+                       f"vs {len(rest)} others (mean, range)")
         train = [h for h in (training or history) if h.get("train_win_rate") is not None]
         if train:
             ax.plot([h[key] for h in train], [h["train_win_rate"] for h in train], ":",
                     color="grey", label="training battles")
-        groups = list(dict.fromkeys(g for h in training for g in h.get("groups", {})))
-        for g in groups if len(groups) > 1 else ():
-            pts = [h for h in training if g in h.get("groups", {})]
-            short = g.rsplit(" on ", 1)[-1]  # several scenarios: "vs ... on <scenario>"
-            ax.plot([h[key] for h in pts], [h["groups"][g] for h in pts], ":", lw=1,
-                    label=f"training {short}")
         ax.set_xlabel(xlabel)
-        ax.set_ylim(-0.02, 1.02)
-        ax.grid(alpha=0.3)
-    axes[0].set_ylabel("win rate (greedy, 95% CI)")
-    axes[1].legend(loc="lower right", fontsize=8)
+    if rows == 2:
+        shorts = [g.rsplit(" on ", 1)[-1] for g in groups]  # "vs ... on <scenario>"
+        if len(set(shorts)) < len(shorts):  # one scenario: the groups' own labels
+            shorts = list(groups)
+        series = [(short, [h for h in training if g in h.get("groups", {})], g)
+                  for short, g in zip(shorts, groups, strict=True)]
+        for ax, key in ((axes[1][0], "decisions"), (axes[1][1], "seconds")):
+            shown = series if len(series) <= MAX_LINES else series[:MAX_LINES - 1]
+            for short, pts, g in shown:
+                ax.plot([h[key] for h in pts], [h["groups"][g] for h in pts], ":", lw=1.2,
+                        label=f"training {short}")
+            if len(series) > MAX_LINES:
+                rest = series[MAX_LINES - 1:]
+                _mean_line(ax, [[(h[key], h["groups"][g]) for h in pts]
+                                for _, pts, g in rest],
+                           f"training, {len(rest)} other groups (mean, range)")
+            ax.set_xlabel(axes[0][0 if key == "decisions" else 1].get_xlabel())
+        axes[1][0].set_ylabel("training battles' win rate")
+    for row in axes:
+        for ax in row:
+            ax.set_ylim(-0.02, 1.02)
+            ax.grid(alpha=0.3)
+        handles, labels = row[1].get_legend_handles_labels()
+        if handles:
+            row[1].legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0),
+                          fontsize=8, borderaxespad=0.0)
+    axes[0][0].set_ylabel("win rate (greedy, 95% CI)")
     fig.suptitle(title)
     fig.tight_layout()
     png = Path(png)
     tmp = png.with_name(f".{png.stem}.tmp.png")
-    fig.savefig(tmp, dpi=110)
+    fig.savefig(tmp, dpi=110, bbox_inches="tight")
     plt.close(fig)
     os.replace(tmp, png)
+
+
+def _mean_line(ax: Any, curves: list[list[tuple[float, float]]], label: str) -> None:
+    """One line for several curves on ``ax``: at each x of the first, the mean of every
+    curve's latest point up to there, the range between their least and greatest shaded."""
+    xs = sorted({x for curve in curves for x, _ in curve})
+    means, lows, highs, kept = [], [], [], []
+    for x in xs:
+        latest = [next((y for cx, y in reversed(curve) if cx <= x), None) for curve in curves]
+        values = [y for y in latest if y is not None]
+        if values:
+            kept.append(x)
+            means.append(float(np.mean(values)))
+            lows.append(min(values))
+            highs.append(max(values))
+    line, = ax.plot(kept, means, "--", color="black", lw=1.2, label=label)
+    ax.fill_between(kept, lows, highs, alpha=0.12, color=line.get_color())
