@@ -73,8 +73,9 @@ versions), ``tb/``
 (TensorBoard), ``progress.jsonl`` (one line per evaluation), ``training.jsonl`` (one line
 per update: decisions, seconds, the training battles' win rate, per group when there are
 several), ``learning_curve.png`` (evaluations with intervals, training win rates dotted) and
-``evaluation.json``; with ``--checkpoint-every``, ``resume.ckpt``, which ``--resume DIR``
-continues from (either backend; see docs/training.md). The same seed
+``evaluation.json``; ``resume.ckpt`` (every ``--checkpoint-every``, a minute by default), which
+``--resume DIR`` continues from (either backend; a run stopped before its first starts again
+from its ``config.json``; see docs/training.md). The same seed
 and flags on one thread (``--threads 1``) give the same ``ppo.pt``, byte for byte, on either
 backend (the backends play the same battles), resumed or not, for any ``--env-threads`` and
 the same ``--update-threads`` count (the update's torch threads, by default one per core).
