@@ -16,6 +16,8 @@ Its modules, each one responsibility (each imports only modules listed above it)
 * ``collect``: ``Collector``, a rollout's steps (choosing, stepping, taking in the rewards).
 * ``run_state``: ``RunState``, everything a run depends on, saved in and restored from the
   resume checkpoint.
+* ``distributed``: data-parallel runs under torchrun (the ranks' seeds, the gradients averaged
+  over them, rank 0 the one that writes, their resume checkpoint).
 * ``trainer``: ``train()``, its setup then CleanRL's loop; the final evaluation and the
   command line.
 """
