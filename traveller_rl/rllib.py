@@ -79,6 +79,8 @@ MAPPINGS = ("shared", "per-side")
 ENVS = ("auto", "core", "aec")
 #: Environments per env runner when ``--num-envs-per-env-runner`` is 0.
 AEC_ENVS_PER_RUNNER, CORE_ENVS_PER_RUNNER = 8, 64
+#: Training iterations without a single environment step before the run gives up.
+STALL_ITERATIONS = 3
 #: The name ``make_core_env`` is registered under (``ray.tune.registry.register_env``).
 CORE_ENV_ID = "traveller_core"
 META_FILE = "traveller.json"  # the same name as traveller_agents.rllib_policy.META_FILE
@@ -287,7 +289,9 @@ def build_config(args: Args, env_config: dict, plan: dict[str, str], space: Any,
 
         register_env(CORE_ENV_ID, make_core_env)  # kept in the cluster's registry
         return (config
-                .environment(CORE_ENV_ID, env_config=env_config, disable_env_checking=True)
+                # Discrete actions: nothing to unsquash or clip (RLlib would deep-copy them).
+                .environment(CORE_ENV_ID, env_config=env_config, disable_env_checking=True,
+                             normalize_actions=False, clip_actions=False)
                 .env_runners(env_runner_cls=CoreEnvRunner,
                              gym_env_vectorize_mode="vector_entry_point")
                 .rl_module(rl_module_spec=RLModuleSpec(
@@ -463,6 +467,10 @@ def train(args: Args, prepared: tuple[dict, dict[str, str], Any] | None = None) 
                if args.learner_decisions else row["env_steps"] < args.total_timesteps):
             row = summary(algo.train(), plan)
             row["seconds"] = round(time.perf_counter() - start, 2)
+            if row["env_steps"] == 0 and row["iteration"] >= STALL_ITERATIONS:
+                raise RuntimeError(f"no environment step sampled in {row['iteration']} "
+                                   "training iterations: the env runners fail (Ray's logs, "
+                                   "e.g. /tmp/ray/session_latest/logs, say why)")
             with progress.open("a") as fh:
                 fh.write(json.dumps(row) + "\n")
             rets = ", ".join(f"{a} {v:+.3f}" for a, v in row["agent_return_mean"].items()

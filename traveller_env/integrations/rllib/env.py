@@ -24,8 +24,8 @@ import numpy as np
 try:
     from ray.rllib.env.multi_agent_env import MultiAgentEnv
 except ImportError as exc:  # pragma: no cover - depends on the installation
-    raise ImportError("traveller_env.integrations.rllib needs Ray RLlib: install the project's 'rllib' "
-                      "extra (pip install -e '.[rllib]', which pins ray[rllib]==2.60.0)"
+    raise ImportError("traveller_env.integrations.rllib needs Ray RLlib: install the project's "
+                      "'rllib' extra (pip install -e '.[rllib]', which pins ray[rllib]==2.60.0)"
                       ) from exc
 
 from traveller_env.env import TravellerEnv
@@ -169,7 +169,9 @@ class TravellerMultiAgentEnv(MultiAgentEnv):
         self.aec.reset(seed=battle_seed)
         battle_seed = self.aec.battle_seed
         for i, p in enumerate({id(p): p for p in self.npcs.values()}.values()):
-            p.reset(battle_seed * 7919 + i)  # as traveller_rl.evaluation.play_battle
+            # As traveller_rl.evaluation.play_battle, within the policies' 64-bit seeds
+            # (battle seeds drawn here reach 2**62).
+            p.reset((battle_seed * 7919 + i) % 2**64)
         self._pending = dict.fromkeys(self.possible_agents, 0.0)
         self._finished = set()
         obs, _, _, _, infos = self._advance()

@@ -27,8 +27,8 @@ try:
     from ray.rllib.core.rl_module.rl_module import RLModule
     from ray.rllib.utils.torch_utils import FLOAT_MIN
 except ImportError as exc:  # pragma: no cover - depends on the installation
-    raise ImportError("traveller_env.integrations.rllib.modules needs Ray RLlib and torch: install the "
-                      "project's 'rllib' extra (pip install -e '.[rllib]')") from exc
+    raise ImportError("traveller_env.integrations.rllib.modules needs Ray RLlib and torch: "
+                      "install the project's 'rllib' extra (pip install -e '.[rllib]')") from exc
 
 __all__ = ["MaskedPPOTorchRLModule", "ScriptedRLModule", "split_observation"]
 
