@@ -47,7 +47,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from traveller_rl.ppo.args import Args
-from traveller_rl.ppo.resume import read_checkpoint, write_checkpoint
+from traveller_rl.ppo.resume import REQUIRED, read_checkpoint, write_checkpoint
 from traveller_rl.ppo.run_state import RunState
 
 __all__ = ["ENV_VARS", "Cluster", "RankState", "agreed", "check_world", "from_environment",
@@ -239,12 +239,12 @@ class Cluster:
         it (``ValueError`` when another world size wrote it) and sends every other rank its
         own part, completed with rank 0's network, optimizer and records."""
         if not self.joined:
-            saved = read_checkpoint(folder)
+            saved = read_checkpoint(folder, REQUIRED)
             check_world(saved, 1)
             return saved
         parts = None
         if self.writer:
-            saved = read_checkpoint(folder)
+            saved = read_checkpoint(folder, REQUIRED)
             check_world(saved, self.world)
             shared = {k: saved[k] for k in SHARED if k in saved}
             parts = [saved] + [{**part, **shared, "lines": {}} for part in saved["ranks"]]

@@ -537,7 +537,8 @@ def run(parsed: argparse.Namespace) -> int:
         try:
             # under torchrun, one rank of a data-parallel run (traveller_rl.ppo.distributed)
             cluster = from_environment(args.budget.device)
-            prepared = agreed(cluster, lambda: prepare(args, cluster))
+            with quiet(cluster):
+                prepared = agreed(cluster, lambda: prepare(args, cluster))
         except (ValueError, TypeError, FileNotFoundError, NotImplementedError) as exc:
             raise UsageError(str(exc)) from None
         with quiet(cluster):
