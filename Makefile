@@ -129,7 +129,7 @@ test: $(STAMP) build browser
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not distributed"
 
 # Data-parallel training under torchrun (tests marked `distributed`: two processes on
-# loopback learn, reproduce and resume; a minute and a half on 2 cores); .ci/run runs it
+# loopback learn, reproduce and resume; about two minutes on 2 cores); .ci/run runs it
 # after `make test`.
 test-distributed: $(STAMP) build
 	$(BIN)/python -m pytest -p no:cacheprovider -m distributed tests/training/test_distributed.py

@@ -56,6 +56,11 @@ decisions (the seats being trained; frozen and scripted seats are not counted). 
   checkpoint a battle meets then depends on the other process's timing: such runs are not
   reproducible byte for byte, and their ``evaluation.json`` lists what was met.
 
+**Several processes.** Under ``torchrun --nproc-per-node N -m traveller_cli train ppo ...``
+each process steps battles of its own and the gradients are averaged over them before every
+optimizer step; ``--total-timesteps`` counts every process's decisions and only rank 0 writes
+(``traveller_rl.ppo.distributed``).
+
 **Evaluation.** Every ``--eval-every`` updates (and before the first), the greedy policy (the
 checkpoint's default NPC behaviour) plays ``--eval-battles`` battles against each
 ``--eval-vs`` policy, half from each side, on fixed held-out battle seeds (the same battles
