@@ -117,6 +117,7 @@ def test_rllib_episodes_are_the_battles_with_the_same_rewards(sc, num_envs):
 def test_train_rllib_core_path(tmp_path):
     """`traveller train rllib --scenario squad` runs on the core by default (against the
     scenario's default opponent), writes the run folder, and its checkpoint plays as an NPC."""
+    from traveller_agents.registry import make_policy as registry_policy
     from traveller_cli import main
     from traveller_rl.evaluation import play_battle
 
@@ -132,7 +133,7 @@ def test_train_rllib_core_path(tmp_path):
     assert meta["trained_modules"] == ["default_policy"]
     evaluation = json.loads((out / "evaluation.json").read_text())
     assert evaluation["env_steps"] >= 200 and evaluation["module_steps"]["default_policy"] > 0
-    policy = make_policy(str(out / "checkpoint"), scenario="squad", seed=0)
+    policy = registry_policy(str(out / "checkpoint"), scenario="squad", seed=0)
     env = traveller_env.raw_env("squad")
     battle = play_battle(env, {a: policy if env.side_of(a) == 0 else make_policy("rush")
                                for a in env.possible_agents}, seed=2)
