@@ -469,8 +469,8 @@ def train(args: Args, prepared: tuple[dict, dict[str, str], Any] | None = None) 
             row["seconds"] = round(time.perf_counter() - start, 2)
             if row["env_steps"] == 0 and row["iteration"] >= STALL_ITERATIONS:
                 raise RuntimeError(f"no environment step sampled in {row['iteration']} "
-                                   "training iterations: the env runners fail (Ray's logs, "
-                                   "e.g. /tmp/ray/session_latest/logs, say why)")
+                                   "training iterations: the env runners fail (Ray's logs, in its "
+                                   "temporary folder, say why)")
             with progress.open("a") as fh:
                 fh.write(json.dumps(row) + "\n")
             rets = ", ".join(f"{a} {v:+.3f}" for a, v in row["agent_return_mean"].items()

@@ -76,7 +76,7 @@ def start_node(args: list[str], env: dict, log: Path) -> subprocess.Popen:
         return subprocess.Popen([RAY, "start", "--block", "--disable-usage-stats",
                                  "--object-store-memory", str(80 * 2**20), *args],
                                 env=env, stdout=fh, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+                                process_group=0)
 
 
 def stop_node(proc: subprocess.Popen) -> None:
