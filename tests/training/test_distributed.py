@@ -160,3 +160,49 @@ def test_another_world_size_on_resume_is_refused(tmp_path, capsys):
     assert main([*SMALL, "--resume", str(out)]) == 2
     err = capsys.readouterr().err
     assert "--resume" in err and "2 processes" in err and "resumes on 1" in err, err
+
+
+# ---------------------------------------------------------------------------- the update's hook
+def test_steps_past_a_ranks_own_minibatches_add_no_gradient_of_its_own():
+    """A rank whose decisions are used up before the others' still takes its part in their
+    steps (``ppo_update`` asks the cluster how many): with no gradient from any rank (a
+    stand-in cluster of one, whose mean is its own), those extra steps leave the weights as
+    the update without them left them, and the gradients of the real steps are averaged."""
+    import numpy as np
+
+    from traveller_agents.nets import ActorCritic
+    from traveller_rl.ppo.update import UpdateSettings, ppo_update
+
+    class ThreeMore:  # the other rank has 3 more minibatches per epoch than this one
+        def __init__(self):
+            self.averaged = 0
+
+        def most(self, steps):
+            return steps + 3
+
+        def average_grads(self, net):
+            self.averaged += 1
+
+    def update(cluster):
+        torch.manual_seed(0)
+        net = ActorCritic(4, 3, [8])
+        rng = np.random.default_rng(0)
+        obs = rng.normal(size=(16, 4)).astype(np.float32)
+        mask = np.ones((16, 3), dtype=bool)
+        with torch.no_grad():
+            logits = net.logits(torch.from_numpy(obs), torch.from_numpy(mask))
+            value = net.value(torch.from_numpy(obs)).numpy()
+        action = rng.integers(3, size=16)
+        logp = torch.log_softmax(logits, -1)[torch.arange(16), torch.from_numpy(action)]
+        rollout = type("R", (), {"obs": obs, "mask": mask, "action": action,
+                                 "logp": logp.numpy(), "value": value})
+        ppo_update(net, torch.optim.Adam(net.parameters(), lr=1e-2), rollout, np.arange(16),
+                   rng.normal(size=16).astype(np.float32), rng.normal(size=16).astype(np.float32),
+                   np.random.default_rng(1), UpdateSettings(epochs=2, minibatches=4),
+                   cluster)
+        return net.state_dict()
+
+    cluster = ThreeMore()
+    alone, joined = update(None), update(cluster)
+    assert cluster.averaged == 2 * (4 + 3)
+    assert all(torch.equal(alone[k], joined[k]) for k in alone)

@@ -123,20 +123,12 @@ def ppo_update(net: Any, optimizer: torch.optim.Optimizer, rollout: Any, idx: An
     steps = -(-batch // mb_size)  # minibatches per epoch
     if cluster is not None:
         steps = cluster.most(steps)
-
-    def step() -> None:
-        if cluster is not None:  # the ranks' mean gradient: the same step on every rank
-            cluster.average_grads(net)
-        torch.nn.utils.clip_grad_norm_(net.parameters(), settings.max_grad_norm)
-        optimizer.step()
-
     for _ in range(settings.epochs):
         perm = torch.from_numpy(rng.permutation(batch)).to(device)
         for start in range(0, steps * mb_size, mb_size):
             mb = perm[start:start + mb_size]
-            if not len(mb):  # another rank's minibatch: this one adds no gradient
-                optimizer.zero_grad()
-                step()
+            if not len(mb):  # another rank's minibatch: this rank adds no gradient to it
+                _step_without_data(net, optimizer, settings.max_grad_norm, cluster)
                 continue
             mb_obs = b_obs[mb]
             logits = net.logits(mb_obs, b_mask[mb])
@@ -162,10 +154,23 @@ def ppo_update(net: Any, optimizer: torch.optim.Optimizer, rollout: Any, idx: An
             loss = pg_loss - settings.ent_coef * entropy + settings.vf_coef * v_loss
             optimizer.zero_grad()
             loss.backward()
-            step()
+            if cluster is not None:  # the ranks' mean gradient: every rank takes the same step
+                cluster.average_grads(net)
+            torch.nn.utils.clip_grad_norm_(net.parameters(), settings.max_grad_norm)
+            optimizer.step()
     # one read back for every minibatch's share (float64, as the mean of Python floats;
     # none for an empty batch: NaN, as before)
     shares = (torch.stack(clipfracs).cpu().numpy().astype(np.float64) if clipfracs
               else np.zeros(0))
     return UpdateStats(batch, pg_loss.item(), v_loss.item(), entropy.item(), approx_kl.item(),
                        float(shares.mean()))
+
+
+def _step_without_data(net: Any, optimizer: torch.optim.Optimizer, max_grad_norm: float,
+                       cluster: Any) -> None:
+    """A rank's part in a step of the other ranks' minibatch when its own decisions are used
+    up: no gradient of its own, the ranks' mean, clipped, then the step every rank takes."""
+    optimizer.zero_grad()
+    cluster.average_grads(net)
+    torch.nn.utils.clip_grad_norm_(net.parameters(), max_grad_norm)
+    optimizer.step()
