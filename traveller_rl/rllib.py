@@ -108,7 +108,8 @@ class Args:
     """custom Ray resources each env runner needs, e.g. 'worker_node=1' (places them on the
     nodes started with --resources '{"worker_node": N}')"""
     total_timesteps: int = 200_000
-    """environment steps to sample (all seats' decisions, NPCs included)"""
+    """environment steps to sample (AEC env: all seats' decisions, NPCs included; core: the
+    learner side's)"""
     learner_decisions: int = 0
     """if > 0, stop instead when the learned modules made this many decisions in all"""
     out: str = ""
