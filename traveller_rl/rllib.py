@@ -518,7 +518,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     """The trainer's arguments, one ``--flag`` per field of ``Args`` (added to ``parser`` when
     given, e.g. the ``traveller train rllib`` subcommand's)."""
     if parser is None:
-        parser = argparse.ArgumentParser(prog="traveller train rllib",
+        parser = argparse.ArgumentParser(allow_abbrev=False, prog="traveller train rllib",
                                          description=__doc__.splitlines()[0])
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = examples_epilog("""

@@ -523,7 +523,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     group each (added to ``parser`` when given, e.g. the ``traveller train ppo``
     subcommand's)."""
     if parser is None:
-        parser = argparse.ArgumentParser(prog="traveller train ppo",
+        parser = argparse.ArgumentParser(allow_abbrev=False, prog="traveller train ppo",
                                          description=__doc__.splitlines()[0])
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.usage = "%(prog)s [--scenario NAME] [--opponents SEAT=POLICY | --pool] [options]"
