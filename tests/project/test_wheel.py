@@ -84,3 +84,19 @@ def test_the_wheel_runs_readme_aec_loop(installed, tmp_path):
                 tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip(), "the loop printed no winner line"
+
+
+def test_the_wheel_installs_only_packages_named_for_this_project(installed, tmp_path):
+    """No generic top-level name (``agents`` would shadow, or be shadowed by, another
+    distribution's): every package the wheel installs is ``traveller_*``, and ``import agents``
+    fails in a venv with only this project installed."""
+    files = _run(installed, [str(installed / "python"), "-c",
+                             "import importlib.metadata as m; print('\\n'.join(sorted({"
+                             "str(f).split('/')[0] for f in m.files('traveller-tactics') "
+                             "if not str(f).split('/')[0].endswith(('.dist-info', '.data'))})))"],
+                 tmp_path)
+    assert files.returncode == 0, files.stderr
+    tops = [t for t in files.stdout.split() if t != "bin" and not t.startswith("..")]
+    assert tops and all(t.startswith("traveller_") for t in tops), tops
+    gone = _run(installed, [str(installed / "python"), "-c", "import agents"], tmp_path)
+    assert gone.returncode != 0 and "No module named 'agents'" in gone.stderr
