@@ -58,7 +58,7 @@ def timed_run(procs: int, decisions: int, num_envs: int, seed: int) -> dict[str,
 
 def build_parser() -> argparse.ArgumentParser:
     """The benchmark's flags."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--procs", default="0,1,2",
                         help="process counts, comma-separated (0: the plain command)")
     parser.add_argument("--decisions", type=int, default=262_144)

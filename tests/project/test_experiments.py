@@ -239,3 +239,29 @@ def _leaves(value):
             yield from _leaves(v)
     else:
         yield value
+
+
+def test_bench_contention_runs_the_trainer_busy_and_quiet(tmp_path):
+    out = tmp_path / "contention.json"
+    _run("bench_contention", "--seconds", "1", "--repeats", "1", "--hog", "1",
+         "--configs", "default,update_threads_1", "--json", str(out))
+    figures = json.loads(out.read_text())
+    assert figures["hog_processes"] == 1
+    for load in ("busy", "quiet"):
+        medians = figures["loads"][load]["median_decisions_per_second"]
+        assert set(medians) == {"default", "update_threads_1"}
+        assert all(v > 0 for v in medians.values())
+        ratios = figures["loads"][load]["ratio_to_update_threads_1"]
+        assert ratios["update_threads_1"] == 1.0
+        assert ratios["default"] == pytest.approx(
+            medians["default"] / medians["update_threads_1"], abs=0.001)
+
+
+def test_bench_distributed_times_the_plain_trainer(tmp_path):
+    out = tmp_path / "distributed.json"
+    _run("bench_distributed", "--procs", "0", "--decisions", "8192", "--num-envs", "16",
+         "--json", str(out))
+    figures = json.loads(out.read_text())
+    (run,) = figures["runs"]
+    assert (run["processes"], run["torchrun"], run["decisions"]) == (1, False, 8192)
+    assert run["decisions_per_second"] > 0 and run["speed_vs_first"] == 1.0

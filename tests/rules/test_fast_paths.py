@@ -172,7 +172,9 @@ def test_illegal_action_is_refused_when_the_mask_is_cached():
 def test_per_step_rewards_equal_the_rewards_recomputed_from_each_steps_events():
     sc = load_scenario("squad").model_dump()
     sc["rewards"] = {"damage_dealt": 0.1, "damage_taken": -0.05, "per_round": -0.01}
-    e = raw_env(sc)
+    # each step's rewards as they arise: a knocked-out agent's are not held to the battle's end
+    # (the default's totals are the same: tests/env/test_client_conventions.py)
+    e = raw_env(sc, terminate_on_knockout=True)
     r = e.scenario.rewards
     e.reset(seed=5)
     rng = np.random.default_rng(5)

@@ -8,6 +8,7 @@ scalars (``log_update``), the progress bar (``ProgressBar``) and the run's two l
 from __future__ import annotations
 
 import copy
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -170,12 +171,13 @@ def evaluate_greedy(net: Any, eval_vectors: dict[str, list[tuple[Any, int]]],
 AIMS_PER_ATTACK_LIMIT = 10.0
 
 
-def action_behaviour(labels: list[str], chosen: np.ndarray, battles: int) -> dict[str, float]:
+def action_behaviour(labels: list[str], chosen: np.ndarray,
+                     battles: int) -> dict[str, float | None]:
     """What the greedy policy did in ``battles`` evaluation battles, from the actions it chose
     (``chosen``: a count per action label), with ``traveller_rl.behaviour.BehaviourTally``'s
     definitions: ``attacks_per_battle`` (attack actions, melee or ranged), ``aims_per_shot``
-    (aim actions per attack; ``nan`` without an attack), ``moves_per_battle`` (move actions)
-    and ``cover_per_battle`` (stance changes to crouched or prone: taking cover), plus the
+    (aim actions per attack; ``None``, JSON's null, without an attack), ``moves_per_battle``
+    (move actions) and ``cover_per_battle`` (stance changes to crouched or prone: taking cover), plus the
     counts behind them. The evaluation's vectors keep no event logs, so these are counted
     from the actions; ``traveller behaviour`` replays whole logs for the full table."""
     from traveller_rl.behaviour import BehaviourTally
@@ -189,12 +191,13 @@ def action_behaviour(labels: list[str], chosen: np.ndarray, battles: int) -> dic
     tally = BehaviourTally(battles=battles, attacks=kinds.get("attack", 0),
                            shots=kinds.get("attack", 0), aims=kinds.get("aim", 0),
                            moves=kinds.get("move", 0))
-    described = tally.descriptors()
+    described = {k: (None if isinstance(v, float) and math.isnan(v) else v)
+                 for k, v in tally.descriptors().items()}  # undefined: null in the JSON
     cover = kinds.get("cover", 0)
     return {"attacks_per_battle": described["shots_per_battle"],
             "aims_per_shot": described["aims_per_shot"],
-            "moves_per_battle": tally.moves / battles if battles else float("nan"),
-            "cover_per_battle": cover / battles if battles else float("nan"),
+            "moves_per_battle": tally.moves / battles if battles else None,
+            "cover_per_battle": cover / battles if battles else None,
             "attacks": tally.attacks, "aims": tally.aims, "moves": tally.moves, "cover": cover,
             "decisions": int(chosen.sum())}
 
