@@ -247,13 +247,14 @@ def test_the_sb3_command_evaluates_a_ppo_checkpoint_with_trainer_ppo(tmp_path, c
     assert "| leadership_l0 | leader |" in outputs["leadership"]
 
 
-@pytest.mark.parametrize("module", ["bench_env", "bench_train", "soak", "aiming_optimum",
-                                    "profile_env"])
+@pytest.mark.parametrize("module", ["experiments.bench_env", "experiments.bench_train",
+                                    "experiments.soak", "traveller_rl.recipes.optimum",
+                                    "experiments.profile_env"])
 def test_benchmarks_write_no_file_unless_asked(module):
     """Their ``--json`` is off by default: the docs' figures are written only when asked."""
     import importlib
 
-    args = importlib.import_module(f"experiments.{module}").build_parser().parse_args([])
+    args = importlib.import_module(module).build_parser().parse_args([])
     assert not getattr(args, "json", None)
 
 
