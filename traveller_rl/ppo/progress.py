@@ -175,11 +175,11 @@ def action_behaviour(labels: list[str], chosen: np.ndarray,
                      battles: int) -> dict[str, float | None]:
     """What the greedy policy did in ``battles`` evaluation battles, from the actions it chose
     (``chosen``: a count per action label), with ``traveller_rl.behaviour.BehaviourTally``'s
-    definitions: ``attacks_per_battle`` (attack actions, melee or ranged), ``aims_per_shot``
-    (aim actions per attack; ``None``, JSON's null, without an attack), ``moves_per_battle``
-    (move actions) and ``cover_per_battle`` (stance changes to crouched or prone: taking
-    cover), plus the counts behind them. The evaluation's vectors keep no event logs, so these are counted
-    from the actions; ``traveller behaviour`` replays whole logs for the full table."""
+    definitions: ``attacks_per_battle`` (attack actions, melee or ranged), ``aims_per_shot`` (aim
+    actions per attack; ``None``, JSON's null, without an attack), ``moves_per_battle`` (move
+    actions) and ``cover_per_battle`` (stance changes to crouched or prone: taking cover), plus the
+    counts behind them. The evaluation's vectors keep no event logs, so these are counted from the
+    actions; ``traveller behaviour`` replays whole logs for the full table."""
     from traveller_rl.behaviour import BehaviourTally
 
     kinds: dict[str, int] = {}
