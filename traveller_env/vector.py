@@ -202,7 +202,8 @@ class VectorEnv:
     :func:`make` (the module docstring is the contract).
 
     Attributes: ``num_envs``, ``num_agents``, ``possible_agents``, ``sides`` (side names),
-    ``agent_sides`` (int64 ``[num_agents]``: each seat's side index), ``learners`` and
+    ``agent_sides`` (int64 ``[num_agents]``: each seat's side index), ``learners`` (with
+    ``learner_columns``, their indices in ``possible_agents``) and
     ``opponents`` (agent id -> policy name), ``action_labels``, ``n_actions``,
     ``observation_labels``, ``obs_dim``, ``relative_actions`` (the ``RelativeActions``
     translation, or ``None``), ``scenario``, ``seed``, ``backend``, ``battles_skipped``.
@@ -278,6 +279,8 @@ class VectorEnv:
         self.obs_dim = len(self.observation_labels)
         self.opponents: dict[str, str] = self._resolve_opponents(opponents)
         self.learners = [a for a in self.possible_agents if a not in self.opponents]
+        self.learner_columns = np.array(
+            [self.possible_agents.index(a) for a in self.learners], dtype=np.int64)
         self.relative_actions: RelativeActions | None = None
         n_abs = len(self.absolute_action_labels)
         if relative_actions and sset is None:
@@ -319,6 +322,19 @@ class VectorEnv:
         self._replayer: Any = self._backend if backend == "python" else None
 
     # ------------------------------------------------------------------ public helpers
+    def learner_side_rewards(self, rewards: np.ndarray) -> np.ndarray:
+        """Each row's reward for the learners' side, float32 ``[N]``, from ``step``'s per-seat
+        ``rewards`` ``[N, num_agents]``: one learner seat's own; several, their sum, or with
+        the scenario's ``shared`` rewards the side's reward (every learner seat still in play
+        holds it, knocked-out seats 0)."""
+        cols = rewards[:, self.learner_columns]
+        if cols.shape[1] == 1:
+            return cols[:, 0].astype(np.float32)
+        if not self.scenario.rewards.shared:
+            return cols.sum(axis=1, dtype=np.float32)
+        nonzero = np.count_nonzero(cols, axis=1)
+        return (cols.sum(axis=1) / np.maximum(nonzero, 1)).astype(np.float32)
+
     @property
     def battles_skipped(self) -> int:
         """Battles that ended before any learner seat decided (skipped; see ``opponents``)."""

@@ -144,9 +144,7 @@ class TravellerVectorEnv(gym.vector.VectorEnv):
         self.single_action_space = spaces.Discrete(v.n_actions)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
-        self.learner_columns = np.array([v.possible_agents.index(a) for a in v.learners],
-                                        dtype=np.int64)
-        self._shared = bool(v.scenario.rewards.shared)
+        self.learner_columns = v.learner_columns
         n = self.num_envs
         self._history: list[list[tuple[int, int]]] = [[] for _ in range(n)]
         self._returns = np.zeros(n, dtype=np.float64)
@@ -192,7 +190,7 @@ class TravellerVectorEnv(gym.vector.VectorEnv):
         np.copyto(self._seed, self.venv.info["battle_seed"])
         np.copyto(self._battle, self.venv.info["episode"])
         obs, mask, rewards, terminated, truncated, info = self.venv.step(a)
-        reward = self._side_rewards(rewards)
+        reward = self.venv.learner_side_rewards(rewards)
         self._returns += reward
         self._lengths += 1
         if self.final_obs:
@@ -248,17 +246,6 @@ class TravellerVectorEnv(gym.vector.VectorEnv):
             infos["_final_obs"] = done.copy()
         self._returns[rows] = 0.0
         self._lengths[rows] = 0
-
-    def _side_rewards(self, rewards: np.ndarray) -> np.ndarray:
-        """Each row's learner-side reward from the per-seat rewards ``[N, num_agents]``."""
-        cols = rewards[:, self.learner_columns]
-        if cols.shape[1] == 1:
-            return cols[:, 0].astype(np.float32)
-        if not self._shared:
-            return cols.sum(axis=1, dtype=np.float32)
-        # Shared: every learner seat still in play gets the side's reward (knocked-out seats 0).
-        nonzero = np.count_nonzero(cols, axis=1)
-        return (cols.sum(axis=1) / np.maximum(nonzero, 1)).astype(np.float32)
 
 
 class TravellerGymEnv(TravellerSB3Env):

@@ -75,9 +75,7 @@ class CoreVecEnv(VecEnv):
                                 threads=threads, **options)
         v = self.venv
         self.action_labels: list[str] = list(v.action_labels)
-        self.learner_columns = np.array([v.possible_agents.index(a) for a in v.learners],
-                                        dtype=np.int64)
-        self._shared = bool(v.scenario.rewards.shared)
+        self.learner_columns = v.learner_columns
         self._mask = np.zeros((v.num_envs, v.n_actions), dtype=bool)
         self._actions: np.ndarray | None = None
         observation_space = spaces.Box(-1.0, 1.0, shape=(v.obs_dim,), dtype=np.float32)
@@ -109,7 +107,7 @@ class CoreVecEnv(VecEnv):
         for row in np.flatnonzero(dones):
             infos[row] = {"winner": int(info["winner"][row]),
                           "TimeLimit.truncated": bool(truncated[row] and not terminated[row])}
-        return obs.copy(), self._side_rewards(rewards), dones.copy(), infos
+        return obs.copy(), self.venv.learner_side_rewards(rewards), dones.copy(), infos
 
     def close(self) -> None:
         """Release the vector."""
@@ -151,14 +149,3 @@ class CoreVecEnv(VecEnv):
         if isinstance(indices, int | np.integer):
             return [int(indices)]
         return indices
-
-    def _side_rewards(self, rewards: np.ndarray) -> np.ndarray:
-        """Each row's learner-side reward from the per-seat rewards ``[N, num_agents]``."""
-        cols = rewards[:, self.learner_columns]
-        if cols.shape[1] == 1:
-            return cols[:, 0].astype(np.float32)
-        if not self._shared:
-            return cols.sum(axis=1, dtype=np.float32)
-        # Shared: every learner seat still in play gets the side's reward (knocked-out seats 0).
-        nonzero = np.count_nonzero(cols, axis=1)
-        return (cols.sum(axis=1) / np.maximum(nonzero, 1)).astype(np.float32)
