@@ -259,8 +259,13 @@ class CoreEngine:
                                      pb.why_illegal(action) or "refused")
         self._taken.append(action)
         self.battle.version += 1
-        pb.aec_events(self.events)
+        self._sync_events()
         return decider
+
+    def _sync_events(self) -> None:
+        """Append the action's new events to ``events`` (the core's log starts with the
+        battle here)."""
+        self._pb.aec_events(self.events)
 
     def forfeit(self, label: str, reason: str) -> int:
         """Record an illegal choice and take the do-nothing default; returns the next
@@ -332,17 +337,9 @@ class _ResumedCoreEngine(CoreEngine):
 
     __slots__ = ()
 
-    def take(self, action: int) -> int:
-        """As ``CoreEngine.take``."""
-        pb = self._pb
-        decider = pb.aec_step(action)
-        if decider == -2:
-            raise IllegalActionError(self.battle.current_agent, self._labels[action],
-                                     pb.why_illegal(action) or "refused")
-        self._taken.append(action)
-        self.battle.version += 1
+    def _sync_events(self) -> None:
+        """Append past the saved events (the core's log starts at the snapshot)."""
         self.battle._append_events()
-        return decider
 
 
 class CoreEngineFactory:
