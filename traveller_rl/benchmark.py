@@ -49,6 +49,10 @@ A battle in which a policy raises (a scripted policy made for other scenarios, s
 ``optimal_aim`` outside the ``range_*`` scenarios) is recorded as ``error`` with the exception,
 and counted with the not-playable ones, never as a result.
 
+**Part of a suite.** ``--sets gen-squad`` plays only the named scenario sets: the same battles
+those cells have in the whole suite, with the aggregate over their cells only (the record's
+``suite.sets`` names them), for a policy that plays one family.
+
 **Match record** (``--out``, JSON, gzipped when the name ends ``.gz``): the suite (version,
 file, SHA-256 of its text), the command, and per policy every battle (set, scenario, opponent,
 side, seed, result, winner; rounds on the AEC path, the battle seed on a vector suite), the
@@ -67,7 +71,7 @@ import shlex
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +122,16 @@ class Suite:
     def cells(self) -> list[tuple[str, str]]:
         """Every (scenario set, opponent) pair, in file order."""
         return [(s, o) for s in self.scenario_sets for o in self.opponents]
+
+    def only(self, sets: Sequence[str]) -> Suite:
+        """The suite restricted to the scenario sets ``sets`` (``--sets``): the same battles of
+        those cells as the whole suite plays (a set's order and seeds do not depend on the
+        other sets). ``ValueError`` naming an unknown set and the suite's sets."""
+        unknown = [s for s in sets if s not in self.scenario_sets]
+        if unknown or not sets:
+            raise ValueError(f"--sets {','.join(sets)}: {self.name} has the scenario sets "
+                             f"{', '.join(self.scenario_sets)}")
+        return replace(self, scenario_sets={s: self.scenario_sets[s] for s in sets})
 
 
 def policy_file(name: str) -> str:
@@ -588,6 +602,9 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
                         "a comma-separated list of them (a leaderboard)")
     p.add_argument("--suite", default="v1",
                    help="suite version (v1 is configs/benchmarks/v1.yaml) or a suite file")
+    p.add_argument("--sets", metavar="SET[,SET...]",
+                   help="play only these scenario sets of the suite (the same battles as in "
+                        "the whole suite; the aggregate covers only their cells)")
     p.add_argument("--workers", type=int_at_least(1), default=1,
                    help="processes playing battles (1)")
     p.add_argument("--out", type=Path,
@@ -606,6 +623,9 @@ def run(args: argparse.Namespace) -> int:
     """Run ``traveller benchmark``; 0 on success, 2 on a bad suite or policy name."""
     try:
         suite = load_suite(args.suite)
+        sets = getattr(args, "sets", None)
+        if sets is not None:
+            suite = suite.only([s.strip() for s in sets.split(",")])
         policies = parse_policy_list(args.policies)
         against = getattr(args, "against", None)
         if against is not None:
@@ -648,11 +668,13 @@ def run(args: argparse.Namespace) -> int:
                 print(format_improvement(name, against, versus[name]))
     command = "traveller benchmark " + shlex.join(
         [args.policies, "--suite", str(args.suite), "--workers", str(args.workers)]
+        + (["--sets", sets] if sets is not None else [])
         + (["--against", against] if against is not None else []))
     payload = {"suite": {"version": suite.version, "name": suite.name,
                          "file": str(suite.path.relative_to(config_dir().parent))
                          if suite.path.is_relative_to(config_dir().parent) else str(suite.path),
-                         "sha256": suite.sha256, "description": suite.description},
+                         "sha256": suite.sha256, "description": suite.description,
+                         "sets": list(suite.scenario_sets)},
                "command": command, "seconds": round(time.time() - started, 1),
                "policies": records}
     if versus:

@@ -211,3 +211,24 @@ def test_the_iqm_aggregate_and_the_improvement_by_hand():
     # Both cells 0.25 better: per cell 0.5 + 0.25 / 2.
     poi = improvement(suite, battles(0.25), battles(0.0))
     assert poi["score"] == pytest.approx(0.625) and poi["cells_used"] == 2
+
+
+def test_sets_plays_part_of_a_suite_on_the_same_battles(tmp_path, capsys):
+    suite_file = tmp_path / "tiny.yaml"
+    suite_file.write_text(TINY)
+    suite = load_suite(suite_file)
+    part = suite.only(["gen-duel"])
+    assert list(part.scenario_sets) == ["gen-duel"] and part.opponents == suite.opponents
+    whole = [b for b in plan_battles(suite, "rush") if b["set"] == "gen-duel"]
+    assert plan_battles(part, "rush") == whole
+    with pytest.raises(ValueError, match="--sets nope: v7 has the scenario sets duel, gen-duel"):
+        suite.only(["nope"])
+    out = tmp_path / "r.json"
+    assert run(build_parser().parse_args(["rush", "--suite", str(suite_file), "--sets",
+                                          "gen-duel", "--out", str(out), "--no-progress"])) == 0
+    record = json.loads(out.read_text())
+    assert record["suite"]["sets"] == ["gen-duel"] and "--sets gen-duel" in record["command"]
+    assert {b["set"] for b in record["policies"]["rush"]["battles"]} == {"gen-duel"}
+    assert run(build_parser().parse_args(["rush", "--suite", str(suite_file), "--sets", "nope",
+                                          "--no-progress"])) == 2
+    assert "--sets nope" in capsys.readouterr().err
