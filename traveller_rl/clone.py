@@ -9,6 +9,13 @@ decision to the end of the battle (undiscounted, as ``train_ppo``'s default gamm
 legal ones, the critic by squared error on the returns. The last tenth of the battles is held
 out and reported (how often the actor's most probable action is the teacher's).
 
+``--scenario gen:<name>`` records a distribution: battle ``i`` plays a draw of the training
+seeds (``--scenario-seeds``, default 0-999) through a fixed layout (``--layout``, default
+``6v6``), which the checkpoint keeps, so it plays any draw that fits. The teacher may be a
+search NPC (``search-16``). With ``--student CHECKPOINT`` the student plays every seat and the
+teacher only labels the states it reaches (DAgger; with a search teacher, one step of expert
+iteration: the network learns the search's improved decisions on its own play).
+
 The checkpoint is an ordinary ``train_ppo`` checkpoint (it plays as an NPC anywhere a policy
 name is accepted; continue it with ``train_ppo --init OUT``) with one more entry,
 ``imitation``: the teacher's name, so that a result built on it can say where it started.
@@ -54,28 +61,50 @@ class Demonstrations:
     battle: np.ndarray  # int64 [N]
 
 
+def battle_scenarios(scenario: str, battles: int, seed: int,
+                     seeds: tuple[int, int] | None = None) -> list[str]:
+    """The scenario of each recorded battle: ``scenario`` itself, or for a distribution
+    (``gen:<name>`` without a seed) battle ``i``'s draw ``gen:<name>@<s>``, ``s`` taken from
+    the generator seeds ``seeds`` (default ``TRAINING_SEEDS``) by ``derive_seed(seed, i)``."""
+    from traveller_env.scenario_set import TRAINING_SEEDS, is_set_source
+
+    if not is_set_source(scenario):
+        return [scenario] * battles
+    lo, hi = seeds or TRAINING_SEEDS
+    return [f"{scenario}@{lo + derive_seed(seed, i) % (hi - lo + 1)}" for i in range(battles)]
+
+
 def collect(scenario: str, teacher: str, battles: int, seed: int, move_view: bool,
-            aim_view: bool) -> tuple[Demonstrations, list[str], str]:
-    """Play ``battles`` battles with the core's ``teacher`` in every seat (battle ``i`` from
-    seed ``derive_seed(seed, i)``) and record every decision. Returns the demonstrations, the
-    scenario's slot-relative action labels and its name."""
+            aim_view: bool, *, attack_view: bool = False, layout: str | None = None,
+            seeds: tuple[int, int] | None = None,
+            student: str | None = None) -> tuple[Demonstrations, list[str], str]:
+    """Play ``battles`` battles and record every decision with the core's ``teacher``'s choice
+    (battle ``i`` from seed ``derive_seed(seed, i)``; a distribution's draws as
+    ``battle_scenarios``, through ``layout``). Without ``student`` the teacher plays every seat;
+    with one (a ``train ppo`` checkpoint) the student plays every seat and the teacher only
+    labels (DAgger, expert iteration: states from the student's play, the teacher's improved
+    choices). Returns the demonstrations, the slot-relative action labels and the name the
+    checkpoint records (the scenario, or the distribution)."""
+    from traveller_agents.registry import make_policy
     from traveller_env import _core
     from traveller_env.env import CoreTravellerEnv
+    from traveller_env.policy import policy_action
+    from traveller_env.scenario import load_scenario
 
-    if teacher not in _core.CORE_POLICIES:
-        raise ValueError(f"--teacher {teacher!r}: not a policy of the compiled core; one of "
-                         f"{', '.join(_core.CORE_POLICIES)}")
-    env = CoreTravellerEnv(scenario, move_view=move_view, aim_view=aim_view)
-    rel = env.relative_actions
-    seats = {a: i for i, a in enumerate(env.possible_agents)}
-    policies = [_core.Policy(teacher, 0) for _ in seats]
+    views = {"move_view": move_view, "aim_view": aim_view, "attack_view": attack_view}
     obs, masks, actions, battle_of, seat_of = [], [], [], [], []
     returns: list[float] = []  # what the seat had gained so far, made its return at the end
-    for b in range(battles):
+    labels: list[str] = []
+    for b, name in enumerate(battle_scenarios(scenario, battles, seed, seeds)):
+        env = CoreTravellerEnv(load_scenario(name), layout=layout, **views)
+        rel = env.relative_actions
+        labels = list(rel.labels)
+        seats = {a: i for i, a in enumerate(env.possible_agents)}
         battle_seed = derive_seed(seed, b)
         env.reset(seed=battle_seed)
-        for i, p in enumerate(policies):
-            p.reset(derive_seed(battle_seed, 1 + i))
+        teachers = [_core.Policy(teacher, derive_seed(battle_seed, 1 + i)) for i in seats.values()]
+        player = None if student is None else make_policy(student, scenario=env.scenario,
+                                                          seed=battle_seed)
         gained = np.zeros(len(seats))  # each seat's reward so far in this battle
         first = len(actions)
         for agent in env.agent_iter():
@@ -85,21 +114,21 @@ def collect(scenario: str, teacher: str, battles: int, seed: int, move_view: boo
             if term or trunc:
                 env.step(None)
                 continue
-            a = policies[seat].act(env.battle.core.handle, seat)
+            label = teachers[seat].act(env.battle.core.handle, seat)
             obs.append(o["observation"].copy())
             masks.append(rel.mask(agent, o["action_mask"]).astype(bool))
-            actions.append(rel.to_relative(agent, a))
+            actions.append(rel.to_relative(agent, label))
             battle_of.append(b)
             seat_of.append(seat)
             returns.append(gained[seat])
-            env.step(a)
+            env.step(label if player is None else policy_action(player, env, agent))
         for k in range(first, len(actions)):  # the return: what the seat gained afterwards
             returns[k] = gained[seat_of[k]] - returns[k]
     demos = Demonstrations(np.asarray(obs, dtype=np.float32), np.asarray(masks, dtype=bool),
                            np.asarray(actions, dtype=np.int64),
                            np.asarray(returns, dtype=np.float32),
                            np.asarray(battle_of, dtype=np.int64))
-    return demos, list(rel.labels), env.scenario.name
+    return demos, labels, scenario if layout is not None else env.scenario.name
 
 
 def fit(demos: Demonstrations, hidden: list[int], epochs: int, lr: float, batch: int,
@@ -172,13 +201,26 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         traveller train ppo --scenario squad --init runs/clone/tactician.pt --pool""")
     data = p.add_argument_group("demonstrations")
     data.add_argument("--scenario", default="squad",
-                      help="built-in scenario name or YAML path (default: squad)")
+                      help="built-in scenario name or YAML path, or a distribution gen:<name> "
+                           "(each battle a draw of --scenario-seeds) (default: squad)")
+    data.add_argument("--scenario-seeds", default="",
+                      help="LO-HI: the generator seeds a distribution's battles are drawn from "
+                           "(default 0-999, clear of the benchmark's held-out seeds)")
+    data.add_argument("--layout", default="",
+                      help="a fixed observation and action layout (traveller_env.layout); a "
+                           "distribution's default is 6v6")
     data.add_argument("--teacher", default="tactician",
-                      help="the core's scripted policy to imitate (default: tactician)")
+                      help="the core's policy to imitate: a scripted NPC or a search NPC "
+                           "(search-16, ...) (default: tactician)")
+    data.add_argument("--student", default="",
+                      help="a train ppo checkpoint that plays the battles while the teacher "
+                           "only labels its states (DAgger, expert iteration); default: the "
+                           "teacher plays")
     data.add_argument("--battles", type=int_at_least(1), default=4000,
                       help="battles of the teacher against itself to record (default: 4000)")
     data.add_argument("--move-view", action="store_true", help="observe the move view")
     data.add_argument("--aim-view", action="store_true", help="observe the aim view")
+    data.add_argument("--attack-view", action="store_true", help="observe the attack view")
     data.add_argument("--seed", type=seed_type, default=0,
                       help="seed of the battles and the fit (default: 0)")
     fit_ = p.add_argument_group("fit")
@@ -201,7 +243,10 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
 def _check(args: argparse.Namespace) -> None:
     """Every flag checked before any battle is recorded (a ``UsageError`` naming it)."""
     from traveller_env import _core
-    from traveller_env.scenario import load_scenario
+    from traveller_env.layout import LayoutError, resolve_layout
+    from traveller_env.policy import is_search_name
+    from traveller_env.scenario import ScenarioError, load_scenario
+    from traveller_rl.ppo.args import check_checkpoint_file, parse_seed_range
 
     try:
         check_minimums(tuple((f"--{name}", getattr(args, name), 1)
@@ -215,10 +260,50 @@ def _check(args: argparse.Namespace) -> None:
         raise UsageError(f"--out {args.out}: a checkpoint path ending in .pt")
     if args.out.is_dir():
         raise UsageError(f"--out {args.out}: is a folder; give a checkpoint path ending in .pt")
-    if args.teacher not in _core.CORE_POLICIES:
+    if is_search_name(args.teacher):
+        try:
+            _core.Policy(args.teacher, 0)
+        except ValueError as exc:
+            raise UsageError(f"--teacher {args.teacher!r}: {exc}") from None
+    elif args.teacher not in _core.CORE_POLICIES:
         raise UsageError(f"--teacher {args.teacher!r}: not a policy of the compiled core; one "
-                         f"of {', '.join(_core.CORE_POLICIES)}")
-    load_scenario(args.scenario)
+                         f"of {', '.join(_core.CORE_POLICIES)}, or a search NPC (search-16)")
+    if args.scenario_seeds:
+        try:
+            parse_seed_range(args.scenario_seeds, "--scenario-seeds")
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    if args.student:
+        try:
+            check_checkpoint_file("--student", args.student)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    try:
+        first = battle_scenarios(args.scenario, 1, args.seed, _seeds(args))[0]
+        load_scenario(first)
+        if args.layout:
+            resolve_layout(args.layout)
+    except (ScenarioError, LayoutError, ValueError) as exc:
+        raise UsageError(f"--scenario/--layout: {exc}") from None
+
+
+def _seeds(args: argparse.Namespace) -> tuple[int, int] | None:
+    """``--scenario-seeds`` as (low, high), or ``None`` for the default."""
+    from traveller_rl.ppo.args import parse_seed_range
+
+    return parse_seed_range(args.scenario_seeds, "--scenario-seeds") if args.scenario_seeds \
+        else None
+
+
+def _layout(args: argparse.Namespace) -> str | None:
+    """The layout the battles are observed through: ``--layout``, or a distribution's
+    default."""
+    from traveller_env.scenario_set import is_set_source
+    from traveller_env.vector import DEFAULT_SET_LAYOUT
+
+    if args.layout:
+        return args.layout
+    return DEFAULT_SET_LAYOUT if is_set_source(args.scenario) else None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -230,18 +315,27 @@ def run(args: argparse.Namespace) -> int:
     _check(args)
     torch.set_num_threads(args.threads)
     t0 = time.time()
+    layout = _layout(args)
     demos, labels, name = collect(args.scenario, args.teacher, args.battles, args.seed,
-                                  args.move_view, args.aim_view)
+                                  args.move_view, args.aim_view, attack_view=args.attack_view,
+                                  layout=layout, seeds=_seeds(args),
+                                  student=args.student or None)
     t1 = time.time()
     print(f"recorded {len(demos.action):,} decisions of {args.battles:,} battles in "
           f"{t1 - t0:.0f} s")
     net, metrics = fit(demos, args.hidden, args.epochs, args.lr, args.batch, args.seed)
-    views = {v: True for v, on in (("move_view", args.move_view), ("aim_view", args.aim_view))
-             if on}
+    views = {v: True for v, on in (("move_view", args.move_view), ("aim_view", args.aim_view),
+                                   ("attack_view", args.attack_view)) if on}
+    if layout is not None:
+        from traveller_env.layout import resolve_layout
+
+        views["layout"] = resolve_layout(layout).to_dict()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(args.out, checkpoint_bytes(net, name, labels, decisions=0, update=0,
                                                   seed=int(args.seed),
-                                                  imitation=args.teacher, **views))
+                                                  imitation=args.teacher,
+                                                  **({"student": args.student}
+                                                     if args.student else {}), **views))
     write_json(args.out.with_suffix(".json"), {
         "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()
                  if k != "func"},

@@ -108,6 +108,10 @@ def _status(argv, capsys) -> tuple[int, str]:
     (["--battles", "0"], "argument --battles: must be an integer >= 1, got '0'"),
     (["--lr", "0"], "--lr must be positive"),
     (["--out", "x.zip"], "ending in .pt"),
+    (["--teacher", "search-0"], "--teacher 'search-0': Policy: policy 'search-0': budget must be"),
+    (["--scenario-seeds", "9-3"], "--scenario-seeds '9-3': expected LO-HI"),
+    (["--student", "nothing.pt"], "--student: 'nothing.pt' is not a train_ppo checkpoint"),
+    (["--scenario", "gen:squad", "--layout", "9v1"], "--scenario/--layout: "),
 ])
 def test_bad_arguments_are_refused_naming_the_flag(argv, message, tmp_path, capsys):
     argv = [*argv] + ([] if "--out" in argv else ["--out", str(tmp_path / "o.pt")])
@@ -121,3 +125,43 @@ def test_an_unknown_teacher_is_named(tmp_path, capsys):
                            str(tmp_path / "o.pt")], capsys)
     assert status == 2
     assert "traveller train clone: error: --teacher 'nobody'" in err
+
+
+def test_a_distribution_is_cloned_through_a_layout_and_plays_held_out_draws(tmp_path):
+    """``--scenario gen:squad``: each battle a draw of the training seeds, observed through the
+    6v6 layout with the views asked for; the checkpoint keeps the layout and plays a held-out
+    draw it never saw."""
+    from traveller_rl.clone import battle_scenarios
+    from traveller_rl.scenario_eval import load_learned, play_scenarios
+
+    names = battle_scenarios("gen:squad", 50, seed=2, seeds=(10, 19))
+    assert len(set(names)) > 3 and all(10 <= int(n.split("@")[1]) <= 19 for n in names)
+    assert battle_scenarios("duel", 3, seed=2) == ["duel"] * 3
+    out = tmp_path / "bc.pt"
+    assert main(["--scenario", "gen:squad", "--scenario-seeds", "0-9", "--battles", "3",
+                 "--epochs", "1", "--hidden", "16", "--attack-view", "--out", str(out)]) == 0
+    data = read_checkpoint(out)
+    assert data["scenario"] == "gen:squad" and data["layout"]["name"] == "6v6"
+    assert data["attack_view"] is True
+    records = play_scenarios(load_learned(out), ["gen:squad@1000"], opponent="rush")
+    assert [r["result"] in ("win", "draw", "loss") for r in records] == [True, True]
+
+
+def test_with_a_student_the_student_plays_and_the_teacher_labels(tmp_path):
+    """DAgger / expert iteration: the student's moves make the states, the teacher's choices
+    are the labels (so the labels differ from what was played where the two disagree)."""
+    student = tmp_path / "student.pt"
+    assert main(["--scenario", "duel", "--teacher", "rush", "--battles", "2", "--epochs", "1",
+                 "--hidden", "8", "--out", str(student)]) == 0
+    plain, _, _ = collect("duel", "tactician", battles=2, seed=4, move_view=False,
+                          aim_view=False)
+    taught, _, _ = collect("duel", "tactician", battles=2, seed=4, move_view=False,
+                           aim_view=False, student=str(student))
+    assert not np.array_equal(plain.obs[:len(taught.obs)], taught.obs[:len(plain.obs)])
+    assert taught.mask[np.arange(len(taught.action)), taught.action].all()
+    data_out = tmp_path / "taught.pt"
+    assert main(["--scenario", "duel", "--teacher", "search-2", "--student", str(student),
+                 "--battles", "2", "--epochs", "1", "--hidden", "8", "--out",
+                 str(data_out)]) == 0
+    data = read_checkpoint(data_out)
+    assert data["imitation"] == "search-2" and data["student"] == str(student)
