@@ -113,11 +113,12 @@ class Suite:
     opponents: tuple[str, ...]
     play: str = "aec"  # "aec": one AEC battle at a time; "vector": batched (module docstring)
     metric: str = "mean"  # the aggregate: "mean" or "iqm" of the cell win rates
+    title: str = ""  # the file's ``name``: a suite beside the versioned ones (``duel-rush``)
 
     @property
     def name(self) -> str:
-        """``v<version>``."""
-        return f"v{self.version}"
+        """The file's ``name``, else ``v<version>``."""
+        return self.title or f"v{self.version}"
 
     def cells(self) -> list[tuple[str, str]]:
         """Every (scenario set, opponent) pair, in file order."""
@@ -145,11 +146,14 @@ def policy_file(name: str) -> str:
 
 
 def suite_path(suite: str | Path) -> Path:
-    """The file of ``suite``: ``"v1"`` is ``configs/benchmarks/v1.yaml``; anything else is a
-    path."""
+    """The file of ``suite``: ``"v1"`` is ``configs/benchmarks/v1.yaml``, and a bare name of a
+    shipped suite (``"duel-rush"``) its file there; anything else is a path."""
     text = str(suite)
     if text.startswith("v") and text[1:].isdigit():
         return config_dir() / "benchmarks" / f"{text}.yaml"
+    shipped = config_dir() / "benchmarks" / f"{text}.yaml"
+    if "/" not in text and not text.endswith(".yaml") and shipped.is_file():
+        return shipped
     return Path(suite)
 
 
@@ -161,16 +165,16 @@ def load_suite(suite: str | Path = "v1") -> Suite:
     """Read and check a suite file (``ValueError`` naming the file and the key)."""
     path = suite_path(suite)
     if not path.is_file():
-        known = sorted(p.stem for p in (config_dir() / "benchmarks").glob("v*.yaml"))
+        known = sorted(p.stem for p in (config_dir() / "benchmarks").glob("*.yaml"))
         raise _fail(path, f"no such benchmark suite; versions: {', '.join(known)}")
     text = path.read_text(encoding="utf-8")
     data = yaml.safe_load(text)
-    allowed = {"version", "description", "battles_per_cell", "seed", "scenario_sets",
+    allowed = {"version", "name", "description", "battles_per_cell", "seed", "scenario_sets",
                "opponents", "play", "aggregate"}
     if not isinstance(data, dict) or set(data) - allowed or "version" not in data:
         raise _fail(path, f"a suite is a mapping with keys {', '.join(sorted(allowed))}")
     if isinstance(suite, str) and suite_path(suite) != Path(suite) and \
-            f"v{data['version']}" != suite:
+            data.get("name", f"v{data['version']}") != suite:
         raise _fail(path, f"says version {data['version']}, not {suite}")
     n = data.get("battles_per_cell", 8)
     if not isinstance(n, int) or n < 2 or n % 2:
@@ -200,7 +204,7 @@ def load_suite(suite: str | Path = "v1") -> Suite:
                  sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
                  description=str(data.get("description", "")).strip(), battles_per_cell=n,
                  seed=int(data.get("seed", 0)), scenario_sets=sets, opponents=opponents,
-                 play=play, metric=metric)
+                 play=play, metric=metric, title=str(data.get("name", "")))
 
 
 def plan_battles(suite: Suite, policy: str) -> list[dict[str, Any]]:

@@ -59,7 +59,7 @@ def test_the_plan_covers_both_sides_and_every_scenario():
 
 
 def test_a_bad_suite_is_named(tmp_path):
-    with pytest.raises(ValueError, match="no such benchmark suite; versions: v1"):
+    with pytest.raises(ValueError, match="no such benchmark suite; versions: duel-rush, v1, v2"):
         load_suite("v99")
     bad = tmp_path / "bad.yaml"
     bad.write_text(TINY.replace("battles_per_cell: 2", "battles_per_cell: 3"))
@@ -232,3 +232,13 @@ def test_sets_plays_part_of_a_suite_on_the_same_battles(tmp_path, capsys):
     assert run(build_parser().parse_args(["rush", "--suite", str(suite_file), "--sets", "nope",
                                           "--no-progress"])) == 2
     assert "--sets nope" in capsys.readouterr().err
+
+
+def test_a_named_suite_is_found_by_its_name():
+    """``configs/benchmarks/duel-rush.yaml`` (the baselines' sanity task) is ``--suite
+    duel-rush``: its ``name`` is what the table and the record call it."""
+    suite = load_suite("duel-rush")
+    assert suite.name == "duel-rush" and suite.cells() == [("duel", "rush")]
+    assert suite.battles_per_cell == 400 and suite.play == "vector"
+    with pytest.raises(ValueError, match=r"no such benchmark suite; versions: .*duel-rush"):
+        load_suite("nothing-here")
