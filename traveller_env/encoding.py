@@ -175,3 +175,11 @@ class RelativeActions:
     def mask(self, agent: str, absolute_mask: np.ndarray) -> np.ndarray:
         """The relative mask of ``agent`` from its absolute mask."""
         return np.append(absolute_mask, 0).astype(absolute_mask.dtype)[self._perm[agent]]
+
+    def rows(self, agent: str, absolute_rows: np.ndarray) -> np.ndarray:
+        """Per-action rows (``[n_absolute, ...]``: an output layer's weights or biases, a value
+        per action) of ``agent``'s absolute actions, reordered as its relative actions; a
+        relative action with no absolute counterpart (an empty slot, never legal) gets zeros."""
+        rows = np.asarray(absolute_rows)
+        pad = np.zeros((1, *rows.shape[1:]), dtype=rows.dtype)
+        return np.concatenate([rows, pad])[self._perm[agent]]

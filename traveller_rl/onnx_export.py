@@ -56,8 +56,8 @@ from traveller_env.layout import LayoutError, resolve_layout
 from traveller_env.scenario_set import is_set_source, set_sources
 from traveller_rl.onnx_trace import TracedActor, traced_actor, traced_onnx_bytes
 
-__all__ = ["OPSET", "ExportedNetwork", "export_onnx", "onnx_bytes", "read_maskable_ppo",
-           "read_ppo_checkpoint"]
+__all__ = ["OPSET", "ExportedNetwork", "export_mlp", "export_onnx", "onnx_bytes",
+           "read_maskable_ppo", "read_ppo_checkpoint", "write_onnx"]
 
 #: The ONNX operator set the graph uses (onnxruntime 1.7 and later run it).
 OPSET = 13
@@ -326,6 +326,40 @@ def export_onnx(policy: str | Path, out: str | Path,
     else:
         raise ValueError(f"{policy}: cannot export this file: expected a train_ppo .pt "
                          "checkpoint or a MaskablePPO .zip")
+    return write_onnx(net, out, scenario, policy)
+
+
+def export_mlp(layers: list[tuple[np.ndarray, np.ndarray]], out: str | Path,
+               scenario: ScenarioSource, source_format: str, absolute_for: str = "",
+               training: dict[str, Any] | None = None) -> dict[str, str]:
+    """Write another library's actor as a policy file: a tanh MLP given by its ``layers``
+    (``(weight [out, in], bias [out])``, tanh after every layer but the last) whose outputs are
+    ``scenario``'s slot-relative actions, or with ``absolute_for=AGENT`` the absolute actions of
+    the seat it learned as (``blue_0``: reordered here as that seat's relative actions, so the
+    file plays either side). A Q-network's values serve as logits: the file plays their argmax.
+    ``source_format`` names where it came from (``"benchmarl-mappo"``); returns the metadata
+    written. ``ValueError`` when the sizes do not fit ``scenario``."""
+    out = Path(out)
+    layers = [(np.asarray(w, np.float32), np.asarray(b, np.float32)) for w, b in layers]
+    _check_chain(out, layers)
+    if absolute_for:
+        env = TravellerEnv(scenario)
+        w, b = layers[-1]
+        if absolute_for not in env.possible_agents or w.shape[0] != len(env.action_labels):
+            raise ValueError(f"{out}: {w.shape[0]} outputs for agent {absolute_for!r}; the "
+                             f"agents of {scenario!r} ({', '.join(env.possible_agents)}) have "
+                             f"{len(env.action_labels)} absolute actions")
+        rel = env.relative_actions
+        layers[-1] = (rel.rows(absolute_for, w), rel.rows(absolute_for, b))
+    net = ExportedNetwork(layers, [], "relative", str(scenario), source_format,
+                          training=training or {})
+    return write_onnx(net, out, scenario, Path(source_format))
+
+
+def write_onnx(net: ExportedNetwork, out: Path, scenario: ScenarioSource | None,
+               policy: Path) -> dict[str, str]:
+    """Check ``net`` against ``scenario`` (default its own) and write its ONNX file ``out``
+    (``export_onnx``; ``policy`` names the source in messages and metadata)."""
     # a model trained on several scenarios records them comma-separated: the first one
     source = scenario if scenario is not None else net.scenario.split(",")[0].strip()
     if not source:

@@ -418,3 +418,41 @@ def test_benchmark_names_how_an_entity_checkpoint_plays(tmp_path):
                               "--batch", "8", "--no-sb3"])
     assert "PPOPolicy.act (.pt: PyTorch)" in result["figures"]
     assert not any("NumPy" in label for label in result["figures"])
+
+
+def test_another_librarys_absolute_action_mlp_exports_and_plays_both_sides(tmp_path):
+    """``export_mlp`` with ``absolute_for``: a tanh MLP over ``blue_0``'s absolute actions (as
+    BenchMARL or Tianshou learn one seat) becomes a slot-relative file whose choice, as blue,
+    is the network's own argmax over blue's legal actions; as red it names the same kind of
+    action on its own enemy."""
+    from traveller_rl.onnx_export import export_mlp
+    from traveller_rl.scenario_eval import load_learned, play_scenarios
+
+    env = TravellerEnv("duel")
+    env.reset(seed=3)
+    obs_dim, n_abs = len(env.observation_labels), len(env.action_labels)
+    rng = np.random.default_rng(0)
+    layers = [(rng.normal(size=(16, obs_dim)), rng.normal(size=16)),
+              (rng.normal(size=(n_abs, 16)), rng.normal(size=n_abs))]
+    out = tmp_path / "blue.onnx"
+    meta = export_mlp(layers, out, "duel", "test-library", absolute_for="blue_0")
+    assert meta["action_targets"] == "relative" and meta["source_format"] == "test-library"
+    learned = load_learned(out)
+    rel = env.relative_actions
+    for _ in range(20):
+        agent = env.agent_selection
+        o = env.observe(agent)
+        if agent == "blue_0":
+            q = np.tanh(o["observation"] @ layers[0][0].T + layers[0][1]) @ layers[1][0].T \
+                + layers[1][1]
+            want = int(np.argmax(np.where(o["action_mask"] != 0, q, -np.inf)))
+            got = learned.choose(o["observation"][None], rel.mask(agent, o["action_mask"])[None]
+                                 .astype(bool), "blue")[0]
+            assert rel.to_absolute(agent, int(got)) == want
+        env.step(int(np.flatnonzero(o["action_mask"])[0]))
+        if not env.agents:
+            break
+    records = play_scenarios(learned, ["duel"], opponent="rush")
+    assert {r["side"] for r in records} == {"blue", "red"}
+    with pytest.raises(ValueError, match="absolute actions"):
+        export_mlp(layers, tmp_path / "x.onnx", "squad", "test-library", absolute_for="blue_0")
