@@ -265,3 +265,34 @@ def test_bench_distributed_times_the_plain_trainer(tmp_path):
     (run,) = figures["runs"]
     assert (run["processes"], run["torchrun"], run["decisions"]) == (1, False, 8192)
     assert run["decisions_per_second"] > 0 and run["speed_vs_first"] == 1.0
+
+
+def test_baselines_trains_scores_resumes_and_tabulates(tmp_path, capsys):
+    """experiments/baselines.py: a row trains (a tiny budget), is scored through `traveller
+    benchmark`, is skipped when rerun, and the table gives the mean over seeds with the
+    t-interval; a scripted row is scored once."""
+    import json
+
+    from experiments.baselines import main, over_seeds
+
+    res, runs = tmp_path / "results", tmp_path / "runs"
+    common = ["--results", str(res), "--runs", str(runs)]
+    assert main(["run", "duel-rush", "ppo-mlp", "random", "--seeds", "0,1", "--budget", "512",
+                 *common]) == 0
+    first = json.loads((res / "duel-rush" / "ppo-mlp" / "seed0.json").read_text())
+    assert first["budget"] == 512 and first["train_command"].startswith("traveller train ppo")
+    assert first["benchmark_command"] == ("traveller benchmark "
+                                          f"{runs}/duel-rush/ppo-mlp/seed0/ppo.pt --suite "
+                                          "duel-rush --no-progress")
+    assert 0 <= first["ci95"][0] <= first["score"] <= first["ci95"][1] <= 1
+    assert not (res / "duel-rush" / "random" / "seed1.json").exists()
+    capsys.readouterr()
+    assert main(["run", "duel-rush", "ppo-mlp", "--seeds", "0", *common]) == 0
+    assert "done before" in capsys.readouterr().out
+    assert main(["table", "--results", str(res)]) == 0
+    text = capsys.readouterr().out
+    assert "| ppo-mlp | 2 |" in text and "| random | 1 |" in text
+    assert "| benchmarl-mappo | - | not run on gen-squad" in text
+    assert main(["run", "duel-rush", "nobody", *common]) == 2
+    mean, lo, hi = over_seeds([0.5, 0.6, 0.7])
+    assert mean == pytest.approx(0.6) and hi - mean == pytest.approx(4.303 * 0.1 / 3 ** 0.5)
