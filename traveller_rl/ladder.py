@@ -10,6 +10,12 @@ plays every level against the next one up (``--battles`` battles, sides alternat
 per level its name (``easy`` ... ``hard``), the policy (an ONNX file, a checkpoint or a
 scripted name), its Elo, and the win rate of the next level against it with a 95% interval.
 That is what a game ships as "easy ... hard".
+
+``--tournament DIR`` takes the rated policies from a ``traveller tournament`` folder instead
+(its ``ratings.csv``; the policies as the tournament named them), for instance the search NPC
+at several budgets rated on generated squads (docs/search.md):
+
+    traveller ladder gen:squad@1000 --tournament runs/search_ladder --levels 4 --battles 100
 """
 
 from __future__ import annotations
@@ -78,6 +84,9 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument("--league", type=Path, default=Path("results/league"),
                         help="rated league folder (default: results/league, the committed "
                              "league, which the package ships)")
+    parser.add_argument("--tournament", type=Path, default=None,
+                        help="take the rated policies from this traveller tournament folder "
+                             "(its ratings.csv) instead of --league")
     parser.add_argument("--battles", type=int_at_least(1), default=200,
                         help="battles of each level against the next (default: 200)")
     parser.add_argument("--seed", type=seed_type, default=90_000,
@@ -87,10 +96,29 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     return parser
 
 
-def build_ladder(args: argparse.Namespace) -> dict[str, Any]:
-    """Pick the levels, play each against the next, return the named set."""
-    from traveller_agents.registry import make_policy
-    from traveller_rl.evaluation import evaluate_matchup
+def tournament_ratings(folder: Path) -> list[tuple[str, float]]:
+    """(policy, Elo) of every policy a ``traveller tournament`` folder rated (``ValueError``
+    naming the folder when it has no ratings)."""
+    import csv
+
+    path = folder / "ratings.csv"
+    if not path.is_file():
+        raise ValueError(f"--tournament {folder}: no ratings.csv (a traveller tournament "
+                         "--out folder, once the tournament finished)")
+    with path.open(newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    try:
+        return [(r["policy"], float(r["elo"])) for r in rows]
+    except (KeyError, ValueError) as exc:
+        raise ValueError(f"{path}: not a tournament's ratings ({exc})") from None
+
+
+def rated_policies(args: argparse.Namespace) -> tuple[list[tuple[str, float]], dict[str, str]]:
+    """The candidates ((name, Elo) pairs) and the file or name each plays as: from
+    ``--tournament``, or from the rated league ``--league`` (which must play ``scenario``)."""
+    if getattr(args, "tournament", None) is not None:
+        rated = tournament_ratings(args.tournament)
+        return rated, {name: name for name, _ in rated}
     from traveller_rl.league import load_league, policy_path
 
     folder = shipped_path(args.league, prefer_cwd=True)  # results/league from any folder
@@ -111,6 +139,15 @@ def build_ladder(args: argparse.Namespace) -> dict[str, Any]:
     if not rated:
         raise ValueError(f"{args.league}: the league is not rated (run `traveller league "
                          "rate` first)")
+    return rated, files
+
+
+def build_ladder(args: argparse.Namespace) -> dict[str, Any]:
+    """Pick the levels, play each against the next, return the named set."""
+    from traveller_agents.registry import make_policy
+    from traveller_rl.evaluation import evaluate_matchup
+
+    rated, files = rated_policies(args)
     if args.battles < 1:
         raise ValueError("--battles must be at least 1")
     chosen = pick_levels(rated, args.levels)
@@ -126,7 +163,9 @@ def build_ladder(args: argparse.Namespace) -> dict[str, Any]:
                                args.scenario, battles=args.battles, seed=args.seed)
         easy["next_level_win_rate"] = row["win_rate"]
         easy["next_level_win_ci95"] = list(row["win_ci95"])
-    return {"scenario": args.scenario, "league": str(args.league),
+    source = {"tournament": str(args.tournament)} if getattr(args, "tournament", None) \
+        else {"league": str(args.league)}
+    return {"scenario": args.scenario, **source,
             "battles_per_step": args.battles, "seed": args.seed, "levels": levels}
 
 

@@ -261,3 +261,23 @@ def test_league_resume_refuses_a_changed_seed_or_overwrite(tmp_path, capsys):
     assert cli_main([*base, "--resume", "--overwrite"]) == 2
     assert "--resume and --overwrite" in capsys.readouterr().err
     assert cli_main([*base, "--resume"]) == 0  # a finished league: nothing left to train
+
+
+def test_a_ladder_from_a_tournament_folder(tmp_path, capsys):
+    """``traveller ladder --tournament DIR`` rates from a tournament's ratings.csv (as the
+    search NPC's budgets are rated) and plays each level against the next."""
+    folder = tmp_path / "t"
+    assert cli_main(["tournament", "--policies", "random,marksman,rush", "--scenarios", "duel",
+                     "--battles", "4", "--workers", "1", "--no-progress", "--out",
+                     str(folder)]) == 0
+    out = tmp_path / "ladder.json"
+    assert cli_main(["ladder", "duel", "--tournament", str(folder), "--levels", "2",
+                     "--battles", "4", "--out", str(out)]) == 0
+    ladder = json.loads(out.read_text())
+    assert ladder["tournament"] == str(folder) and "league" not in ladder
+    assert [lv["name"] for lv in ladder["levels"]] == ["easy", "hard"]
+    assert ladder["levels"][0]["elo"] <= ladder["levels"][1]["elo"]
+    capsys.readouterr()
+    assert cli_main(["ladder", "duel", "--tournament", str(tmp_path / "none")]) == 2
+    err = capsys.readouterr().err
+    assert "--tournament" in err and "no ratings.csv" in err
