@@ -150,8 +150,8 @@ def load_rllib_policy(path: str | Path, scenario: ScenarioSource, module: str | 
     folder, module_id = _module_dir(path, module, meta)
     from ray.rllib.core.rl_module.rl_module import RLModule
 
-    try:
-        rl_module = RLModule.from_checkpoint(folder)
+    try:  # absolute: Ray reads a relative path as a URI without a scheme and refuses it
+        rl_module = RLModule.from_checkpoint(Path(folder).resolve())
     except Exception as exc:  # a corrupt or foreign checkpoint
         raise ValueError(f"{folder}: cannot be loaded as an RLlib module: {exc}") from exc
     from traveller_env.integrations.rllib.modules import ScriptedRLModule

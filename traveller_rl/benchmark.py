@@ -78,7 +78,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from traveller_agents.registry import make_policy, parse_policy_list
+from traveller_agents.registry import is_trained, make_policy, parse_policy_list
 from traveller_env.generate import GENERATED_PREFIX
 from traveller_env.scenario import ScenarioError, config_dir, shipped_path
 from traveller_rl.commandline import examples_epilog, int_at_least
@@ -640,7 +640,11 @@ def run(args: argparse.Namespace) -> int:
             if against not in policies:
                 policies = [*policies, against]
         for name in [*policies, *suite.opponents]:
-            if not (name.endswith(".onnx") or name.endswith(".pt")):
+            if is_trained(name):  # a folder (RLlib) or a file, loaded per scenario later
+                if not Path(policy_file(name)).exists():
+                    kind = "policy" if name in policies else f"{suite.name}'s opponent"
+                    raise ValueError(f"{kind} {name}: no such policy file")
+            elif not (name.endswith(".onnx") or name.endswith(".pt")):
                 make_policy(name)  # an unknown name fails here, before any battle
             elif not Path(policy_file(name)).is_file():
                 kind = "policy" if name in policies else f"{suite.name}'s opponent"

@@ -279,7 +279,7 @@ def test_masked_module_never_picks_a_masked_action():
                                                   "action_mask": mask[:2]}})
 
 
-def test_train_rllib_end_to_end(tmp_path, capsys):
+def test_train_rllib_end_to_end(tmp_path, capsys, monkeypatch):
     """A tiny run through `traveller train rllib` on a local Ray with 2 env runners, one
     policy per side and a scripted NPC: checkpoint, metadata, evaluation; the checkpoint
     loads as an NPC (registry, `traveller eval`, the tournament) and plays battles."""
@@ -328,6 +328,16 @@ def test_train_rllib_end_to_end(tmp_path, capsys):
     assert main(["tournament", "--policies", f"{blue_dir},random", "--scenarios", "squad",
                  "--battles", "1", "--workers", "1", "--no-progress",
                  "--out", str(tmp_path / "tour")]) == 0
+    # a relative path (Ray refuses one as a URI without a scheme) and `traveller benchmark`
+    # of the folder (its loader needs the scenario: checked without loading it first)
+    monkeypatch.chdir(tmp_path)
+    relative = str(blue_dir.relative_to(tmp_path))
+    assert make_policy(relative, scenario="squad").act is not None
+    suite = tmp_path / "suite.yaml"
+    suite.write_text("version: 9\nbattles_per_cell: 2\nplay: vector\nscenario_sets:\n"
+                     "  squad: {scenarios: [squad]}\nopponents: [random]\n")
+    assert main(["benchmark", relative, "--suite", str(suite), "--no-progress"]) == 0
+    assert "squad         random" in capsys.readouterr().out
 
 
 def test_train_rllib_bad_arguments_exit_2(capsys):
