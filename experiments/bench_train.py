@@ -48,16 +48,26 @@ threads and overlap can speed up). The comparison of the performance docs:
         --json results/bench_overlap.json
 
     python -m experiments.bench_train --timesteps 20000 --json runs/bench_train.json
+
+**Recipe** (``--recipe``, instead of everything above): the research recipe (``RECIPE``: entity
+net, embed 64, 256x256, both views, pool) run with the entity network as first written
+(``reference_encode``, ``reference_actor_forward``: the reference the package's restructured
+network is tested against) and with the package's, in alternating rounds, and the ratio of
+their median decisions per second:
+
+    python -m experiments.bench_train --recipe --recipe-decisions 65536 --recipe-repeats 2
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
 import statistics
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -190,6 +200,21 @@ def build_parser() -> argparse.ArgumentParser:
                         help="before each train_ppo run, wait up to this many seconds for a "
                         "2-second spell in which other processes use under 0.1 core (a "
                         "shared machine; 0: never wait; default: %(default)s)")
+    parser.add_argument("--recipe", action="store_true",
+                        help="instead of the rest: the research recipe (entity net, embed 64, "
+                        "256x256, both views, pool) with the reference entity network and "
+                        "with the package's, in alternating rounds, and their ratio")
+    parser.add_argument("--recipe-decisions", type=int, default=65_536,
+                        help="learner decisions per --recipe run (default: %(default)s)")
+    parser.add_argument("--recipe-num-envs", type=int, default=256,
+                        help="--num-envs of the --recipe runs (default: %(default)s)")
+    parser.add_argument("--recipe-num-steps", type=int, default=64,
+                        help="--num-steps of the --recipe runs (default: %(default)s)")
+    parser.add_argument("--recipe-seeds", default="0-999",
+                        help="--scenario-seeds of the --recipe runs (default: %(default)s)")
+    parser.add_argument("--recipe-repeats", type=int, default=1,
+                        help="rounds of the --recipe pair; the medians are compared (default: "
+                        "%(default)s)")
     parser.add_argument("--skip-maskable", action="store_true",
                         help="skip MaskablePPO (the train_ppo rows only, no ratio)")
     parser.add_argument("--skip-free", action="store_true",
@@ -321,7 +346,6 @@ def train_ppo_figures(scenario: str, backend: str, decisions: int, num_envs: int
     ``/proc/stat``). Backend ``"free"`` trains on ``FreeVector`` instead (the learner-only
     ceiling). ``overlap``: the trainer's ``--overlap`` (core backend); ``update_threads``:
     its ``--update-threads`` (0: its default)."""
-    import contextlib
     import io
     import tempfile
 
@@ -367,6 +391,125 @@ def train_ppo_figures(scenario: str, backend: str, decisions: int, num_envs: int
                                            + result["time_shares"]["inference"]))}
 
 
+# ------------------------------------------------------------------ the research recipe
+#: The training flags of the distribution recipe (docs/generalisation.md, "A policy trained on
+#: a distribution"), less its budget, evaluations and output.
+RECIPE = dict(scenario="gen:squad", layout="6v6", pool=True, pool_every=10, pool_size=30,
+              pool_scripted="rush,marksman,cover", pool_scripted_share=0.3,
+              side_shares="blue=0.65,red=0.35", arch="entity", embed=64, hidden="256,256",
+              move_view=True, attack_view=True, potential="clear_shots=1.0,exposed=-1.0",
+              knockouts="enemies_out=0.25,allies_out=-0.25", lr=0.0002, env_threads=1,
+              update_threads=1, seed=1)
+
+
+def reference_encode(self: Any, obs: Any) -> tuple[Any, Any, Any]:
+    """``EntityEncoder.encode`` as it was written first (the straightforward reading of its
+    docstring: gather, concatenate, encode, pool), kept as the reference the package's
+    restructured one must equal."""
+    import torch
+
+    b = obs.shape[0]
+    slots_x = obs[:, self.slot_idx]
+    present = slots_x[..., self.present_col] > 0.5
+    enemy = self.slot_enemy.expand(b, -1, -1)
+    slot_e = self.slot_enc(torch.cat([slots_x, enemy], -1))
+    for block in (self.slot_attn if self.attention else ()):
+        slot_e = block(slot_e, present)
+    pieces = [obs[:, self.global_idx]]
+    for group in (~self.is_enemy, self.is_enemy):
+        m = (present & group).unsqueeze(-1).float()
+        pieces.append((slot_e * m).sum(1) / m.sum(1).clamp(min=1.0))
+    m_en = (present & self.is_enemy).unsqueeze(-1)
+    best = torch.where(m_en, slot_e, torch.full_like(slot_e, -1.0)).amax(1)
+    pieces.append(best * m_en.any(1).float())
+    sq_e = None
+    if self.square_enc is not None:
+        geo = self.square_geo.expand(b, -1, -1)
+        sq_e = self.square_enc(torch.cat([obs[:, self.square_idx], geo], -1))
+        pieces += [sq_e.mean(1), sq_e.amax(1)]
+    return self.trunk(torch.cat(pieces, -1)), slot_e, sq_e
+
+
+def reference_actor_forward(self: Any, obs: Any) -> Any:
+    """``EntityActor.forward`` as it was written first: each head on its own, the pointers
+    by ``einsum`` (the reference of the package's fused heads)."""
+    import torch
+
+    from traveller_agents.entity_net import POINTER_KINDS
+
+    b = obs.shape[0]
+    h, slot_e, sq_e = reference_encode(self, obs)
+    q = self.slot_query(h).reshape(b, len(POINTER_KINDS), -1)
+    slot_logits = torch.einsum("bke,bse->bsk", q, slot_e) + self.slot_bias(slot_e)
+    outs = [self.base_head(h), slot_logits.reshape(b, -1)]
+    if sq_e is not None:
+        sq_logits = torch.einsum("be,bqe->bq", self.square_query(h), sq_e)
+        outs.append(sq_logits + self.square_bias(sq_e).squeeze(-1))
+    return torch.cat(outs, -1).index_select(1, self.source)
+
+
+@contextlib.contextmanager
+def reference_path() -> Iterator[None]:
+    """Inside the block, training runs today's code path as it was before the speed-up: the
+    reference entity network, and the rollout's inference under ``no_grad``."""
+    from unittest import mock
+
+    import torch
+
+    from traveller_agents.entity_net import EntityActor, EntityEncoder
+
+    with mock.patch.object(EntityEncoder, "encode", reference_encode), \
+            mock.patch.object(EntityActor, "forward", reference_actor_forward), \
+            mock.patch.object(torch, "inference_mode", torch.no_grad):
+        yield
+
+
+def recipe_figures(decisions: int, num_envs: int, num_steps: int, seeds: str,
+                   reference: bool) -> dict[str, Any]:
+    """One run of ``RECIPE`` (no evaluation; ``reference``: inside ``reference_path``): its
+    decisions per second and time shares, and the cores other processes used meanwhile."""
+    import io
+    import tempfile
+
+    from traveller_rl.ppo.args import Args
+    from traveller_rl.ppo.trainer import train
+
+    with tempfile.TemporaryDirectory() as tmp:
+        args = Args(**RECIPE, scenario_seeds=seeds, num_envs=num_envs, num_steps=num_steps,
+                    total_timesteps=decisions, eval_every=0, eval_battles=0,
+                    final_eval_battles=0, progress=False, out=tmp)
+        busy, own, start = busy_seconds(), own_seconds(), time.perf_counter()
+        with contextlib.redirect_stdout(io.StringIO()), \
+                (reference_path() if reference else contextlib.nullcontext()):
+            train(args)
+        wall = time.perf_counter() - start
+        result = json.loads((Path(tmp) / "evaluation.json").read_text())
+    others = (None if busy is None else
+              max(0.0, (busy_seconds() - busy) - (own_seconds() - own)) / wall)
+    return {"reference": reference, "decisions": result["decisions"],
+            "decisions_per_second": result["decisions_per_second"],
+            "others_cpu": others, **{f"{k}_share": v for k, v in result["time_shares"].items()}}
+
+
+def recipe_comparison(args: argparse.Namespace) -> dict[str, Any]:
+    """``--recipe``: the reference path and the package's in alternating rounds; prints each
+    run and the ratio of the medians."""
+    runs: dict[bool, list[dict[str, Any]]] = {True: [], False: []}
+    for _ in range(max(1, args.recipe_repeats)):
+        for reference in (True, False):
+            row = recipe_figures(args.recipe_decisions, args.recipe_num_envs,
+                                 args.recipe_num_steps, args.recipe_seeds, reference)
+            runs[reference].append(row)
+            print(f"{'before' if reference else 'after':<8}{row['decisions_per_second']:>10,.0f}"
+                  f" decisions/s  env {row['env_share']:.0%}, inference "
+                  f"{row['inference_share']:.0%}, update {row['update_share']:.0%}", flush=True)
+    before, after = (statistics.median(r["decisions_per_second"] for r in runs[k])
+                     for k in (True, False))
+    print(f"the recipe: {before:,.0f} -> {after:,.0f} decisions/s, {after / before:.2f}x")
+    return {"before": before, "after": after, "ratio": after / before,
+            "runs": runs[True] + runs[False]}
+
+
 def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The run with the median decisions per second (the lower middle one of an even count),
     with every run's figure (``rounds``) and other processes' cores (``rounds_others_cpu``)."""
@@ -397,6 +540,12 @@ def main(argv: list[str] | None = None) -> int:
     """Train briefly, print frames per second and the environment's share of wall time; then
     the train_ppo section."""
     args = build_parser().parse_args(argv)
+    if args.recipe:
+        figures = recipe_comparison(args)
+        if args.json:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps({"recipe": figures}, indent=2) + "\n")
+        return 0
     backends = ppo_backends(args.ppo_backends)
 
     import torch

@@ -40,7 +40,7 @@ from torch import nn
 from traveller_env.rules.grid import DIRECTIONS
 
 __all__ = ["ATTENTION_HEADS", "POINTER_KINDS", "EntityActor", "EntityCritic", "EntityEncoder",
-           "EntityLayout", "SlotAttention", "linear_head", "tanh_mlp"]
+           "EntityLayout", "SlotAttention", "linear_head", "tanh_mlp", "token_layer"]
 
 #: Actions aimed at a slot, scored against that slot's token (one output each per slot).
 POINTER_KINDS = ("aim", "attack", "direct", "hamper")
@@ -161,6 +161,15 @@ def linear_head(n_in: int, n_out: int, std: float = 0.01) -> nn.Linear:
     return lin
 
 
+def token_layer(layer: nn.Linear, x: torch.Tensor, fixed: torch.Tensor) -> torch.Tensor:
+    """``tanh(layer(cat([x, fixed])))`` of tokens ``x`` ``[B, T, F]`` whose last input columns
+    ``fixed`` ``[T, C]`` are the same in every row (a slot's enemy flag, a square's
+    geometry), without building the concatenation: those columns fold into a bias per token."""
+    f = x.shape[-1]
+    bias = torch.addmm(layer.bias, fixed, layer.weight[:, f:].t())          # [T, E]
+    return torch.tanh(torch.matmul(x, layer.weight[:, :f].t()) + bias)
+
+
 class SlotAttention(nn.Module):
     """One post-norm transformer block over the slot tokens: each slot attends to every present
     slot (allies and enemies), then a position-wise MLP; both with residuals.
@@ -210,6 +219,8 @@ class EntityEncoder(nn.Module):
         self.register_buffer("slot_enemy", torch.tensor(lay.slot_enemy).unsqueeze(-1),
                              persistent=False)
         self.register_buffer("is_enemy", torch.tensor(lay.slot_enemy) > 0, persistent=False)
+        self.register_buffer("enemy_idx", torch.nonzero(self.is_enemy).reshape(-1),
+                             persistent=False)
         first = [observation_labels[c] for c in lay.slot_cols[0]]
         if f"{lay.slot_names[0]}.present" not in first:
             raise ValueError("entity network: the slots lack the 'present' field")
@@ -234,25 +245,35 @@ class EntityEncoder(nn.Module):
         """``h`` ``[B, hidden[-1]]``, the slot tokens ``[B, S, E]`` and the square tokens
         ``[B, Q, E/4]`` (``None`` without the move view) of flat observations ``[B, obs_dim]``."""
         b = obs.shape[0]
-        slots_x = obs[:, self.slot_idx]                                   # [B, S, F]
+        slots_x = obs.index_select(1, self.slot_idx.reshape(-1)).reshape(
+            b, *self.slot_idx.shape)                                       # [B, S, F]
         present = slots_x[..., self.present_col] > 0.5                    # [B, S]
-        enemy = self.slot_enemy.expand(b, -1, -1)
-        slot_e = self.slot_enc(torch.cat([slots_x, enemy], -1))           # [B, S, E]
+        slot_e = token_layer(self.slot_enc[0], slots_x, self.slot_enemy)  # [B, S, E]
         for block in (self.slot_attn if self.attention else ()):
             slot_e = block(slot_e, present)
-        pieces = [obs[:, self.global_idx]]
-        for group in (~self.is_enemy, self.is_enemy):
-            m = (present & group).unsqueeze(-1).float()
-            pieces.append((slot_e * m).sum(1) / m.sum(1).clamp(min=1.0))
-        m_en = (present & self.is_enemy).unsqueeze(-1)
-        best = torch.where(m_en, slot_e, torch.full_like(slot_e, -1.0)).amax(1)
-        pieces.append(best * m_en.any(1).float())
+        pieces = [obs.index_select(1, self.global_idx), *self._pool_slots(slot_e, present)]
         sq_e = None
         if self.square_enc is not None:
-            geo = self.square_geo.expand(b, -1, -1)
-            sq_e = self.square_enc(torch.cat([obs[:, self.square_idx], geo], -1))  # [B, Q, E]
+            sq_x = obs.index_select(1, self.square_idx.reshape(-1)).reshape(
+                b, *self.square_idx.shape)                                 # [B, Q, F]
+            sq_e = token_layer(self.square_enc[0], sq_x, self.square_geo)  # [B, Q, E/4]
             pieces += [sq_e.mean(1), sq_e.amax(1)]
         return self.trunk(torch.cat(pieces, -1)), slot_e, sq_e
+
+    def _pool_slots(self, slot_e: torch.Tensor, present: torch.Tensor) -> list[torch.Tensor]:
+        """The mean token of the present allies, that of the present enemies (each 0 where
+        none) and the elementwise max over the present enemies (0 where none), each
+        ``[B, E]``."""
+        means = []
+        for group in (~self.is_enemy, self.is_enemy):
+            m = (present & group).unsqueeze(-1).to(slot_e.dtype)
+            means.append((slot_e * m).sum(1) / m.sum(1).clamp(min=1.0))
+        en_present = present.index_select(1, self.enemy_idx).unsqueeze(-1)   # [B, Se, 1]
+        best = torch.where(en_present, slot_e.index_select(1, self.enemy_idx), -1.0).amax(1)
+        if self.enemy_idx.numel() < self.is_enemy.numel():
+            # the max reads every slot, the allies as -1 (attention's tokens may lie below)
+            best = best.clamp(min=-1.0)
+        return [*means, best * en_present.any(1).to(best.dtype)]
 
 
 class EntityCritic(EntityEncoder):
@@ -292,10 +313,25 @@ class EntityActor(EntityEncoder):
         """Logits ``[B, n_actions]`` for flat observations ``[B, obs_dim]``."""
         b = obs.shape[0]
         h, slot_e, sq_e = self.encode(obs)
-        q = self.slot_query(h).reshape(b, len(POINTER_KINDS), -1)         # [B, K, E]
-        slot_logits = torch.einsum("bke,bse->bsk", q, slot_e) + self.slot_bias(slot_e)
-        outs = [self.base_head(h), slot_logits.reshape(b, -1)]
+        weight, bias = self._head_weights(sq_e is not None)
+        out = nn.functional.linear(h, weight, bias)   # base logits, slot queries, square query
+        n_base, n_query = len(self.layout.base_actions), len(POINTER_KINDS) * self.embed
+        q = out[:, n_base:n_base + n_query].reshape(b, len(POINTER_KINDS), -1)   # [B, K, E]
+        slot_logits = torch.matmul(slot_e, q.transpose(1, 2)) + self.slot_bias.bias
+        outs = [out[:, :n_base], slot_logits.reshape(b, -1)]
         if sq_e is not None:
-            sq_logits = torch.einsum("be,bqe->bq", self.square_query(h), sq_e)
-            outs.append(sq_logits + self.square_bias(sq_e).squeeze(-1))
+            sq_q = out[:, n_base + n_query:].unsqueeze(-1)                      # [B, E/4, 1]
+            outs.append(torch.matmul(sq_e, sq_q).squeeze(-1) + self.square_bias.bias)
         return torch.cat(outs, -1).index_select(1, self.source)
+
+    def _head_weights(self, squares: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        """The heads that read ``h`` as one linear layer: the base head, the slot queries and
+        the square query, stacked. A pointer's bias head folds into its query's bias:
+        ``q . t + w . t + c == (q + w) . t + c``."""
+        heads = [self.base_head, self.slot_query]
+        biases = [self.base_head.bias,
+                  self.slot_query.bias + self.slot_bias.weight.reshape(-1)]
+        if squares:
+            heads.append(self.square_query)
+            biases.append(self.square_query.bias + self.square_bias.weight.reshape(-1))
+        return torch.cat([m.weight for m in heads]), torch.cat(biases)

@@ -205,3 +205,66 @@ def test_widening_refuses_an_entity_checkpoint_by_name_and_the_export_traces_it(
     assert exported.traced.arch == "entity" and exported.n_actions == len(actions)
     with pytest.raises(ValueError, match=r"e\.pt: its actor is the 'entity' architecture"):
         widen_checkpoint(path, [32], tmp_path / "w.pt")
+
+
+def _random_tokens_batch(obs_labels: list[str], rows: int, seed: int) -> torch.Tensor:
+    """Random observations whose ``present`` fields are 0 or 1 (each slot present with
+    probability 0.6), the first two rows with no slot present at all."""
+    gen = torch.Generator().manual_seed(seed)
+    obs = torch.randn(rows, len(obs_labels), generator=gen)
+    present = [i for i, label in enumerate(obs_labels) if label.endswith(".present")]
+    obs[:, present] = (torch.rand(rows, len(present), generator=gen) < 0.6).float()
+    obs[:2, present] = 0.0
+    return obs
+
+
+@pytest.mark.parametrize(("attention", "views"), [
+    (0, {"move_view": True, "attack_view": True}),
+    (1, {"move_view": True, "aim_view": True, "attack_view": True}),
+    (0, {}),
+])
+def test_the_restructured_network_computes_what_the_reference_does(attention, views):
+    """The package's entity actor (one gather per token kind, fixed columns folded into a bias,
+    the heads on ``h`` fused) gives the logits, values and gradients of the straightforward
+    reference kept in ``experiments/bench_train.py``, on random weights and observations with
+    absent slots and rows with none present."""
+    from experiments.bench_train import reference_actor_forward, reference_encode
+
+    obs_labels, actions = squad_labels(**views)
+    torch.manual_seed(attention)
+    net = ActorCritic(len(obs_labels), len(actions), [32, 16], arch="entity",
+                      observation_labels=obs_labels, action_labels=actions, embed=16,
+                      critic="entity", attention=attention)
+    with torch.no_grad():  # non-zero biases and larger pointer weights than the initialisation
+        for p in net.parameters():
+            p.add_(0.3 * torch.randn_like(p))
+    obs = _random_tokens_batch(obs_labels, 64, seed=attention)
+    actor, critic = net.actor, net.critic
+    new_logits, new_value = actor(obs), critic(obs)
+    new_grads = torch.autograd.grad(new_logits.square().sum() + new_value.sum(),
+                                    list(net.parameters()))
+    ref_logits = reference_actor_forward(actor, obs)
+    ref_value = critic.value_head(reference_encode(critic, obs)[0])
+    ref_grads = torch.autograd.grad(ref_logits.square().sum() + ref_value.sum(),
+                                    list(net.parameters()))
+    torch.testing.assert_close(new_logits, ref_logits, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(new_value, ref_value, rtol=1e-5, atol=1e-5)
+    for (name, _), new, ref in zip(net.named_parameters(), new_grads, ref_grads, strict=True):
+        torch.testing.assert_close(new, ref, rtol=1e-5, atol=1e-6 * float(ref.abs().max()),
+                                   msg=name)
+
+
+def test_bench_train_recipe_compares_the_reference_and_the_package(tmp_path):
+    """``experiments.bench_train --recipe`` at a tiny budget: a run of each path and their
+    ratio in the JSON."""
+    import json
+
+    from experiments import bench_train
+
+    out = tmp_path / "recipe.json"
+    assert bench_train.main(["--recipe", "--recipe-decisions", "160", "--recipe-num-envs", "20",
+                             "--recipe-num-steps", "8", "--recipe-seeds", "0-3",
+                             "--json", str(out)]) == 0
+    figures = json.loads(out.read_text())["recipe"]
+    assert [r["reference"] for r in figures["runs"]] == [True, False]
+    assert figures["ratio"] == pytest.approx(figures["after"] / figures["before"])

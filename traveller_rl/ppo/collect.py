@@ -84,7 +84,9 @@ class Collector:
         actions = np.zeros(self.n, dtype=np.int64)
         # the learner's rows on the device: one copy each, read by the network and the rollout
         o, m = self.upload(batch.learner_obs, batch.mask, None if whole else rows)
-        with torch.no_grad():
+        # inference mode, not no_grad: no autograd bookkeeping at all (the rollout copies
+        # these tensors into its own buffers, so none is ever saved for a backward pass)
+        with torch.inference_mode():
             a, logp = self.sample_masked(self.net.actor(o), m, self.gen)
             value = self.net.value(o)
             actions[rows] = a.cpu().numpy()  # the step's one copy back: the vectors' actions
