@@ -60,6 +60,40 @@ class Demonstrations:
     ret: np.ndarray  # float32 [N], the seat's reward from this decision to the battle's end
     battle: np.ndarray  # int64 [N]
 
+    def save(self, path: Path, labels: list[str]) -> None:
+        """Write the recording (and its action labels) as a NumPy ``.npz`` (``--save-demos``):
+        plain arrays, read back without unpickling anything."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        np.savez_compressed(path, obs=self.obs, mask=self.mask, action=self.action,
+                            ret=self.ret, battle=self.battle, labels=np.array(labels))
+
+    @classmethod
+    def load(cls, path: Path, labels: list[str], obs_dim: int) -> Demonstrations:
+        """Read a ``save``d recording (``ValueError`` naming the file when it is not one, or
+        when its action labels or observation size differ from ``labels`` and ``obs_dim``)."""
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                arrays = {k: data[k] for k in ("obs", "mask", "action", "ret", "battle")}
+                theirs = [str(x) for x in data["labels"]]
+        except (OSError, KeyError, ValueError) as exc:
+            raise ValueError(f"--add-demos {path}: not a recording of train clone "
+                             f"--save-demos ({exc})") from None
+        if theirs != labels or arrays["obs"].shape[1] != obs_dim:
+            raise ValueError(f"--add-demos {path}: recorded with other actions or "
+                             f"observations ({len(theirs)} actions, observation size "
+                             f"{arrays['obs'].shape[1]}; this run: {len(labels)}, {obs_dim})")
+        return cls(**arrays)
+
+    def before(self, earlier: Demonstrations) -> Demonstrations:
+        """``earlier`` followed by these (battle numbers shifted after its own, so the
+        held-out tenth stays the newest battles)."""
+        shift = int(earlier.battle.max()) + 1 if len(earlier.battle) else 0
+        return Demonstrations(np.concatenate([earlier.obs, self.obs]),
+                              np.concatenate([earlier.mask, self.mask]),
+                              np.concatenate([earlier.action, self.action]),
+                              np.concatenate([earlier.ret, self.ret]),
+                              np.concatenate([earlier.battle, self.battle + shift]))
+
 
 def battle_scenarios(scenario: str, battles: int, seed: int,
                      seeds: tuple[int, int] | None = None) -> list[str]:
@@ -234,6 +268,12 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
                       help="minibatch size (default: 1024)")
     fit_.add_argument("--threads", type=int_at_least(1), default=1,
                       help="torch threads (default: 1)")
+    data.add_argument("--save-demos", default="",
+                      help="also write this run's recording here (.npz), to fit again or to "
+                           "aggregate (DAgger) with --add-demos")
+    data.add_argument("--add-demos", default="",
+                      help="earlier recordings (--save-demos files, comma-separated) fitted "
+                           "together with this run's, before it")
     out = p.add_argument_group("output")
     out.add_argument("--out", type=Path, required=True,
                      help="the checkpoint to write (.pt); a JSON of metrics lands beside it")
@@ -260,6 +300,11 @@ def _check(args: argparse.Namespace) -> None:
         raise UsageError(f"--out {args.out}: a checkpoint path ending in .pt")
     if args.out.is_dir():
         raise UsageError(f"--out {args.out}: is a folder; give a checkpoint path ending in .pt")
+    if args.save_demos and not args.save_demos.endswith(".npz"):
+        raise UsageError(f"--save-demos {args.save_demos}: a path ending in .npz")
+    for earlier in (p for p in args.add_demos.split(",") if p):
+        if not Path(earlier).is_file():
+            raise UsageError(f"--add-demos {earlier}: no such file")
     if is_search_name(args.teacher):
         try:
             _core.Policy(args.teacher, 0)
@@ -323,6 +368,14 @@ def run(args: argparse.Namespace) -> int:
     t1 = time.time()
     print(f"recorded {len(demos.action):,} decisions of {args.battles:,} battles in "
           f"{t1 - t0:.0f} s")
+    if args.save_demos:
+        demos.save(Path(args.save_demos), labels)
+    for earlier in reversed([p for p in args.add_demos.split(",") if p]):
+        try:
+            demos = demos.before(Demonstrations.load(Path(earlier), labels,
+                                                     demos.obs.shape[1]))
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
     net, metrics = fit(demos, args.hidden, args.epochs, args.lr, args.batch, args.seed)
     views = {v: True for v, on in (("move_view", args.move_view), ("aim_view", args.aim_view),
                                    ("attack_view", args.attack_view)) if on}

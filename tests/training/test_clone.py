@@ -5,6 +5,8 @@ legal action) in test_learning.py::test_cloning_beats_the_most_frequent_legal_ac
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -165,3 +167,25 @@ def test_with_a_student_the_student_plays_and_the_teacher_labels(tmp_path):
                  str(data_out)]) == 0
     data = read_checkpoint(data_out)
     assert data["imitation"] == "search-2" and data["student"] == str(student)
+
+
+def test_recordings_are_saved_and_aggregated(tmp_path, capsys):
+    """``--save-demos`` writes plain arrays; ``--add-demos`` fits them together with the new
+    recording (DAgger's aggregate); another scenario's recording is refused by name."""
+    first = tmp_path / "a.npz"
+    assert main(["--scenario", "duel", "--battles", "3", "--epochs", "1", "--hidden", "8",
+                 "--save-demos", str(first), "--out", str(tmp_path / "a.pt")]) == 0
+    one = json.loads((tmp_path / "a.json").read_text())["decisions"]
+    assert main(["--scenario", "duel", "--battles", "3", "--epochs", "1", "--hidden", "8",
+                 "--seed", "1", "--add-demos", str(first), "--out", str(tmp_path / "b.pt")]) == 0
+    both = json.loads((tmp_path / "b.json").read_text())["decisions"]
+    assert one < both < 3 * one
+    with np.load(first, allow_pickle=False) as data:
+        assert data["obs"].shape[0] == one and data["labels"].dtype.kind == "U"
+    capsys.readouterr()
+    status, err = _status(["--scenario", "squad", "--battles", "1", "--epochs", "1",
+                           "--add-demos", str(first), "--out", str(tmp_path / "c.pt")], capsys)
+    assert status == 2 and f"--add-demos {first}: recorded with other actions" in err
+    status, err = _status(["--add-demos", str(tmp_path / "none.npz"), "--out",
+                           str(tmp_path / "c.pt")], capsys)
+    assert status == 2 and "no such file" in err
