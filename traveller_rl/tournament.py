@@ -23,7 +23,9 @@ again and written as a self-contained replay page (``traveller_env.replay.html``
 (a first line records the arguments the tables depend on; each chunk of games is flushed and
 synced to disk). ``--resume`` with the same arguments keeps the games recorded there, plays the
 rest, and writes the same tables as an uninterrupted run (``--workers``, ``--no-progress`` and
-``--replays`` may change; any other changed flag is refused, naming it).
+``--replays`` may change; any other changed flag is refused, naming it). ``--policies`` may
+grow: the recorded games are kept and only the new pairings are played, so a policy joins a
+rated tournament (the search NPC at a new budget) without replaying the others' games.
 
 ``build_parser(parser)`` and ``run(args)`` are the ``traveller tournament`` command; the default
 ``--out`` is ``runs/tournament`` (the docs' published tables are written only when asked).
@@ -412,6 +414,14 @@ def resume_settings(args: argparse.Namespace) -> dict[str, Any]:
     return {name: getattr(args, name) for name in RESUME_FLAGS}
 
 
+def _adds_to(recorded: Any, now: str) -> bool:
+    """Whether the ``--policies`` list ``now`` keeps every recorded policy and adds some."""
+    if not isinstance(recorded, str):
+        return False
+    old, new = recorded.split(","), now.split(",")
+    return set(old) < set(new)
+
+
 def read_results_log(path: Path, settings: dict[str, Any]) -> list[dict[str, Any]]:
     """The games recorded in ``path`` by a tournament with the same ``settings`` (a
     ``UsageError`` naming each changed flag otherwise). A line cut by a kill is dropped, and
@@ -429,7 +439,9 @@ def read_results_log(path: Path, settings: dict[str, Any]) -> list[dict[str, Any
     if not isinstance(header, dict):
         raise UsageError(f"--resume: {path} is not a tournament's results log")
     changed = [f"--{name} (recorded: {header.get(name)!r}, now: {value!r})"
-               for name, value in settings.items() if header.get(name) != value]
+               for name, value in settings.items()
+               if header.get(name) != value and not (name == "policies"
+                                                     and _adds_to(header.get(name), value))]
     if changed:
         raise UsageError("--resume: the tournament was started with other arguments; these "
                          "may not change on resume: " + "; ".join(changed))
@@ -577,7 +589,12 @@ def run_from_args(args: argparse.Namespace, argv: Sequence[str] | None = None) -
     resuming = getattr(args, "resume", False)
     done = read_results_log(log_path, settings) if resuming else []
     start = time.perf_counter()
-    log = ResultsLog(log_path, None if resuming else settings)
+    # a resumed tournament with policies added: its header now names them all (kept games too)
+    grown = resuming and json.loads(log_path.read_text().split("\n", 1)[0])[
+        "tournament"]["policies"] != args.policies
+    log = ResultsLog(log_path, None if resuming and not grown else settings)
+    if grown:
+        log.append(done)
     try:
         results = run_tournament(policies, scenarios, args.battles, args.seed, args.workers,
                                  progress=not args.no_progress, done=done, record=log.append)

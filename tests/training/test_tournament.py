@@ -205,3 +205,28 @@ def test_resume_refuses_changed_arguments_naming_the_flag(tmp_path, capsys):
     assert "--overwrite to write over its files, or --resume" in capsys.readouterr().err
     assert main([*RESUMABLE, "--out", str(tmp_path / "none"), "--resume"]) == 2
     assert "no tournament to resume" in capsys.readouterr().err
+
+
+def test_a_policy_joins_a_tournament_without_replaying_the_others(tmp_path, capsys):
+    """``--resume`` with ``--policies`` grown plays only the new pairings; the tables are those
+    of the whole tournament played at once, and the log's header names every policy."""
+    grown = [*RESUMABLE]
+    grown[grown.index("--policies") + 1] = "rush,marksman,random,cover"
+    whole = tmp_path / "whole"
+    assert main([*grown, "--out", str(whole)]) == 0
+    out = tmp_path / "t"
+    assert main([*RESUMABLE, "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main([*grown, "--out", str(out), "--resume"]) == 0
+    assert "resumed: 18 battles were recorded, 18 played" in capsys.readouterr().out
+    header = json.loads((out / "results.jsonl").read_text().splitlines()[0])["tournament"]
+    assert header["policies"] == "rush,marksman,random,cover"
+    def tables(folder):  # the command line (--out, --resume) aside
+        return {n: t.split("\n", 1)[1] if n == "summary.md" else t
+                for n, t in _tables(folder).items() if n != "results.json"}
+
+    assert tables(out) == tables(whole)
+    shrunk = [*RESUMABLE]
+    shrunk[shrunk.index("--policies") + 1] = "rush,marksman"
+    assert main([*shrunk, "--out", str(out), "--resume"]) == 2
+    assert "--policies (recorded: 'rush,marksman,random,cover'" in capsys.readouterr().err
