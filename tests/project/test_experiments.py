@@ -296,3 +296,4 @@ def test_baselines_trains_scores_resumes_and_tabulates(tmp_path, capsys):
     assert main(["run", "duel-rush", "nobody", *common]) == 2
     mean, lo, hi = over_seeds([0.5, 0.6, 0.7])
     assert mean == pytest.approx(0.6) and hi - mean == pytest.approx(4.303 * 0.1 / 3 ** 0.5)
+    assert mean - lo == pytest.approx(hi - mean)

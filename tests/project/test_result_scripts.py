@@ -6,21 +6,9 @@ from __future__ import annotations
 
 import json
 
-import torch
+from checkpoint_helpers import random_checkpoint
 
-from traveller_agents.checkpoint import checkpoint_bytes
-from traveller_agents.nets import ActorCritic
 from traveller_agents.registry import make_policy
-from traveller_env import vector
-
-
-def random_checkpoint(path, scenario):
-    """An untrained train_ppo checkpoint for ``scenario``."""
-    venv = vector.make(scenario, num_envs=1, seed=0, backend="python", relative_actions=True)
-    torch.manual_seed(0)
-    net = ActorCritic(venv.obs_dim, venv.n_actions, [16])
-    path.write_bytes(checkpoint_bytes(net, scenario, venv.action_labels))
-    return path
 
 
 def test_the_leadership_scenarios_differ_only_in_leadership():

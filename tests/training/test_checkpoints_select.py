@@ -7,7 +7,7 @@ import json
 import shutil
 
 import pytest
-from test_result_scripts import random_checkpoint
+from checkpoint_helpers import random_checkpoint
 
 from traveller_rl.checkpoints.select import SELECTION_SEED, candidates, main, score
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from test_result_scripts import random_checkpoint
+from checkpoint_helpers import random_checkpoint
 
 from traveller_agents.checkpoint import network_from_checkpoint, read_checkpoint
 from traveller_rl.checkpoints.widen import main, widen
