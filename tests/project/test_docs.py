@@ -192,7 +192,13 @@ def test_python_m_command_names_a_real_module_and_real_options(module: str, caps
     with pytest.raises(SystemExit) as done:
         mod.main(["--help"])
     assert done.value.code in (0, None)
-    known = set(re.findall(r"--[\w-]+", capsys.readouterr().out))
+    text = capsys.readouterr().out
+    known = set(re.findall(r"--[\w-]+", text))
+    commands = re.search(r"\{([\w,-]+)\}", text)  # a script with subcommands: theirs too
+    for sub in commands.group(1).split(",") if commands else ():
+        with pytest.raises(SystemExit):
+            mod.main([sub, "--help"])
+        known |= set(re.findall(r"--[\w-]+", capsys.readouterr().out))
     for option, where in MODULES[module].items():
         assert option in known, f"{sorted(where)}: 'python -m {module}' has no {option}"
 
