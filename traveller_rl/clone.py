@@ -129,16 +129,22 @@ def collect(scenario: str, teacher: str, battles: int, seed: int, move_view: boo
     obs, masks, actions, battle_of, seat_of = [], [], [], [], []
     returns: list[float] = []  # what the seat had gained so far, made its return at the end
     labels: list[str] = []
+    env: Any = None
+    player: Any = None
+    drawn = ""  # the scenario ``env`` plays: rebuilt only when a distribution draws another
     for b, name in enumerate(battle_scenarios(scenario, battles, seed, seeds)):
-        env = CoreTravellerEnv(load_scenario(name), layout=layout, **views)
-        rel = env.relative_actions
-        labels = list(rel.labels)
-        seats = {a: i for i, a in enumerate(env.possible_agents)}
+        if name != drawn:
+            env, drawn = CoreTravellerEnv(load_scenario(name), layout=layout, **views), name
+            rel = env.relative_actions
+            labels = list(rel.labels)
+            seats = {a: i for i, a in enumerate(env.possible_agents)}
         battle_seed = derive_seed(seed, b)
         env.reset(seed=battle_seed)
         teachers = [_core.Policy(teacher, derive_seed(battle_seed, 1 + i)) for i in seats.values()]
-        player = None if student is None else make_policy(student, scenario=env.scenario,
-                                                          seed=battle_seed)
+        if student is not None and player is None:  # read once; it plays any draw of the layout
+            player = make_policy(student, scenario=env.scenario, seed=battle_seed)
+        elif player is not None:
+            player.reset(battle_seed)
         gained = np.zeros(len(seats))  # each seat's reward so far in this battle
         first = len(actions)
         for agent in env.agent_iter():
