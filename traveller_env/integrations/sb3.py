@@ -36,6 +36,7 @@ from traveller_env.env import (
     classic_illegal_action,
     raw_env,
 )
+from traveller_env.integrations.discrete import discrete_action
 from traveller_env.policy import RandomPolicy, policy_action
 from traveller_env.rules.kinds import KINDS
 
@@ -188,17 +189,14 @@ class TravellerSB3Env(gym.Env):
     def _check_action(self, action: Any) -> int:
         """The action as an int in ``action_space``, or a ``ValueError`` naming the space."""
         n = self.action_space.n
-        value = action
-        if isinstance(value, np.ndarray) and value.size == 1:
-            value = value.reshape(-1)[0]
-        if isinstance(value, bool) or not isinstance(value, int | np.integer) or not (
-                0 <= int(value) < n):
+        value = discrete_action(action, n)
+        if value is None:
             extra = (f"; {self.delegate_action} hands the decision to the assist policy"
                      if self.delegate_action is not None else "")
             raise ValueError(f"{self.current_agent}: action {action!r} is outside the bridge's "
                              f"action space Discrete({n}): expected one int in [0, {n})"
                              f"{extra}")
-        return int(value)
+        return value
 
     def action_masks(self) -> np.ndarray:
         """Boolean mask of the current learner decision (for ``MaskablePPO``)."""

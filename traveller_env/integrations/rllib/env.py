@@ -29,6 +29,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
                       ) from exc
 
 from traveller_env.env import TravellerEnv
+from traveller_env.integrations.discrete import discrete_action
 from traveller_env.policy import policy_action, resolve_policy
 
 __all__ = ["CONFIG_KEYS", "TravellerMultiAgentEnv"]
@@ -196,14 +197,11 @@ class TravellerMultiAgentEnv(MultiAgentEnv):
 
     def _check_action(self, agent: str, action: Any) -> int:
         n = self.action_space.n
-        value = action
-        if isinstance(value, np.ndarray) and value.size == 1:
-            value = value.reshape(-1)[0]
-        if isinstance(value, bool) or not isinstance(value, int | np.integer) or not (
-                0 <= int(value) < n):
+        value = discrete_action(action, n)
+        if value is None:
             raise ValueError(f"{agent}: action {action!r} is outside Discrete({n}): expected "
                              "one int, an index into action_labels")
-        return int(value)
+        return value
 
     def _to_absolute(self, agent: str, action: int) -> int:
         """The AEC index of relative action ``action``. One naming an empty observation slot
