@@ -4,7 +4,8 @@ scripted NPCs, with per-learner style shaping; rated in one tournament; exported
     traveller league train --config configs/league_squad.yaml --out runs/league
     traveller league rate runs/league --battles 40 --scripted rush,marksman,cover,tactician
     traveller league export runs/league --to results/league
-    traveller league add runs/league --name stalker --checkpoint runs/x/ppo.pt  # then rate
+    traveller league add runs/league --name stalker --checkpoint runs/x/ppo.pt
+    traveller league rate runs/league --resume  # plays only the new member's games
 
 **Training** (``train``). The config (YAML: ``configs/league_squad.yaml`` documents every key)
 names a scenario, the learners (each a name and a ``style``: ``train_ppo --style`` weights such
@@ -37,9 +38,13 @@ is measured against ``--behaviour-vs``; ``population.png`` places every policy b
 ready opponents for a game, no PyTorch needed (``traveller_agents.onnx_policy.OnnxPolicy``).
 
 **Adding** (``add``). A checkpoint trained elsewhere joins an existing league as an imported
-member (as the config's ``imports`` do at ``train``), without retraining anyone: it must be a
-``train_ppo`` checkpoint for the league's scenario (same slot-relative actions; with or
-without the move view) under a new name. Its rating is empty until the next ``rate``.
+member (as the config's ``imports`` do at ``train``), without retraining anyone: a
+``train_ppo`` checkpoint or an exported policy (``.onnx``) that plays the league's scenario
+(same slot-relative actions, directly or through its layout) under a new name. In an exported
+league (every member ONNX, as ``results/league``) a checkpoint joins as its ONNX export. Its
+rating is empty until the next ``rate``; ``rate --resume`` keeps the last rating's games and
+behaviour (same ``--battles`` and ``--seed``) and plays only the new pairings, so the tables
+equal a whole run's (the tournament's seeds depend only on the pairing and battle).
 """
 
 from __future__ import annotations
@@ -165,13 +170,13 @@ def write_league(folder: Path, league: dict[str, Any]) -> None:
 
 # ============================================================================ add
 def add(folder: Path, name: str, checkpoint: Path) -> dict[str, Any]:
-    """Copy ``checkpoint`` into ``folder/members/<name>.pt`` and list it in ``league.json`` as
-    an imported member (see the module docstring). ``ValueError`` naming the argument for a
-    taken or malformed name, a missing or unreadable checkpoint, or one that does not fit the
+    """List ``checkpoint`` in ``league.json`` as an imported member (see the module docstring):
+    a ``.pt`` is copied into ``folder/members/<name>.pt``; an exported policy (``.onnx``) is
+    copied to ``folder/<name>.onnx``, and so is a ``.pt`` exported there when the league is an
+    exported one (every member ONNX, as ``results/league``). ``ValueError`` naming the argument
+    for a taken or malformed name, a missing or unreadable file, or one that does not fit the
     league's scenario."""
     import shutil
-
-    from traveller_agents.ppo_policy import load_ppo_policy
 
     league = load_league(folder)
     if not name or not name.replace("_", "").replace("-", "").isalnum():
@@ -180,22 +185,72 @@ def add(folder: Path, name: str, checkpoint: Path) -> dict[str, Any]:
     if name in taken:
         raise ValueError(f"--name {name!r}: the league has a member of that name already "
                          f"({', '.join(sorted(taken))})")
-    if not Path(checkpoint).is_file() or Path(checkpoint).suffix != ".pt":
-        raise ValueError(f"--checkpoint {checkpoint}: not a train_ppo checkpoint file (.pt)")
-    try:
-        load_ppo_policy(checkpoint, league["scenario"])  # fits the scenario (clear errors)
-    except (ValueError, FileNotFoundError) as exc:
-        raise ValueError(f"--checkpoint {exc}") from None
-    target = Path(folder) / "members" / f"{name}.pt"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(checkpoint, target)
-    info = _checkpoint_info(target)
-    league["members"].append({
-        "name": name, "learner": "imported", "generation": 0, "scenario": league["scenario"],
-        "training_decisions": info["decisions"], "style": {},
-        "checkpoint": str(target), "imported_from": str(checkpoint), **info["lineage"]})
+    checkpoint = Path(checkpoint)
+    if not checkpoint.is_file() or checkpoint.suffix not in (".pt", ".onnx"):
+        raise ValueError(f"--checkpoint {checkpoint}: not a train_ppo checkpoint file (.pt) or "
+                         "an exported policy (.onnx)")
+    exported = bool(league["members"]) and all(m.get("onnx") for m in league["members"])
+    entry: dict[str, Any] = {"name": name, "learner": "imported", "generation": 0,
+                             "scenario": league["scenario"]}
+    if checkpoint.suffix == ".pt":
+        entry.update(_fitting_checkpoint(checkpoint, league["scenario"]))
+    if checkpoint.suffix == ".onnx" or exported:
+        target = Path(folder) / f"{name}.onnx"
+        entry.update(_onnx_member(checkpoint, target, league["scenario"]))
+        entry.update({"checkpoint": None, "imported_from": str(checkpoint),
+                      "onnx": target.name})
+    else:
+        target = Path(folder) / "members" / f"{name}.pt"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(checkpoint, target)
+        entry.update({"checkpoint": str(target), "imported_from": str(checkpoint)})
+    league["members"].append(entry)
     write_league(folder, league)
     return league
+
+
+def _fitting_checkpoint(checkpoint: Path, scenario: str) -> dict[str, Any]:
+    """A ``.pt`` member's manifest entries (decisions, lineage, where it trained), after
+    checking that it plays ``scenario`` (``ValueError`` naming ``--checkpoint``)."""
+    from traveller_agents.checkpoint import read_checkpoint
+    from traveller_agents.ppo_policy import load_ppo_policy
+
+    try:
+        load_ppo_policy(checkpoint, scenario)  # fits the scenario (clear errors)
+    except (ValueError, FileNotFoundError) as exc:
+        raise ValueError(f"--checkpoint {exc}") from None
+    info = _checkpoint_info(checkpoint)
+    data = read_checkpoint(checkpoint)
+    trained_on = data.get("scenario")
+    layout = data.get("layout")
+    return {"training_decisions": info["decisions"], "style": {},
+            **({"training_scenario": trained_on} if trained_on not in (None, scenario) else {}),
+            **({"layout": layout.get("name")} if isinstance(layout, dict) else {}),
+            **info["lineage"]}
+
+
+def _onnx_member(source: Path, target: Path, scenario: str) -> dict[str, Any]:
+    """Write the ONNX file of a member at ``target``: ``source`` copied (an ``.onnx``, checked
+    against ``scenario``) or exported (a ``.pt``); the entries its file tells."""
+    import shutil
+
+    from traveller_agents.onnx_policy import read_metadata
+    from traveller_agents.registry import make_policy
+    from traveller_rl.onnx_export import export_onnx
+
+    if source.suffix == ".onnx":
+        try:
+            make_policy(str(source), scenario=scenario)  # fits the scenario (clear errors)
+        except (ValueError, FileNotFoundError) as exc:
+            raise ValueError(f"--checkpoint {exc}") from None
+        shutil.copyfile(source, target)
+        training = read_metadata(target).get("training") or {}
+        return {"training_decisions": int(training.get("decisions", 0)), "style": {}}
+    try:
+        export_onnx(source, target, scenario=scenario)
+    except (ValueError, FileNotFoundError) as exc:
+        raise ValueError(f"--checkpoint {exc}") from None
+    return {}
 
 
 # ============================================================================ train
@@ -306,9 +361,12 @@ def train(config_path: Path, out: Path, seed: int, progress: bool,
 
 # ============================================================================ rate
 def rate(folder: Path, scripted: list[str], battles: int, seed: int, workers: int,
-         behaviour_vs: str, behaviour_battles: int, progress: bool) -> dict[str, Any]:
+         behaviour_vs: str, behaviour_battles: int, progress: bool,
+         resume: bool = False) -> dict[str, Any]:
     """One tournament of every member and the scripted NPCs; behaviour per policy; the
-    population map. Writes the ratings into ``league.json``."""
+    population map. Writes the ratings into ``league.json``. With ``resume``, the games and
+    behaviour of the league's last rating (same ``battles`` and ``seed``) are kept and only
+    what a new member or NPC adds is played: the tables are a whole run's."""
     from traveller_rl import tournament
 
     league = load_league(folder)
@@ -316,10 +374,19 @@ def rate(folder: Path, scripted: list[str], battles: int, seed: int, workers: in
     members = league["members"]
     paths = [policy_path(folder, m) for m in members]
     policies = [*paths, *scripted]
-    results = tournament.run_tournament(policies, [scenario], battles, seed=seed,
-                                        workers=workers, progress=progress)
-    summary = tournament.summarise(results, policies, [scenario])
     names = {p: m["name"] for p, m in zip(paths, members, strict=True)}
+    done: list[dict[str, Any]] = []
+    kept_behaviour: dict[str, Any] = {}
+    if resume:
+        done, kept_behaviour = recorded_rating(folder, league, names, battles, seed,
+                                               behaviour_vs, behaviour_battles)
+    results = tournament.run_tournament(policies, [scenario], battles, seed=seed,
+                                        workers=workers, progress=progress, done=done)
+    if resume:
+        recorded = {tournament.game_key(r) for r in done}
+        kept = sum(1 for r in results if tournament.game_key(r) in recorded)
+        print(f"resumed: {kept} battles were recorded, {len(results) - kept} played")
+    summary = tournament.summarise(results, policies, [scenario])
     summary_named = rename(summary, names)
     named_results = [{**r, "side0": names.get(r["side0"], r["side0"]),
                       "side1": names.get(r["side1"], r["side1"])} for r in results]
@@ -329,8 +396,9 @@ def rate(folder: Path, scripted: list[str], battles: int, seed: int, workers: in
                              {"command": command, "battles": battles, "seed": seed,
                               "scenario": scenario})
     by_policy = {r["policy"]: r for r in summary_named["ratings"]}
-    behaviour = measure_behaviour(policies, names, scenario, behaviour_vs, behaviour_battles,
-                                  seed)
+    behaviour = {**kept_behaviour, **measure_behaviour(
+        [p for p in policies if names.get(p, p) not in kept_behaviour], names, scenario,
+        behaviour_vs, behaviour_battles, seed)}
     for m in members:
         r = by_policy[m["name"]]
         m["rating"] = rating_of(r)
@@ -343,6 +411,41 @@ def rate(folder: Path, scripted: list[str], battles: int, seed: int, workers: in
     write_league(folder, league)
     plot_population(league, Path(folder) / "population.png")
     return league
+
+
+def recorded_rating(folder: Path, league: dict[str, Any], names: dict[str, str], battles: int,
+                    seed: int, behaviour_vs: str, behaviour_battles: int,
+                    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The games of the league's last rating (``folder/tournament/games.csv``) with its
+    members' names turned back into the files they play from (``names``: file -> name), and
+    the behaviour recorded for each policy when it was measured as now asked. ``ValueError``
+    naming the flag when that rating had other ``--battles`` or ``--seed``. A member is
+    trusted to be the policy it was under its name."""
+    from traveller_rl.tournament import read_games_csv
+
+    record = Path(folder) / "tournament"
+    if not (record / "games.csv").is_file() or not (record / "results.json").is_file():
+        raise ValueError(f"--resume: {record} holds no rating to continue (rate the league "
+                         "once without --resume)")
+    run = json.loads((record / "results.json").read_text()).get("run") or {}
+    changed = [f"--{flag} (recorded: {run.get(flag)!r}, now: {value!r})"
+               for flag, value in (("battles", battles), ("seed", seed))
+               if run.get(flag) != value]
+    if changed:
+        raise ValueError("--resume: the league was rated with other arguments; these may not "
+                         "change on resume: " + "; ".join(changed))
+    files = {name: path for path, name in names.items()}
+    games = [{**g, "side0": files.get(g["side0"], g["side0"]),
+              "side1": files.get(g["side1"], g["side1"])}
+             for g in read_games_csv(record / "games.csv")]
+    rated = league.get("rating") or {}
+    if (rated.get("behaviour_vs"), rated.get("behaviour_battles")) != (behaviour_vs,
+                                                                       behaviour_battles):
+        return games, {}
+    behaviour = {m["name"]: m["behaviour"] for m in [*league["members"],
+                                                     *league.get("scripted", [])]
+                 if m.get("behaviour") is not None}
+    return games, behaviour
 
 
 def policy_path(folder: Path, member: dict[str, Any]) -> str:
@@ -436,7 +539,11 @@ def export(folder: Path, to: Path) -> dict[str, Any]:
     to.mkdir(parents=True, exist_ok=True)
     for m in league["members"]:
         target = to / f"{m['name']}.onnx"
-        export_onnx(policy_path(folder, m), target, scenario=league["scenario"])
+        source = Path(policy_path(folder, m))
+        if source.suffix == ".onnx":  # a member that joined as an exported policy
+            shutil.copyfile(source, target)
+        else:
+            export_onnx(source, target, scenario=league["scenario"])
         m["onnx"] = target.name
         m["checkpoint"] = None
     for extra in ("population.png",):
@@ -499,14 +606,19 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
                    help="opponent of the behaviour measurements (default: marksman)")
     r.add_argument("--behaviour-battles", type=int_at_least(0), default=100,
                    help="behaviour battles per policy (default: 100; 0: none)")
+    r.add_argument("--resume", action="store_true",
+                   help="keep the games and behaviour of the league's last rating (same "
+                        "--battles and --seed) and play only what new members or NPCs add")
     r.add_argument("--no-progress", dest="progress", action="store_false",
                    help="no progress bar")
     a = action("add", "add a checkpoint trained elsewhere as a member", """
-        traveller league add runs/league --name sniper --checkpoint runs/sniper/ppo.pt""")
+        traveller league add runs/league --name sniper --checkpoint runs/sniper/ppo.pt
+        traveller league rate runs/league --resume  # plays only the new member's games""")
     a.add_argument("folder", type=Path, help="league folder (holds league.json)")
     a.add_argument("--name", required=True, help="the new member's name")
     a.add_argument("--checkpoint", type=Path, required=True,
-                   help="a train_ppo checkpoint (.pt) for the league's scenario")
+                   help="a train_ppo checkpoint (.pt) or an exported policy (.onnx) for "
+                        "the league's scenario")
     e = action("export", "write every member as ONNX with league.json", """
         traveller league export runs/league --to runs/league_onnx""")
     e.add_argument("folder", type=Path, help="league folder (holds league.json)")
@@ -550,7 +662,8 @@ def check_args(args: argparse.Namespace) -> None:
                 raise UsageError(f"{flag}: {exc}") from None
     elif args.action == "add":
         if not args.checkpoint.is_file():
-            raise UsageError(f"--checkpoint {args.checkpoint}: no such file (a train_ppo .pt)")
+            raise UsageError(f"--checkpoint {args.checkpoint}: no such file (a train_ppo .pt "
+                             "or an exported .onnx)")
     elif args.action == "export":
         check_output_folder("--to", args.to, args.overwrite)
 
@@ -569,7 +682,8 @@ def run(args: argparse.Namespace) -> int:
 
             scripted = parse_policy_list(args.scripted) if args.scripted else []
             league = rate(args.folder, scripted, args.battles, args.seed, args.workers,
-                          args.behaviour_vs, args.behaviour_battles, args.progress)
+                          args.behaviour_vs, args.behaviour_battles, args.progress,
+                          resume=args.resume)
             print(format_league(league))
         elif args.action == "add":
             league = add(args.folder, args.name, args.checkpoint)

@@ -451,6 +451,31 @@ def read_results_log(path: Path, settings: dict[str, Any]) -> list[dict[str, Any
     return [json.loads(line) for line in lines[1:] if line.strip()]
 
 
+def read_games_csv(path: Path) -> list[dict[str, Any]]:
+    """The games a finished tournament wrote to ``games.csv``, as ``play_game`` returned them
+    (``ValueError`` naming the file and line for one that is not a tournament's)."""
+    ints = ("index", "seed", "rounds", "damage0", "damage1", "decisions")
+    games = []
+    with Path(path).open(newline="") as fh:
+        for line, row in enumerate(csv.DictReader(fh), start=2):
+            try:
+                game: dict[str, Any] = {k: row[k] for k in ("scenario", "side0", "side1")}
+                game.update({k: int(row[k]) for k in ints})
+                game["winner"] = None if row["winner"] == "" else int(row["winner"])
+                if row["truncated"] not in ("True", "False"):
+                    raise ValueError(row["truncated"])
+                game["truncated"] = row["truncated"] == "True"
+            except (KeyError, ValueError, TypeError) as exc:
+                raise ValueError(f"{path}: line {line} is not a tournament game ({exc})") from None
+            games.append({k: game[k] for k in GAME_FIELDS})
+    return games
+
+
+#: The fields of a game's result, in ``play_game``'s order.
+GAME_FIELDS = ("scenario", "side0", "side1", "index", "seed", "winner", "rounds", "truncated",
+               "damage0", "damage1", "decisions")
+
+
 class ResultsLog:
     """Appends finished games to the results log, each chunk flushed and synced to disk."""
 

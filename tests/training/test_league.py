@@ -281,3 +281,74 @@ def test_a_ladder_from_a_tournament_folder(tmp_path, capsys):
     assert cli_main(["ladder", "duel", "--tournament", str(tmp_path / "none")]) == 2
     err = capsys.readouterr().err
     assert "--tournament" in err and "no ratings.csv" in err
+
+
+# ============================================================================ joining later
+def _rating_files(folder):
+    """What a rating wrote, the folder's own path written as ``OUT``."""
+    league = json.loads((folder / "league.json").read_text().replace(str(folder), "OUT"))
+    tables = {name: (folder / "tournament" / name).read_text().replace(str(folder), "OUT")
+              for name in ("games.csv", "ratings.csv", "pairings.csv")}
+    return league, tables
+
+
+def test_rate_resume_plays_only_what_a_new_member_adds(tiny_league, tmp_path, capsys):
+    """A member added after a rating, and a new scripted NPC: ``rate --resume`` keeps the
+    recorded games and behaviour, plays only the new pairings, and writes what a whole
+    rating of the grown league writes; a changed --battles is refused, naming it."""
+    import shutil
+
+    resumed, whole = tmp_path / "resumed", tmp_path / "whole"
+    for folder in (resumed, whole):
+        shutil.copytree(tiny_league, folder)
+        shutil.rmtree(folder / "tournament", ignore_errors=True)
+    rate = ["--battles", "2", "--workers", "1", "--behaviour-battles", "1", "--no-progress"]
+    assert cli_main(["league", "rate", str(resumed), "--scripted", "rush", *rate]) == 0
+    capsys.readouterr()
+    for folder in (resumed, whole):
+        assert cli_main(["league", "add", str(folder), "--name", "guest", "--checkpoint",
+                         str(tiny_league / "members" / "calm_g1.pt")]) == 0
+    assert cli_main(["league", "rate", str(resumed), "--scripted", "rush,marksman", *rate,
+                     "--resume"]) == 0
+    # 4 members and rush: 10 pairings x 2 battles x 2 sides recorded; 7 policies: 21 pairings
+    assert "resumed: 40 battles were recorded, 44 played" in capsys.readouterr().out
+    assert cli_main(["league", "rate", str(whole), "--scripted", "rush,marksman", *rate]) == 0
+    assert _rating_files(resumed) == _rating_files(whole)
+    capsys.readouterr()
+    assert cli_main(["league", "rate", str(resumed), "--scripted", "rush", "--battles", "3",
+                     "--resume", "--no-progress"]) == 2
+    assert "--battles (recorded: 2, now: 3)" in capsys.readouterr().err
+    assert cli_main(["league", "rate", str(tiny_league.parent / "nowhere"), "--resume"]) == 2
+
+
+def test_an_exported_league_takes_members_as_onnx(tiny_league, tmp_path, capsys):
+    """In an exported league (every member ONNX) ``add`` keeps the folder ONNX-only: an
+    ``.onnx`` is copied, a ``.pt`` exported; both then play; ``export`` copies them along."""
+    pytest.importorskip("onnxruntime")
+    from traveller_agents.registry import make_policy
+    from traveller_rl.league import policy_path
+
+    shipped = tmp_path / "shipped"
+    assert cli_main(["league", "export", str(tiny_league), "--to", str(shipped)]) == 0
+    source = tiny_league / "members" / "close_g2.pt"
+    assert cli_main(["league", "add", str(shipped), "--name", "from_pt",
+                     "--checkpoint", str(source)]) == 0
+    assert cli_main(["league", "add", str(shipped), "--name", "from_onnx",
+                     "--checkpoint", str(shipped / "calm_g1.onnx")]) == 0
+    league = load_league(shipped)
+    from_pt, from_onnx = league["members"][-2:]
+    assert (from_pt["onnx"], from_pt["checkpoint"]) == ("from_pt.onnx", None)
+    from traveller_agents.checkpoint import read_checkpoint
+    assert from_pt["training_decisions"] == read_checkpoint(source)["decisions"]
+    assert (shipped / "from_onnx.onnx").read_bytes() == (shipped / "calm_g1.onnx").read_bytes()
+    assert from_onnx["training_decisions"] == league["members"][0]["training_decisions"]
+    assert not (shipped / "members").exists()
+    for member in (from_pt, from_onnx):
+        make_policy(policy_path(shipped, member), scenario="duel")
+    again = tmp_path / "again"
+    assert cli_main(["league", "export", str(shipped), "--to", str(again)]) == 0
+    assert (again / "from_onnx.onnx").is_file()
+    capsys.readouterr()
+    assert cli_main(["league", "add", str(shipped), "--name", "bad", "--checkpoint",
+                     str(tmp_path / "x.txt")]) == 2
+    assert "--checkpoint" in capsys.readouterr().err
