@@ -56,7 +56,9 @@ network is tested against) and with the package's, in alternating rounds, and th
 their median decisions per second:
 
     python -m experiments.bench_train --recipe --recipe-decisions 65536 --recipe-repeats 2
-"""
+
+``--recipe-compile`` adds a third path, the package's with ``train ppo --compile``; the
+rates over each run's second half (``steady``) leave out its compiling."""
 
 from __future__ import annotations
 
@@ -212,6 +214,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="--num-steps of the --recipe runs (default: %(default)s)")
     parser.add_argument("--recipe-seeds", default="0-999",
                         help="--scenario-seeds of the --recipe runs (default: %(default)s)")
+    parser.add_argument("--recipe-compile", action="store_true",
+                        help="--recipe: also the package's path with train ppo's --compile")
     parser.add_argument("--recipe-repeats", type=int, default=1,
                         help="rounds of the --recipe pair; the medians are compared (default: "
                         "%(default)s)")
@@ -465,9 +469,11 @@ def reference_path() -> Iterator[None]:
 
 
 def recipe_figures(decisions: int, num_envs: int, num_steps: int, seeds: str,
-                   reference: bool) -> dict[str, Any]:
+                   reference: bool, compiled: bool = False) -> dict[str, Any]:
     """One run of ``RECIPE`` (no evaluation; ``reference``: inside ``reference_path``): its
-    decisions per second and time shares, and the cores other processes used meanwhile."""
+    decisions per second (the whole run's, and ``steady``: over its second half, after any
+    compiling), time shares, and the cores other processes used meanwhile; ``compiled``: with
+    ``--compile``."""
     import io
     import tempfile
 
@@ -477,37 +483,58 @@ def recipe_figures(decisions: int, num_envs: int, num_steps: int, seeds: str,
     with tempfile.TemporaryDirectory() as tmp:
         args = Args(**RECIPE, scenario_seeds=seeds, num_envs=num_envs, num_steps=num_steps,
                     total_timesteps=decisions, eval_every=0, eval_battles=0,
-                    final_eval_battles=0, progress=False, out=tmp)
+                    final_eval_battles=0, progress=False, out=tmp, compile=compiled)
         busy, own, start = busy_seconds(), own_seconds(), time.perf_counter()
         with contextlib.redirect_stdout(io.StringIO()), \
                 (reference_path() if reference else contextlib.nullcontext()):
             train(args)
         wall = time.perf_counter() - start
         result = json.loads((Path(tmp) / "evaluation.json").read_text())
+        curve = [json.loads(line) for line in
+                 (Path(tmp) / "training.jsonl").read_text().splitlines()]
     others = (None if busy is None else
               max(0.0, (busy_seconds() - busy) - (own_seconds() - own)) / wall)
-    return {"reference": reference, "decisions": result["decisions"],
+    half, last = curve[(len(curve) - 1) // 2], curve[-1]
+    steady = ((last["decisions"] - half["decisions"]) / (last["seconds"] - half["seconds"])
+              if last["seconds"] > half["seconds"] else None)
+    return {"reference": reference, "compiled": compiled, "decisions": result["decisions"],
             "decisions_per_second": result["decisions_per_second"],
+            "steady_decisions_per_second": steady,
             "others_cpu": others, **{f"{k}_share": v for k, v in result["time_shares"].items()}}
 
 
 def recipe_comparison(args: argparse.Namespace) -> dict[str, Any]:
-    """``--recipe``: the reference path and the package's in alternating rounds; prints each
-    run and the ratio of the medians."""
-    runs: dict[bool, list[dict[str, Any]]] = {True: [], False: []}
+    """``--recipe``: the reference path and the package's (and with ``--recipe-compile`` the
+    package's with ``--compile``) in alternating rounds; prints each run and the ratios of the
+    medians, over whole runs and over their second halves (``steady``, after compiling)."""
+    variants = {"before": (True, False), "after": (False, False)}
+    if args.recipe_compile:
+        variants["compiled"] = (False, True)
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in variants}
     for _ in range(max(1, args.recipe_repeats)):
-        for reference in (True, False):
+        for name, (reference, compiled) in variants.items():
             row = recipe_figures(args.recipe_decisions, args.recipe_num_envs,
-                                 args.recipe_num_steps, args.recipe_seeds, reference)
-            runs[reference].append(row)
-            print(f"{'before' if reference else 'after':<8}{row['decisions_per_second']:>10,.0f}"
-                  f" decisions/s  env {row['env_share']:.0%}, inference "
+                                 args.recipe_num_steps, args.recipe_seeds, reference, compiled)
+            runs[name].append(row)
+            steady = row["steady_decisions_per_second"] or float("nan")
+            print(f"{name:<9}{row['decisions_per_second']:>10,.0f} decisions/s (steady "
+                  f"{steady:,.0f})  env {row['env_share']:.0%}, inference "
                   f"{row['inference_share']:.0%}, update {row['update_share']:.0%}", flush=True)
-    before, after = (statistics.median(r["decisions_per_second"] for r in runs[k])
-                     for k in (True, False))
+    medians = {name: {key: statistics.median(r[key] or float("nan") for r in rows)
+                      for key in ("decisions_per_second", "steady_decisions_per_second")}
+               for name, rows in runs.items()}
+    before, after = medians["before"]["decisions_per_second"], \
+        medians["after"]["decisions_per_second"]
     print(f"the recipe: {before:,.0f} -> {after:,.0f} decisions/s, {after / before:.2f}x")
-    return {"before": before, "after": after, "ratio": after / before,
-            "runs": runs[True] + runs[False]}
+    out = {"before": before, "after": after, "ratio": after / before, "medians": medians,
+           "runs": [r for rows in runs.values() for r in rows]}
+    if args.recipe_compile:
+        for key in ("decisions_per_second", "steady_decisions_per_second"):
+            ratio = medians["compiled"][key] / medians["before"][key]
+            out[f"compiled_ratio_{key}"] = ratio
+            print(f"with --compile ({key}): {medians['before'][key]:,.0f} -> "
+                  f"{medians['compiled'][key]:,.0f}, {ratio:.2f}x")
+    return out
 
 
 def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:

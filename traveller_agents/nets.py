@@ -87,18 +87,34 @@ class ActorCritic(nn.Module):
             EntityCritic(self.observation_labels, list(action_labels or []), self.hidden,
                          self.embed)
             if critic == "entity" else _mlp([self.obs_dim, *self.hidden], 1, 1.0))
+        # compiled views of actor and critic (a plain dict: not submodules, so the state dict
+        # and the checkpoints stay those of the eager network)
+        self._compiled: dict[str, nn.Module] | None = None
+
+    def compile_modules(self) -> None:
+        """From now on run the actor and the critic through ``torch.compile`` (the trainer's
+        ``--compile``). The compiled modules share these weights; the state dict, ``twin``
+        and checkpoints are unchanged (a twin runs eagerly until compiled itself)."""
+        self._compiled = {"actor": torch.compile(self.actor), "critic": torch.compile(self.critic)}
 
     def twin(self) -> ActorCritic:
-        """A new network of the same shape and architecture, holding a copy of these weights."""
-        return copy.deepcopy(self)
+        """A new network of the same shape and architecture, holding a copy of these weights
+        (eager: a compiled view would still read this network's weights)."""
+        compiled, self._compiled = self._compiled, None
+        try:
+            return copy.deepcopy(self)
+        finally:
+            self._compiled = compiled
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         """``V(obs)``: float ``[B]``."""
-        return self.critic(obs).squeeze(-1)
+        critic = self._compiled["critic"] if self._compiled else self.critic
+        return critic(obs).squeeze(-1)
 
     def logits(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Masked action logits ``[B, n_actions]`` (illegal actions at ``MASKED_LOGIT``)."""
-        return masked_logits(self.actor(obs), mask)
+        actor = self._compiled["actor"] if self._compiled else self.actor
+        return masked_logits(actor(obs), mask)
 
 
 class _MeanOf(nn.Module):

@@ -268,3 +268,30 @@ def test_bench_train_recipe_compares_the_reference_and_the_package(tmp_path):
     figures = json.loads(out.read_text())["recipe"]
     assert [r["reference"] for r in figures["runs"]] == [True, False]
     assert figures["ratio"] == pytest.approx(figures["after"] / figures["before"])
+    assert all(r["steady_decisions_per_second"] > 0 for r in figures["runs"])
+
+
+def test_bench_train_recipe_compile_adds_a_compiled_path(monkeypatch, capsys):
+    """``--recipe-compile``: a third path per round, trained with ``--compile``, and its ratios
+    to the reference over whole runs and second halves (the runs faked: compiling the entity
+    network takes a minute; ``--compile`` itself is tested with the trainer)."""
+    from experiments import bench_train
+
+    calls = []
+
+    def fake(decisions, num_envs, num_steps, seeds, reference, compiled=False):
+        calls.append((reference, compiled))
+        rate = 100.0 if reference else (300.0 if compiled else 110.0)
+        return {"reference": reference, "compiled": compiled, "decisions_per_second": rate,
+                "steady_decisions_per_second": 2 * rate, "env_share": 0.1,
+                "inference_share": 0.2, "update_share": 0.7, "others_cpu": None}
+
+    monkeypatch.setattr(bench_train, "recipe_figures", fake)
+    args = bench_train.build_parser().parse_args(["--recipe", "--recipe-compile",
+                                                  "--recipe-repeats", "2"])
+    figures = bench_train.recipe_comparison(args)
+    assert calls == [(True, False), (False, False), (False, True)] * 2
+    assert figures["ratio"] == pytest.approx(1.1)
+    assert figures["compiled_ratio_decisions_per_second"] == pytest.approx(3.0)
+    assert figures["compiled_ratio_steady_decisions_per_second"] == pytest.approx(3.0)
+    assert "with --compile" in capsys.readouterr().out

@@ -1008,3 +1008,42 @@ def test_which_limit_ends_the_run_is_said_once_the_rate_is_known():
     cut = limits_note(300_000, 75.0, 10_000, 1.0)
     assert cut.startswith("warning: --total-timesteps 300,000 ends the run after about 30 s")
     assert "binds first" in limits_note(10**9, 75.0, 10_000, 1.0)
+
+
+# ============================================================================ --compile
+def test_a_compiled_network_computes_what_the_eager_one_does_and_twins_stay_apart():
+    """``compile_modules`` (``--compile``): the same logits and values as the eager network,
+    the same state dict; a twin (the pool's frozen copy, the checkpoint's) is eager and its
+    own weights, not a view that would follow the learner's."""
+    from traveller_agents.nets import ActorCritic
+
+    torch.manual_seed(0)
+    net = ActorCritic(12, 5, [16])
+    obs, mask = torch.randn(7, 12), torch.ones(7, 5, dtype=torch.bool)
+    eager = net.logits(obs, mask), net.value(obs)
+    keys = list(net.state_dict())
+    net.compile_modules()
+    assert torch.allclose(net.logits(obs, mask), eager[0], atol=1e-6)
+    assert torch.allclose(net.value(obs), eager[1], atol=1e-6)
+    assert list(net.state_dict()) == keys
+    twin = net.twin()
+    assert twin._compiled is None and net._compiled is not None
+    with torch.no_grad():
+        for p in twin.parameters():
+            p.add_(1.0)
+    assert torch.allclose(net.logits(obs, mask), eager[0], atol=1e-6)
+    assert not torch.allclose(twin.logits(obs, mask), eager[0], atol=1e-3)
+
+
+def test_a_compiled_run_writes_an_ordinary_checkpoint(tmp_path, capsys):
+    """``--compile`` trains and writes an ordinary checkpoint: an eager network loads from it
+    and it plays as an NPC; the run's config records the flag."""
+    out = tmp_path / "compiled"
+    assert cli_main(["train", "ppo", *TINY, "--compile", "--out", str(out)]) == 0
+    data = read_checkpoint(out / "ppo.pt")
+    assert data["decisions"] == 2048
+    assert network_from_checkpoint(data)._compiled is None
+    policy = make_policy(str(out / "ppo.pt"), scenario="duel")
+    row = evaluate_matchup(policy, make_policy("rush"), "duel", battles=2)
+    assert row["battles"] == 2
+    assert json.loads((out / "config.json").read_text())["args"]["compile"] is True

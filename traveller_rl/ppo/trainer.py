@@ -214,6 +214,11 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None,
     rng = np.random.default_rng(derive_seed(seed, 2))
     net, inherited = make_network(args, first, obs_dim)
     net.to(device)
+    if budget.compile:
+        if not hasattr(net, "compile_modules"):
+            raise ValueError(f"--compile: the --init network ({type(net).__name__}) is not "
+                             "one actor and critic; train it without --compile")
+        net.compile_modules()
     cluster.share_weights(net)  # rank 0's start on every rank
     optimizer = torch.optim.Adam(net.parameters(), lr=args.ppo.learning_rate, eps=1e-5)
     writer = metrics_writer(out / "tb") if cluster.writer else NullWriter()
@@ -414,10 +419,11 @@ def check_resume(args: Args, checkpoint: dict[str, Any]) -> None:
     """``ValueError`` naming each flag of ``args`` that differs from the checkpoint's run
     (budgets and verbosity may change; the folder is the run's own, whatever ``--out`` first
     named it)."""
-    # a checkpoint from before --overlap existed ran without it, and before --update-threads
-    # it updated on --threads
+    # a checkpoint from before --overlap and --compile existed ran without them, and before
+    # --update-threads it updated on --threads
     saved = checkpoint["args"]
-    check_resumable_config({"overlap": False, "update_threads": saved.get("threads", 1),
+    check_resumable_config({"overlap": False, "compile": False,
+                            "update_threads": saved.get("threads", 1),
                             **saved, "out": ""},
                            {**args.flags(), "out": ""})
 
