@@ -38,6 +38,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+# Before any row loads torch: its OpenMP threads wait passively (traveller_rl.openmp). With
+# torch's default spinning wait, BenchMARL's MAPPO ran 9.6x slower beside one other busy process.
+from traveller_rl import openmp  # noqa: F401  isort: skip
+
 RESULTS = Path("results/baselines")
 RUNS = Path("runs/baselines")
 
@@ -253,17 +257,17 @@ ROWS = [
         "30 epochs), the imitation reference; budget: battles of its self-play recorded",
         {"duel-rush": 1000, "gen-squad": 2000}, argv=_clone),
     Row("benchmarl-mappo", "BenchMARL MAPPO (its MLP 256x256 config; frames = decisions)",
-        {"duel-rush": 12_000}, train=_benchmarl("mappo"),
+        {"duel-rush": 100_000}, train=_benchmarl("mappo"),
         policy=lambda run: str(run / "policy.onnx"), needs=("benchmarl", "onnx"),
         why_not={"gen-squad": NOT_ON_SQUAD}),
-    Row("benchmarl-ippo", "BenchMARL IPPO (as MAPPO)", {"duel-rush": 12_000},
+    Row("benchmarl-ippo", "BenchMARL IPPO (as MAPPO)", {"duel-rush": 100_000},
         train=_benchmarl("ippo"), policy=lambda run: str(run / "policy.onnx"),
         needs=("benchmarl", "onnx"), why_not={"gen-squad": NOT_ON_SQUAD},
         not_in_all={"duel-rush": "not run: with the one learner seat BenchMARL's tasks train "
                                  "here, MAPPO's centralised critic reads what IPPO's does; "
                                  "run it by name to check"}),
     Row("tianshou-dqn", "Tianshou DQN on `masked_learner_env` (tanh MLP 64x64)",
-        {"duel-rush": 30_000}, train=_tianshou_dqn,
+        {"duel-rush": 100_000}, train=_tianshou_dqn,
         policy=lambda run: str(run / "policy.onnx"), needs=("tianshou", "onnx"),
         why_not={"gen-squad": NOT_ON_SQUAD}),
     *(Row(name, f"scripted `{name}` (no training)", scripted=name)
