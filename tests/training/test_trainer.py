@@ -906,7 +906,7 @@ HELP_FLAGS = {
     "observation views": ["--move-view", "--aim-view", "--attack-view"],
     "budget": ["--total-timesteps", "--stop-after-updates", "--max-train-seconds", "--seed",
                "--backend", "--num-envs", "--num-steps", "--threads", "--update-threads",
-               "--env-threads", "--overlap", "--device"],
+               "--env-threads", "--overlap", "--device", "--compile"],
     "PPO hyperparameters": ["--lr", "--anneal-lr", "--epochs", "--minibatches", "--gamma",
                             "--gae-lambda", "--clip-coef", "--ent-coef", "--vf-coef",
                             "--max-grad-norm"],
@@ -917,7 +917,7 @@ HELP_FLAGS = {
 }
 #: The switches (``--flag`` / ``--no-flag``).
 SWITCHES = {"--pool", "--pool-stack", "--move-view", "--aim-view", "--attack-view",
-            "--overlap", "--anneal-lr", "--overwrite", "--progress"}
+            "--overlap", "--compile", "--anneal-lr", "--overwrite", "--progress"}
 
 
 def test_the_help_lists_the_same_flags_in_the_same_groups():
