@@ -144,12 +144,16 @@ def style_flag(style: dict[str, float]) -> str:
 
 
 def _checkpoint_info(path: Path) -> dict[str, Any]:
-    """A train_ppo checkpoint's bookkeeping: decisions trained, and ``lineage``, the entries
-    that say how it began (``{"imitation": teacher}`` after a behaviour-cloning start)."""
+    """A train_ppo checkpoint's bookkeeping: decisions trained, ``lineage``, the entries
+    that say how it began (``{"imitation": teacher}`` after a behaviour-cloning start), the
+    ``scenario`` it trained on and the name of its ``layout`` (``None`` without one)."""
     from traveller_agents.checkpoint import imitation_of, read_checkpoint
 
     data = read_checkpoint(path)
-    return {"decisions": int(data.get("decisions", 0)), "lineage": imitation_of(data)}
+    layout = data.get("layout")
+    return {"decisions": int(data.get("decisions", 0)), "lineage": imitation_of(data),
+            "scenario": data.get("scenario"),
+            "layout": layout.get("name") if isinstance(layout, dict) else None}
 
 
 def load_league(folder: Path) -> dict[str, Any]:
@@ -212,7 +216,6 @@ def add(folder: Path, name: str, checkpoint: Path) -> dict[str, Any]:
 def _fitting_checkpoint(checkpoint: Path, scenario: str) -> dict[str, Any]:
     """A ``.pt`` member's manifest entries (decisions, lineage, where it trained), after
     checking that it plays ``scenario`` (``ValueError`` naming ``--checkpoint``)."""
-    from traveller_agents.checkpoint import read_checkpoint
     from traveller_agents.ppo_policy import load_ppo_policy
 
     try:
@@ -220,12 +223,10 @@ def _fitting_checkpoint(checkpoint: Path, scenario: str) -> dict[str, Any]:
     except (ValueError, FileNotFoundError) as exc:
         raise ValueError(f"--checkpoint {exc}") from None
     info = _checkpoint_info(checkpoint)
-    data = read_checkpoint(checkpoint)
-    trained_on = data.get("scenario")
-    layout = data.get("layout")
+    trained_on = info["scenario"]
     return {"training_decisions": info["decisions"], "style": {},
             **({"training_scenario": trained_on} if trained_on not in (None, scenario) else {}),
-            **({"layout": layout.get("name")} if isinstance(layout, dict) else {}),
+            **({"layout": info["layout"]} if info["layout"] is not None else {}),
             **info["lineage"]}
 
 
