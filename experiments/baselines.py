@@ -53,12 +53,14 @@ class Task:
     scenario: str
     suite: str
     sets: str = ""  # --sets of the benchmark ('' for the whole suite)
-    opponents: str = ""  # training opponents of the rows that take scripted seats
+    opponents: str = ""  # training opponents of our `train ppo` rows ('' for the ladder pool)
+    #: the scripted side that the rows learning against one side (the other libraries) meet
+    against: str = ""
 
 
 TASKS = {
-    "duel-rush": Task("duel", "duel-rush", opponents="red=rush"),
-    "gen-squad": Task("gen:squad", "v2", sets="gen-squad"),
+    "duel-rush": Task("duel", "duel-rush", opponents="red=rush", against="red=rush"),
+    "gen-squad": Task("gen:squad", "v2", sets="gen-squad", against="red=tactician"),
 }
 
 #: How the gen-squad learners meet the ladder in training: a pool of their own past selves
@@ -113,7 +115,7 @@ def _clone(task: Task, budget: int, seed: int, run: Path) -> list[str]:
 
 
 def _rllib(task: Task, budget: int, seed: int, run: Path) -> list[str]:
-    return ["train", "rllib", "--scenario", task.scenario, "--opponents", task.opponents,
+    return ["train", "rllib", "--scenario", task.scenario, "--opponents", task.against,
             "--env", "core", "--learner-decisions", str(budget), "--seed", str(seed),
             "--eval-battles", "0", "--out", str(run), "--overwrite"]
 
@@ -125,19 +127,20 @@ def _maskable_ppo(task: Task, budget: int, seed: int, run: Path) -> None:
     from sb3_contrib import MaskablePPO
 
     from traveller_env.integrations.sb3_vector import CoreVecEnv
+    from traveller_rl.common import atomic_save_model
     from traveller_rl.onnx_export import export_onnx
 
     torch.set_num_threads(1)
-    side, name = task.opponents.split("=")
+    side, name = task.against.split("=")
     venv = CoreVecEnv(task.scenario, num_envs=8, opponents={side: name}, seed=seed,
                       relative_actions=True)
     model = MaskablePPO("MlpPolicy", venv, seed=seed, verbose=0,
                         policy_kwargs={"net_arch": [64, 64]})
     model.learn(budget)
     run.mkdir(parents=True, exist_ok=True)
-    model.save(run / "maskable_ppo.zip")
-    (run / "maskable_ppo.meta.json").write_text(json.dumps(
-        {"scenario": task.scenario, "action_targets": "relative"}), encoding="utf-8")
+    layout = venv.venv.layout  # a distribution's fixed layout (gen:squad: 6v6), kept beside
+    atomic_save_model(model, run / "maskable_ppo.zip", task.scenario, action_targets="relative",
+                      **({} if layout is None else {"layout": layout.to_dict()}))
     export_onnx(run / "maskable_ppo.zip", run / "maskable_ppo.onnx")
 
 
@@ -161,7 +164,7 @@ def _tianshou_dqn(task: Task, budget: int, seed: int, run: Path) -> None:
     torch.manual_seed(seed)
     np.random.seed(seed)
     torch.set_num_threads(1)
-    side, opponent = task.opponents.split("=")
+    side, opponent = task.against.split("=")
     learner = "blue" if side != "blue" else "red"
     envs, chunk = 4, 64
     train = DummyVectorEnv([lambda s=s: masked_learner_env(task.scenario, learner=learner,
@@ -211,7 +214,7 @@ def _benchmarl(algorithm: str) -> Callable[[Task, int, int, Path], None]:
         config.save_folder = str(run)
         algo = {"mappo": MappoConfig, "ippo": IppoConfig}[algorithm].get_from_yaml()
         scenario = TravellerTask[task.scenario.upper()]
-        _, opponent = task.opponents.split("=")
+        _, opponent = task.against.split("=")
         model = MlpConfig.get_from_yaml()
         experiment = Experiment(task=scenario.get_task({"opponent": opponent}),
                                 algorithm_config=algo, model_config=model,
@@ -247,12 +250,11 @@ ROWS = [
     Row("ppo-entity", "`traveller train ppo --arch entity --embed 64 --hidden 256,256`",
         {"duel-rush": 200_000, "gen-squad": 500_000}, argv=_ppo(ENTITY), resumable=True),
     Row("maskable-ppo", "sb3-contrib MaskablePPO (MlpPolicy 64x64) on `CoreVecEnv`",
-        {"duel-rush": 100_000}, train=_maskable_ppo,
-        policy=lambda run: str(run / "maskable_ppo.onnx"), needs=("sb3_contrib", "onnx"),
-        why_not={"gen-squad": NOT_ON_SQUAD}),
+        {"duel-rush": 100_000, "gen-squad": 300_000}, train=_maskable_ppo,
+        policy=lambda run: str(run / "maskable_ppo.onnx"), needs=("sb3_contrib", "onnx")),
     Row("rllib-ppo", "Ray RLlib PPO on the core (`traveller train rllib --env core`)",
-        {"duel-rush": 100_000}, argv=_rllib, policy=lambda run: str(run / "checkpoint"),
-        needs=("ray",), why_not={"gen-squad": NOT_ON_SQUAD}),
+        {"duel-rush": 100_000, "gen-squad": 300_000}, argv=_rllib,
+        policy=lambda run: str(run / "checkpoint"), needs=("ray",)),
     Row("bc-tactician", "behaviour cloning of `tactician` (`traveller train clone`, 256x256, "
         "30 epochs), the imitation reference; budget: battles of its self-play recorded",
         {"duel-rush": 1000, "gen-squad": 2000}, argv=_clone),

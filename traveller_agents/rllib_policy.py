@@ -8,6 +8,10 @@ Anywhere a policy name is accepted (``traveller_agents.registry.make_policy``, t
   trained several (``--policy-mapping per-side``), pass ``module=`` or name the module folder;
 * a module folder (``<run>/checkpoint/learner_group/learner/rl_module/<module>``).
 
+A checkpoint trained on a distribution (``gen:squad``, on the core) keeps the distribution's
+fixed layout in its ``traveller.json`` and plays any scenario that fits it, reading the
+layout's observation and actions from the env (as a ``.pt`` or ``.onnx`` policy does).
+
 Needs the project's ``rllib`` extra (Ray RLlib and torch); loading does not start Ray.
 """
 
@@ -20,9 +24,11 @@ from typing import Any
 import numpy as np
 
 from traveller_env.env import ScenarioSource, TravellerEnv
+from traveller_env.layout import Layout, LayoutError, resolve_layout
 from traveller_env.policy import legal_indices
 
-__all__ = ["META_FILE", "RLlibPolicy", "is_rllib_checkpoint", "load_rllib_policy"]
+__all__ = ["META_FILE", "RLlibPolicy", "checkpoint_layout", "is_rllib_checkpoint",
+           "load_rllib_policy", "read_rllib_module"]
 
 META_FILE = "traveller.json"
 MODULES_DIR = Path("learner_group") / "learner" / "rl_module"
@@ -53,12 +59,15 @@ class RLlibPolicy:
     """
 
     def __init__(self, module: Any, name: str, relative: bool, deterministic: bool = True,
-                 seed: int | None = None) -> None:
+                 seed: int | None = None, layout: Layout | None = None) -> None:
         self.module = module
         self.name = name
         self.relative = relative
         self.deterministic = deterministic
         self.rng = np.random.default_rng(seed)
+        #: The fixed layout it was trained on (a distribution's, ``traveller_env.layout``), or
+        #: ``None``: then it reads the env's own observation and actions.
+        self.layout = layout
 
     def reset(self, seed: int | None = None) -> None:
         """Re-seed the sampling generator (``None`` keeps the current stream)."""
@@ -88,15 +97,20 @@ class RLlibPolicy:
         """The module's action, restricted to the legal ones, as an environment index."""
         env = getattr(env, "unwrapped", env)
         mask = np.asarray(action_mask)
+        rel = env.relative_actions
+        if self.layout is not None and getattr(env, "layout", None) != self.layout:
+            # trained on a layout: its vector and actions, whatever the env's own
+            observation = env.layout_observation(agent, self.layout)
+            rel = env.layout_actions(self.layout)
         if self.relative:
-            mask = env.relative_actions.mask(agent, mask)
+            mask = rel.mask(agent, mask)
         legal_indices(mask)  # ValueError if nothing is legal
         probs = self.probabilities(observation, mask)
         if self.deterministic:
             index = int(np.argmax(probs))
         else:
             index = int(self.rng.choice(len(probs), p=probs))
-        return env.relative_actions.to_absolute(agent, index) if self.relative else index
+        return rel.to_absolute(agent, index) if self.relative else index
 
 
 def _read_meta(folder: Path) -> tuple[dict, Path | None]:
@@ -142,26 +156,12 @@ def load_rllib_policy(path: str | Path, scenario: ScenarioSource, module: str | 
     scenario's (the observation vector's shape and ``Discrete(N)`` actions).
     """
     path = Path(path)
-    if not is_rllib_checkpoint(path):
-        raise FileNotFoundError(f"{path}: not an RLlib checkpoint (a folder with "
-                                f"{_ALGO_MARKER}, or a module folder rl_module/<module> with "
-                                f"{_MODULE_MARKER})")
-    meta, _ = _read_meta(path)
-    folder, module_id = _module_dir(path, module, meta)
-    from ray.rllib.core.rl_module.rl_module import RLModule
-
-    try:  # absolute: Ray reads a relative path as a URI without a scheme and refuses it
-        rl_module = RLModule.from_checkpoint(Path(folder).resolve())
-    except Exception as exc:  # a corrupt or foreign checkpoint
-        raise ValueError(f"{folder}: cannot be loaded as an RLlib module: {exc}") from exc
-    from traveller_env.integrations.rllib.modules import ScriptedRLModule
-
-    if isinstance(rl_module, ScriptedRLModule):
-        raise ValueError(f"{folder}: module {module_id!r} stands for a scripted NPC seat "
-                         "during training (ScriptedRLModule); it is not a trained policy")
-    if hasattr(rl_module, "eval"):
-        rl_module.eval()
-    env = TravellerEnv(scenario)
+    rl_module, meta, folder, module_id = read_rllib_module(path, module)
+    layout = checkpoint_layout(folder, meta)
+    try:
+        env = TravellerEnv(scenario, layout=layout)
+    except LayoutError as exc:
+        raise ValueError(f"{folder}: trained on a fixed layout; {exc}") from None
     label = env.scenario.name
     relative = bool(meta.get("relative_actions", True))
     want_n = env.relative_actions.n if relative else len(env.action_labels)
@@ -181,4 +181,42 @@ def load_rllib_policy(path: str | Path, scenario: ScenarioSource, module: str | 
     if (path / _ALGO_MARKER).is_file() and len(meta.get("trained_modules", [])) > 1:
         default_name += f":{module_id}"
     return RLlibPolicy(rl_module, name or default_name, relative,
-                       deterministic=deterministic, seed=seed)
+                       deterministic=deterministic, seed=seed, layout=layout)
+
+
+def read_rllib_module(path: str | Path, module: str | None = None
+                      ) -> tuple[Any, dict, Path, str]:
+    """A trained module of an RLlib checkpoint, in eval mode, with the trainer's metadata, its
+    folder and its id (see ``load_rllib_policy`` for the errors); no scenario check."""
+    path = Path(path)
+    if not is_rllib_checkpoint(path):
+        raise FileNotFoundError(f"{path}: not an RLlib checkpoint (a folder with "
+                                f"{_ALGO_MARKER}, or a module folder rl_module/<module> with "
+                                f"{_MODULE_MARKER})")
+    meta, _ = _read_meta(path)
+    folder, module_id = _module_dir(path, module, meta)
+    from ray.rllib.core.rl_module.rl_module import RLModule
+
+    try:  # absolute: Ray reads a relative path as a URI without a scheme and refuses it
+        rl_module = RLModule.from_checkpoint(Path(folder).resolve())
+    except Exception as exc:  # a corrupt or foreign checkpoint
+        raise ValueError(f"{folder}: cannot be loaded as an RLlib module: {exc}") from exc
+    from traveller_env.integrations.rllib.modules import ScriptedRLModule
+
+    if isinstance(rl_module, ScriptedRLModule):
+        raise ValueError(f"{folder}: module {module_id!r} stands for a scripted NPC seat "
+                         "during training (ScriptedRLModule); it is not a trained policy")
+    if hasattr(rl_module, "eval"):
+        rl_module.eval()
+    return rl_module, meta, folder, module_id
+
+
+def checkpoint_layout(folder: Path, meta: dict) -> Layout | None:
+    """The layout a checkpoint trained on (its ``traveller.json``'s ``layout``), or ``None``."""
+    if meta.get("layout") is None:
+        return None
+    try:
+        return resolve_layout(dict(meta["layout"]))
+    except (LayoutError, TypeError, ValueError) as exc:
+        raise ValueError(f"{folder}: the layout of its {META_FILE} cannot be read: {exc}"
+                         ) from None

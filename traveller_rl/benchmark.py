@@ -79,6 +79,7 @@ import numpy as np
 import yaml
 
 from traveller_agents.registry import is_trained, make_policy, parse_policy_list
+from traveller_agents.rllib_policy import is_rllib_checkpoint
 from traveller_env.generate import GENERATED_PREFIX
 from traveller_env.scenario import ScenarioError, config_dir, shipped_path
 from traveller_rl.commandline import examples_epilog, int_at_least
@@ -308,11 +309,11 @@ def vector_player(name: str) -> Any:
         player: Any = None
         if name in CORE_POLICIES:
             player = name
-        elif name.endswith((".onnx", ".pt")):
+        elif name.endswith((".onnx", ".pt")) or is_rllib_checkpoint(name):
             try:
-                player = load_learned(policy_file(name), name=Path(name).stem)
+                player = load_learned(policy_file(name), name=_short(name))
             except ValueError:
-                player = None
+                player = None  # it plays through the AEC env
         _PLAYERS[name] = player
     return _PLAYERS[name]
 

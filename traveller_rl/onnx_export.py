@@ -10,7 +10,8 @@ Two sources:
 * a sb3-contrib ``MaskablePPO`` ``.zip`` saved with ``MlpPolicy`` (``traveller train aiming``,
   ``train_leadership.py``): read *without unpickling anything*: its ``policy.pth`` with
   ``weights_only=True`` and its settings from the JSON ``data`` entry, plus the
-  ``<model>.meta.json`` beside it (``action_targets``, ``assist``/``focus``, scenario), as
+  ``<model>.meta.json`` beside it (``action_targets``, ``assist``/``focus``, scenario, and the
+  ``layout`` of a model trained on a distribution), as
   ``traveller_agents.trained.load_policy`` reads it. A policy whose settings are pickled (a custom
   activation or features extractor) or whose weights are not an ``MlpPolicy``'s is refused
   with the reason.
@@ -225,11 +226,18 @@ def read_maskable_ppo(path: str | Path) -> ExportedNetwork:
     _check_chain(path, layers)
     meta = read_meta(path)
     assisted = bool(meta.get("focus"))
+    layout = None
+    if meta.get("layout") is not None:  # trained on a distribution's fixed layout
+        try:
+            layout = resolve_layout(meta["layout"]).to_dict()
+        except (LayoutError, TypeError, ValueError) as exc:
+            raise ValueError(f"{path}: the layout of its .meta.json cannot be read: {exc}"
+                             ) from None
     return ExportedNetwork(
         layers, [], "relative" if meta.get("action_targets") == "relative" else "absolute",
         str(meta.get("scenario", "")), "maskable-ppo",
         focus=list(meta.get("focus") or []), assist=str(meta.get("assist", "")) if assisted else "",
-        training={"num_timesteps": int(data.get("num_timesteps", 0))})
+        training={"num_timesteps": int(data.get("num_timesteps", 0))}, layout=layout)
 
 
 def onnx_bytes(net: ExportedNetwork, metadata: dict[str, str]) -> bytes:

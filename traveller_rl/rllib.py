@@ -57,6 +57,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from traveller_env.scenario_set import is_set_source
 from traveller_rl.commandline import (
     UsageError,
     check_output_folder,
@@ -214,10 +215,12 @@ def core_plan(scenario: str, opponents: dict[str, str]) -> tuple[dict[str, str] 
     from traveller_env.core.vector import CORE_POLICIES
     from traveller_env.integrations.gymnasium_vector import default_opponent
     from traveller_env.policy import is_search_name
+    from traveller_env.scenario_set import set_sources
 
     if not core.available():
         return None, f"the compiled core is not built ({core.status()})"
-    aec = raw_env(scenario)
+    # a distribution (gen:squad): its draws share their sides; the first one names the seats
+    aec = raw_env(set_sources(scenario, None)[0] if is_set_source(scenario) else scenario)
     sides = {a: aec.scenario.sides[aec.side_of(a)].name for a in aec.possible_agents}
     names = list(dict.fromkeys(sides.values()))
     if not opponents:
@@ -370,15 +373,23 @@ def summary(result: dict, plan: dict[str, str]) -> dict[str, Any]:
     }
 
 
-def write_meta(checkpoint: Path, args: Args, env_config: dict, plan: dict[str, str]) -> None:
+def write_meta(checkpoint: Path, args: Args, env_config: dict, plan: dict[str, str],
+               probe: Any = None) -> None:
     """``traveller.json`` in the checkpoint: what ``traveller_agents.rllib_policy`` needs to
-    load it."""
+    load it. On the core (``probe``, its env) it also keeps the observation size, the
+    slot-relative action labels and the layout of a distribution, with which the benchmark
+    plays the checkpoint batched (``traveller_rl.scenario_eval.load_learned``)."""
     learned = sorted({m for m in plan.values() if not m.startswith("npc_")})
-    write_json(checkpoint / META_FILE, {
+    meta: dict[str, Any] = {
         "scenario": args.scenario, "relative_actions": env_config["relative_actions"],
         "trained_modules": learned, "module_of_agent": plan,
         "npcs": env_config.get("npcs", env_config.get("opponents", {})),
-        "modules_dir": "learner_group/learner/rl_module"})
+        "modules_dir": "learner_group/learner/rl_module"}
+    if probe is not None and args.env == "core":
+        vec = probe.venv.venv
+        meta.update(obs_dim=int(vec.obs_dim), action_labels=list(vec.action_labels),
+                    layout=None if vec.layout is None else vec.layout.to_dict())
+    write_json(checkpoint / META_FILE, meta)
 
 
 def evaluate(checkpoint: Path, args: Args, plan: dict[str, str]) -> list[dict]:
@@ -489,7 +500,7 @@ def train(args: Args, prepared: tuple[dict, dict[str, str], Any] | None = None) 
     finally:
         if started:
             ray.shutdown()
-    write_meta(checkpoint, args, env_config, plan)
+    write_meta(checkpoint, args, env_config, plan, probe)
     results: dict[str, Any] = {
         "train_seconds": train_seconds, "env_steps": row["env_steps"],
         "env_steps_per_second": row["env_steps"] / train_seconds,
@@ -498,7 +509,10 @@ def train(args: Args, prepared: tuple[dict, dict[str, str], Any] | None = None) 
         "num_env_runners": args.num_env_runners}
     print(f"\ntrained {row['env_steps']} env steps in {train_seconds:.0f} s "
           f"({results['env_steps_per_second']:.0f} steps/s); checkpoint: {checkpoint}")
-    if args.eval_battles:
+    if args.eval_battles and is_set_source(args.scenario):
+        print(f"a distribution has no one scenario to evaluate on: score the checkpoint with "
+              f"traveller benchmark {checkpoint} --suite v2")
+    elif args.eval_battles:
         results["evaluation"] = evaluate(checkpoint, args, plan)
         print_rows(results["evaluation"])
     write_json(out / "evaluation.json", results)

@@ -52,10 +52,13 @@ class Learned:
 
 
 def load_learned(path: str | Path, name: str | None = None) -> Learned:
-    """A ``traveller train ppo`` checkpoint (``.pt``) or an exported policy (``.onnx``)."""
+    """A ``traveller train ppo`` checkpoint (``.pt``), an exported policy (``.onnx``) or an
+    RLlib checkpoint of ``traveller train rllib`` on the core (a folder)."""
     from traveller_agents.views import VIEWS, views_of
 
     path = Path(path)
+    if path.is_dir():
+        return _load_rllib(path, name)
     if path.suffix == ".onnx":
         import onnxruntime as ort
 
@@ -91,6 +94,34 @@ def load_learned(path: str | Path, name: str | None = None) -> Learned:
     layout = resolve_layout(dict(data["layout"])) if data.get("layout") else None
     return Learned(name or path.stem, int(data["obs_dim"]), list(data["action_labels"]),
                    layout, views_of(data), choose_torch)
+
+
+def _load_rllib(path: Path, name: str | None) -> Learned:
+    """An RLlib checkpoint whose ``traveller.json`` records its observation size and
+    slot-relative action labels (written on the core); ``ValueError`` otherwise."""
+    import torch
+    from ray.rllib.core.columns import Columns
+
+    from traveller_agents.rllib_policy import checkpoint_layout, read_rllib_module
+    from traveller_agents.views import VIEWS
+
+    module, meta, folder, _ = read_rllib_module(path)
+    if not meta.get("relative_actions", True) or "action_labels" not in meta:
+        raise ValueError(f"{path}: an RLlib checkpoint that records no slot-relative action "
+                         "labels (trained on --env aec, or before they were kept): it plays "
+                         "one battle at a time")
+
+    def choose_rllib(obs: np.ndarray, mask: np.ndarray, side: str) -> np.ndarray:
+        batch = {Columns.OBS: {"observations": torch.from_numpy(obs.astype(np.float32)),
+                               "action_mask": torch.from_numpy(mask.astype(np.float32))}}
+        with torch.no_grad():
+            logits = module.forward_inference(batch)[Columns.ACTION_DIST_INPUTS]
+        logits = logits.numpy().astype(np.float64)
+        return np.where(mask, logits, -np.inf).argmax(axis=1)
+
+    default = path.parent.name if path.name == "checkpoint" else path.name
+    return Learned(name or default, int(meta["obs_dim"]), list(meta["action_labels"]),
+                   checkpoint_layout(folder, meta), dict.fromkeys(VIEWS, False), choose_rllib)
 
 
 #: A player of ``play_battles``: a learned policy, or the name of a policy that runs inside the

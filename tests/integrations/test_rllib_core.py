@@ -140,6 +140,49 @@ def test_train_rllib_core_path(tmp_path):
     assert battle.done
 
 
+def test_train_rllib_on_a_distribution(tmp_path, capsys):
+    """`traveller train rllib --scenario gen:squad` trains on the distribution's draws in the
+    core; the checkpoint keeps the layout, its observation size and action labels, plays drawn
+    scenarios through the layout one decision at a time (the AEC env) and batched (the
+    benchmark's vector path), and both choose the same action."""
+    from traveller_agents.registry import make_policy as registry_policy
+    from traveller_cli import main
+    from traveller_rl.benchmark import vector_player
+    from traveller_rl.scenario_eval import play_scenarios
+
+    out = tmp_path / "run"
+    assert main(["train", "rllib", "--scenario", "gen:squad", "--opponents", "red=rush",
+                 "--num-env-runners", "0", "--num-envs-per-env-runner", "4",
+                 "--total-timesteps", "100", "--train-batch-size", "100", "--minibatch-size",
+                 "50", "--num-epochs", "1", "--eval-battles", "2", "--out", str(out)]) == 0
+    assert "traveller benchmark" in capsys.readouterr().out  # no one scenario to evaluate on
+    checkpoint = out / "checkpoint"
+    meta = json.loads((checkpoint / "traveller.json").read_text())
+    drawn = traveller_env.vector.make("gen:squad", num_envs=1, opponents={"red": "rush"},
+                                      relative_actions=True)
+    assert meta["layout"] == drawn.layout.to_dict()
+    assert (meta["obs_dim"], meta["action_labels"]) == (drawn.obs_dim, list(drawn.action_labels))
+    learned = vector_player(str(checkpoint))
+    assert learned is not None and learned.layout.name == "6v6"
+    records = play_scenarios(learned, ["gen:squad@1000"], "rush")
+    assert [r["result"] for r in records if r["result"] == "not_playable"] == []
+
+    scenario = "gen:squad@1001"
+    policy = registry_policy(str(checkpoint), scenario=scenario, seed=0)
+    env = traveller_env.raw_env(scenario)
+    env.reset(seed=4)
+    agent = next(a for a in env.possible_agents if env.side_of(a) == 0)
+    while env.agent_selection != agent:
+        env.step(policy_action(make_policy("rush"), env, env.agent_selection))
+    o = env.observe(agent)
+    action = policy.act(o["observation"], o["action_mask"], agent, env)
+    assert o["action_mask"][action] == 1
+    rel = env.layout_actions(learned.layout)
+    obs = env.layout_observation(agent, learned.layout)[None]
+    mask = rel.mask(agent, np.asarray(o["action_mask"]))[None].astype(bool)
+    assert rel.to_absolute(agent, int(learned.choose(obs, mask, "blue")[0])) == action
+
+
 def test_core_path_argument_errors_exit_2(capsys):
     from traveller_rl import rllib as train_rllib
 

@@ -456,3 +456,43 @@ def test_another_librarys_absolute_action_mlp_exports_and_plays_both_sides(tmp_p
     assert {r["side"] for r in records} == {"blue", "red"}
     with pytest.raises(ValueError, match="absolute actions"):
         export_mlp(layers, tmp_path / "x.onnx", "squad", "test-library", absolute_for="blue_0")
+
+
+def test_maskable_ppo_on_a_distribution_keeps_its_layout(tmp_path):
+    """A MaskablePPO trained on ``CoreVecEnv("gen:squad")`` (the 6v6 layout) records the layout
+    in its ``.meta.json``; the export keeps it, and the file plays drawn scenarios through the
+    layout, batched in the benchmark's vector path and one decision at a time alike. An
+    unreadable layout is refused naming the metadata file."""
+    pytest.importorskip("sb3_contrib")
+    from sb3_contrib import MaskablePPO
+
+    from traveller_env import core
+    from traveller_rl.common import atomic_save_model
+    from traveller_rl.scenario_eval import load_learned
+
+    if not core.available():
+        pytest.skip("the compiled core is not built (make build)")
+    from traveller_env.integrations.sb3_vector import CoreVecEnv
+
+    venv = CoreVecEnv("gen:squad", num_envs=2, opponents={"red": "rush"}, relative_actions=True)
+    model = MaskablePPO("MlpPolicy", venv, seed=0, policy_kwargs={"net_arch": [16]}, device="cpu")
+    path = tmp_path / "gen.zip"
+    atomic_save_model(model, path, "gen:squad", action_targets="relative",
+                      layout=venv.venv.layout.to_dict())
+    meta = export_onnx(path, tmp_path / "gen.onnx")
+    assert json.loads(meta["layout"])["name"] == "6v6"
+    learned = load_learned(tmp_path / "gen.onnx")
+    assert learned.layout == venv.venv.layout and learned.obs_dim == venv.venv.obs_dim
+    policy = OnnxPolicy(tmp_path / "gen.onnx", "gen:squad@1000")
+    env = TravellerEnv("gen:squad@1000")
+    env.reset(seed=0)
+    agent = env.agent_selection
+    o = env.observe(agent)
+    assert o["action_mask"][policy.act(o["observation"], o["action_mask"], agent, env)] == 1
+
+    meta_file = path.with_suffix(".meta.json")
+    bad = json.loads(meta_file.read_text())
+    bad["layout"] = {"name": "6v6", "allies": -1}
+    meta_file.write_text(json.dumps(bad))
+    with pytest.raises(ValueError, match="gen.zip: the layout of its .meta.json"):
+        export_onnx(path, tmp_path / "bad.onnx")
