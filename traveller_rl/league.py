@@ -53,6 +53,8 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -218,10 +220,8 @@ def _fitting_checkpoint(checkpoint: Path, scenario: str) -> dict[str, Any]:
     checking that it plays ``scenario`` (``ValueError`` naming ``--checkpoint``)."""
     from traveller_agents.ppo_policy import load_ppo_policy
 
-    try:
+    with _naming_checkpoint():
         load_ppo_policy(checkpoint, scenario)  # fits the scenario (clear errors)
-    except (ValueError, FileNotFoundError) as exc:
-        raise ValueError(f"--checkpoint {exc}") from None
     info = _checkpoint_info(checkpoint)
     trained_on = info["scenario"]
     return {"training_decisions": info["decisions"], "style": {},
@@ -240,18 +240,24 @@ def _onnx_member(source: Path, target: Path, scenario: str) -> dict[str, Any]:
     from traveller_rl.onnx_export import export_onnx
 
     if source.suffix == ".onnx":
-        try:
+        with _naming_checkpoint():
             make_policy(str(source), scenario=scenario)  # fits the scenario (clear errors)
-        except (ValueError, FileNotFoundError) as exc:
-            raise ValueError(f"--checkpoint {exc}") from None
         shutil.copyfile(source, target)
         training = read_metadata(target).get("training") or {}
         return {"training_decisions": int(training.get("decisions", 0)), "style": {}}
-    try:
+    with _naming_checkpoint():
         export_onnx(source, target, scenario=scenario)
+    return {}
+
+
+@contextmanager
+def _naming_checkpoint() -> Iterator[None]:
+    """Re-raise a loader's ``ValueError`` or ``FileNotFoundError`` as a ``ValueError`` naming
+    ``--checkpoint`` (the message already names the file)."""
+    try:
+        yield
     except (ValueError, FileNotFoundError) as exc:
         raise ValueError(f"--checkpoint {exc}") from None
-    return {}
 
 
 # ============================================================================ train

@@ -75,13 +75,17 @@ def no_work(monkeypatch):
     def started(*args, **kwargs):
         raise AssertionError("work started before the arguments were refused")
 
-    for module, name in WORK:
+    # Import every module before patching any: a module imported while an earlier one is
+    # patched would bind the failing stand-in for good (``from ... import evaluate_matchup``).
+    modules = {}
+    for module, _ in WORK:
         try:
-            mod = importlib.import_module(module)
+            modules[module] = importlib.import_module(module)
         except ImportError:  # an optional trainer not installed here
             continue
-        if hasattr(mod, name):
-            monkeypatch.setattr(mod, name, started)
+    for module, name in WORK:
+        if module in modules and hasattr(modules[module], name):
+            monkeypatch.setattr(modules[module], name, started)
 
 
 @pytest.fixture

@@ -1047,3 +1047,26 @@ def test_a_compiled_run_writes_an_ordinary_checkpoint(tmp_path, capsys):
     row = evaluate_matchup(policy, make_policy("rush"), "duel", battles=2)
     assert row["battles"] == 2
     assert json.loads((out / "config.json").read_text())["args"]["compile"] is True
+
+
+def test_compile_refuses_an_ensemble_init_before_the_run_starts(tmp_path, capsys):
+    """``--compile`` runs one actor and critic through ``torch.compile``: an ``--init``
+    ensemble is refused by the argument checks, naming both flags, before any run folder."""
+    from traveller_agents.checkpoint import checkpoint_bytes, ensemble_bytes
+    from traveller_agents.nets import ActorCritic
+
+    env = vector.make("duel", num_envs=1, backend="python", relative_actions=True)
+    members = []
+    for seed in (1, 2):
+        torch.manual_seed(seed)
+        net = ActorCritic(env.obs_dim, env.n_actions, [8])
+        members.append(torch.load(__import__("io").BytesIO(checkpoint_bytes(
+            net, "duel", list(env.action_labels))), weights_only=True))
+    init = tmp_path / "ensemble.pt"
+    init.write_bytes(ensemble_bytes(members, ["a.pt", "b.pt"]))
+    out = tmp_path / "run"
+    assert cli_main(["train", "ppo", *TINY, "--compile", "--init", str(init),
+                     "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--compile: the --init checkpoint" in err and "ensemble network" in err
+    assert not out.exists()

@@ -577,6 +577,14 @@ class Args:
         if self.battles.side_shares and not self.pool.enabled:
             raise ValueError("--side-shares needs --pool (without it the sides the learner "
                              "plays are --opponents')")
+        if self.budget.compile and self.net.init:
+            from traveller_agents.checkpoint import arch_of, read_checkpoint
+
+            arch = arch_of(read_checkpoint(Path(self.net.init)))
+            if arch in ("ensemble", "by_side"):
+                raise ValueError(f"--compile: the --init checkpoint {self.net.init} is an "
+                                 f"{arch.replace('_', '-')} network, not one actor and critic; "
+                                 "train it without --compile")
         self.shaping.check(self.views)
         self.eval.check()
         self.output.check()
