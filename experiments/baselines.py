@@ -241,8 +241,10 @@ def _export(module: Any, out: Path, task: Task, agent: str, source: str) -> None
     export_mlp(layers, out, task.scenario, source, absolute_for=agent)
 
 
-NOT_ON_SQUAD = ("not run: this row trains against one scripted side; the ladder's mixture "
-                "of opponents and past selves is `train ppo --pool`'s (rows above)")
+NOT_ON_SQUAD = ("not run: its environment plays one AEC battle of one scenario (a "
+                "distribution's draws in a fixed layout are the core vector's: `CoreVecEnv`, "
+                "RLlib's core path), `tactician` in Python at about half a second a battle: "
+                "3 seeds of 300,000 decisions: 4-5 hours of this machine a row")
 ROWS = [
     Row("ppo-mlp", "`traveller train ppo`: masked PPO on the batched core, MLP (duel 64x64, "
         "squad 256x256)", {"duel-rush": 200_000, "gen-squad": 2_000_000},
