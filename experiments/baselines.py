@@ -241,7 +241,7 @@ def _export(module: Any, out: Path, task: Task, agent: str, source: str) -> None
     export_mlp(layers, out, task.scenario, source, absolute_for=agent)
 
 
-NOT_ON_SQUAD = ("not run: its environment plays one AEC battle of one scenario (a "
+ONE_SCENARIO_ENV = ("not run: its environment plays one AEC battle of one scenario (a "
                 "distribution's draws in a fixed layout are the core vector's: `CoreVecEnv`, "
                 "RLlib's core path), `tactician` in Python at about half a second a battle: "
                 "3 seeds of 300,000 decisions: 4-5 hours of this machine a row")
@@ -263,17 +263,17 @@ ROWS = [
     Row("benchmarl-mappo", "BenchMARL MAPPO (its MLP 256x256 config; frames = decisions)",
         {"duel-rush": 100_000}, train=_benchmarl("mappo"),
         policy=lambda run: str(run / "policy.onnx"), needs=("benchmarl", "onnx"),
-        why_not={"gen-squad": NOT_ON_SQUAD}),
+        why_not={"gen-squad": ONE_SCENARIO_ENV}),
     Row("benchmarl-ippo", "BenchMARL IPPO (as MAPPO)", {"duel-rush": 100_000},
         train=_benchmarl("ippo"), policy=lambda run: str(run / "policy.onnx"),
-        needs=("benchmarl", "onnx"), why_not={"gen-squad": NOT_ON_SQUAD},
+        needs=("benchmarl", "onnx"), why_not={"gen-squad": ONE_SCENARIO_ENV},
         not_in_all={"duel-rush": "not run: with the one learner seat BenchMARL's tasks train "
                                  "here, MAPPO's centralised critic reads what IPPO's does; "
                                  "run it by name to check"}),
     Row("tianshou-dqn", "Tianshou DQN on `masked_learner_env` (tanh MLP 64x64)",
         {"duel-rush": 100_000}, train=_tianshou_dqn,
         policy=lambda run: str(run / "policy.onnx"), needs=("tianshou", "onnx"),
-        why_not={"gen-squad": NOT_ON_SQUAD}),
+        why_not={"gen-squad": ONE_SCENARIO_ENV}),
     *(Row(name, f"scripted `{name}` (no training)", scripted=name)
       for name in ("tactician", "cover", "marksman", "rush", "random")),
     Row("wanderer", "league member `wanderer` (self-play on gen:squad, 10.9 M decisions)",

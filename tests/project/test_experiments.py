@@ -293,7 +293,7 @@ def test_baselines_trains_scores_resumes_and_tabulates(tmp_path, capsys):
     assert main(["table", "--results", str(res)]) == 0
     text = capsys.readouterr().out
     assert "| ppo-mlp | 1 |" in text and "| random | 1 |" in text
-    assert "| benchmarl-mappo | - | not run: this row trains against one scripted side" in text
+    assert "| benchmarl-mappo | - | not run: its environment plays one AEC battle" in text
     assert main(["run", "duel-rush", "nobody", *common]) == 2
     mean, lo, hi = over_seeds([0.5, 0.6, 0.7])
     assert mean == pytest.approx(0.6) and hi - mean == pytest.approx(4.303 * 0.1 / 3 ** 0.5)
