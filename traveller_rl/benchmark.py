@@ -21,7 +21,8 @@ of the set in a fixed shuffled order (``set_order``; a distribution's held-out r
 from) with the policy on side ``i % 2``, in a one-row vector seeded ``derive_seed(suite.seed,
 i)``: both sides of a draw, every opponent and every policy meet the same battles. A cell is
 played by ``traveller_rl.scenario_eval.play_battles`` (``play_cell``): two in-core NPCs wholly
-inside the core; a learned policy (``.onnx``/``.pt``, slot-relative) with its decisions batched
+inside the core; a learned policy (``.onnx``/``.pt``, an RLlib checkpoint of the core path;
+slot-relative) with its decisions batched
 across the cell's battles against an in-core NPC or a learned opponent of the same layout.
 Anything else (a ``.py`` policy, a Python-only NPC, two learned policies with different
 layouts) plays one AEC battle at a time (``play_one``) on the battle seed the vector would
