@@ -494,5 +494,5 @@ def test_maskable_ppo_on_a_distribution_keeps_its_layout(tmp_path):
     bad = json.loads(meta_file.read_text())
     bad["layout"] = {"name": "6v6", "allies": -1}
     meta_file.write_text(json.dumps(bad))
-    with pytest.raises(ValueError, match="gen.zip: the layout of its .meta.json"):
+    with pytest.raises(ValueError, match=r"gen\.zip: the layout of its \.meta\.json"):
         export_onnx(path, tmp_path / "bad.onnx")
