@@ -120,10 +120,11 @@ def _rllib(task: Task, budget: int, seed: int, run: Path) -> list[str]:
             "--eval-battles", "0", "--out", str(run), "--overwrite"]
 
 
-def _maskable_ppo(task: Task, budget: int, seed: int, run: Path, n_steps: int = 2048) -> None:
-    """sb3-contrib's MaskablePPO (MlpPolicy 64x64, SB3's defaults otherwise, ``n_steps`` a
-    battle per update) on ``CoreVecEnv`` (8 battles, the opponents in the core, slot-relative
-    actions), exported to ONNX."""
+def _maskable_ppo(task: Task, budget: int, seed: int, run: Path, n_steps: int = 2048,
+                  battles: int = 8, **settings: Any) -> None:
+    """sb3-contrib's MaskablePPO (MlpPolicy 64x64, SB3's defaults but for ``settings``,
+    ``n_steps`` a battle per update) on ``CoreVecEnv`` (``battles`` rows, the opponents in the
+    core, slot-relative actions), exported to ONNX."""
     import torch
     from sb3_contrib import MaskablePPO
 
@@ -133,10 +134,10 @@ def _maskable_ppo(task: Task, budget: int, seed: int, run: Path, n_steps: int = 
 
     torch.set_num_threads(1)
     side, name = task.against.split("=")
-    venv = CoreVecEnv(task.scenario, num_envs=8, opponents={side: name}, seed=seed,
+    venv = CoreVecEnv(task.scenario, num_envs=battles, opponents={side: name}, seed=seed,
                       relative_actions=True)
     model = MaskablePPO("MlpPolicy", venv, seed=seed, verbose=0, n_steps=n_steps,
-                        policy_kwargs={"net_arch": [64, 64]})
+                        policy_kwargs={"net_arch": [64, 64]}, **settings)
     model.learn(budget)
     run.mkdir(parents=True, exist_ok=True)
     layout = venv.venv.layout  # a distribution's fixed layout (gen:squad: 6v6), kept beside
@@ -260,6 +261,12 @@ ROWS = [
         train=lambda task, budget, seed, run: _maskable_ppo(task, budget, seed, run, 256),
         policy=lambda run: str(run / "maskable_ppo.onnx"), needs=("sb3_contrib", "onnx"),
         why_not={"duel-rush": "not run: at SB3's defaults the row above learns duel"}),
+    Row("maskable-ppo-rllib", "MaskablePPO with the RLlib row's settings: 64 battles x "
+        "`n_steps=32`, `gamma=1.0`, `ent_coef=0.01`, `batch_size=256`", {"gen-squad": 300_000},
+        train=lambda task, budget, seed, run: _maskable_ppo(
+            task, budget, seed, run, 32, battles=64, gamma=1.0, ent_coef=0.01, batch_size=256),
+        policy=lambda run: str(run / "maskable_ppo.onnx"), needs=("sb3_contrib", "onnx"),
+        why_not={"duel-rush": "not run: at SB3's defaults the maskable-ppo row learns duel"}),
     Row("rllib-ppo", "Ray RLlib PPO on the core (`traveller train rllib --env core`)",
         {"duel-rush": 100_000, "gen-squad": 300_000}, argv=_rllib,
         policy=lambda run: str(run / "checkpoint"), needs=("ray",)),
