@@ -28,7 +28,7 @@ from traveller_env.layout import Layout, LayoutError, resolve_layout
 from traveller_env.policy import legal_indices
 
 __all__ = ["META_FILE", "RLlibPolicy", "checkpoint_layout", "is_rllib_checkpoint",
-           "load_rllib_policy", "read_rllib_module"]
+           "load_rllib_policy", "module_logits", "read_rllib_module"]
 
 META_FILE = "traveller.json"
 MODULES_DIR = Path("learner_group") / "learner" / "rl_module"
@@ -77,17 +77,9 @@ class RLlibPolicy:
     def probabilities(self, observation: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """The module's action probabilities for an observation and a mask in its own action
         space (0 outside the mask)."""
-        import torch
-        from ray.rllib.core.columns import Columns
-
         mask = np.asarray(mask, dtype=np.float32)
         legal = mask > 0
-        batch = {Columns.OBS: {
-            "observations": torch.as_tensor(np.asarray(observation, np.float32)[None]),
-            "action_mask": torch.as_tensor(mask[None])}}
-        with torch.no_grad():
-            logits = self.module.forward_inference(batch)[Columns.ACTION_DIST_INPUTS]
-        logits = logits[0].cpu().numpy().astype(np.float64)
+        logits = module_logits(self.module, np.asarray(observation)[None], mask[None])[0]
         logits = np.where(legal, logits, -np.inf)
         probs = np.exp(logits - logits[legal].max())
         return probs / probs.sum()
@@ -111,6 +103,20 @@ class RLlibPolicy:
         else:
             index = int(self.rng.choice(len(probs), p=probs))
         return rel.to_absolute(agent, index) if self.relative else index
+
+
+def module_logits(module: Any, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+    """The module's action logits ``[B, N]`` (float64, not masked) for observations ``[B, D]``
+    and action masks ``[B, N]``, through ``forward_inference``."""
+    import torch
+    from ray.rllib.core.columns import Columns
+
+    batch = {Columns.OBS: {
+        "observations": torch.as_tensor(np.asarray(observations, np.float32)),
+        "action_mask": torch.as_tensor(np.asarray(masks, np.float32))}}
+    with torch.no_grad():
+        logits = module.forward_inference(batch)[Columns.ACTION_DIST_INPUTS]
+    return logits.cpu().numpy().astype(np.float64)
 
 
 def _read_meta(folder: Path) -> tuple[dict, Path | None]:

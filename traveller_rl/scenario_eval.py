@@ -99,10 +99,7 @@ def load_learned(path: str | Path, name: str | None = None) -> Learned:
 def _load_rllib(path: Path, name: str | None) -> Learned:
     """An RLlib checkpoint whose ``traveller.json`` records its observation size and
     slot-relative action labels (written on the core); ``ValueError`` otherwise."""
-    import torch
-    from ray.rllib.core.columns import Columns
-
-    from traveller_agents.rllib_policy import checkpoint_layout, read_rllib_module
+    from traveller_agents.rllib_policy import checkpoint_layout, module_logits, read_rllib_module
     from traveller_agents.views import VIEWS
 
     module, meta, folder, _ = read_rllib_module(path)
@@ -112,12 +109,7 @@ def _load_rllib(path: Path, name: str | None) -> Learned:
                          "one battle at a time")
 
     def choose_rllib(obs: np.ndarray, mask: np.ndarray, side: str) -> np.ndarray:
-        batch = {Columns.OBS: {"observations": torch.from_numpy(obs.astype(np.float32)),
-                               "action_mask": torch.from_numpy(mask.astype(np.float32))}}
-        with torch.no_grad():
-            logits = module.forward_inference(batch)[Columns.ACTION_DIST_INPUTS]
-        logits = logits.numpy().astype(np.float64)
-        return np.where(mask, logits, -np.inf).argmax(axis=1)
+        return np.where(mask, module_logits(module, obs, mask), -np.inf).argmax(axis=1)
 
     default = path.parent.name if path.name == "checkpoint" else path.name
     return Learned(name or default, int(meta["obs_dim"]), list(meta["action_labels"]),
