@@ -260,7 +260,7 @@ def module_plan(env: Any, mapping: str, opponents: dict[str, str]) -> dict[str, 
 def build_config(args: Args, env_config: dict, plan: dict[str, str], space: Any,
                  action_space: Any) -> Any:
     """The ``PPOConfig``. ``args.env == "core"``: single-agent RLlib on
-    ``integrations.rllib.core`` (``make_core_env``, ``CoreEnvRunner``) with one
+    ``integrations.rllib.core`` (``make_core_env``, ``core_runner.CoreEnvRunner``) with one
     ``MaskedPPOTorchRLModule``; ``"aec"``: ``TravellerMultiAgentEnv`` with one
     ``MaskedPPOTorchRLModule`` per learned module, one ``ScriptedRLModule`` per NPC, and the
     policy mapping ``plan``."""
@@ -289,7 +289,8 @@ def build_config(args: Args, env_config: dict, plan: dict[str, str], space: Any,
     if core:
         from ray.tune.registry import register_env
 
-        from traveller_env.integrations.rllib.core import CoreEnvRunner, make_core_env
+        from traveller_env.integrations.rllib.core import make_core_env
+        from traveller_env.integrations.rllib.core_runner import CoreEnvRunner
 
         register_env(CORE_ENV_ID, make_core_env)  # kept in the cluster's registry
         return (config

@@ -37,7 +37,8 @@ def runner_for(sc, num_envs: int):
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
-    from traveller_env.integrations.rllib.core import CoreEnvRunner, make_core_env
+    from traveller_env.integrations.rllib.core import make_core_env
+    from traveller_env.integrations.rllib.core_runner import CoreEnvRunner
     from traveller_env.integrations.rllib.modules import MaskedPPOTorchRLModule
 
     env_config = {"scenario": sc, "opponents": {"red": "rush"}}
@@ -113,6 +114,72 @@ def test_rllib_episodes_are_the_battles_with_the_same_rewards(sc, num_envs):
         seeds.add(int(episode.get_infos(0)["battle_seed"]))
     assert len(seeds) >= 2 * num_envs
 
+
+
+def rllib_loop_runner(sc, num_envs: int):
+    """The same runner made to run RLlib's own sampling loop (an episode callback does it)."""
+    runner = runner_for(sc, num_envs)
+    runner.config._is_frozen = False
+    runner.config.callbacks_on_episode_step = lambda **kwargs: None
+    return runner
+
+
+def episode_fields(episode) -> dict:
+    """Everything an episode chunk holds, but its random id and wall-clock times."""
+    state = episode.get_state()
+    for key in ("id_", "_start_time", "_last_step_time"):
+        state.pop(key, None)
+    return state
+
+
+@pytest.mark.parametrize(("sc", "num_envs", "explore"),
+                         [("duel", 8, True), (skirmish(), 4, True), ("duel", 8, False)])
+def test_lean_path_builds_rllibs_episodes(sc, num_envs, explore):
+    """``CoreEnvRunner``'s lean path returns, chunk for chunk, what RLlib's own loop returns
+    on the same seeds: observations and lookbacks, actions and their dtype, rewards, log-probs,
+    logits, ``t_started``, ends; and logs the same episode metrics. An episode goes on across
+    calls under one id in both. ``explore=False`` (evaluation): the greedy action, in both."""
+    import tree
+
+    lean, loop = runner_for(sc, num_envs), None
+    assert lean._lean_path_applies()
+    lean_chunks = [c for _ in range(3)
+                   for c in lean.sample(num_timesteps=40 * num_envs, explore=explore)]
+    loop = rllib_loop_runner(sc, num_envs)  # re-seeds torch as the first runner did
+    assert not loop._lean_path_applies()
+    loop_chunks = [c for _ in range(3)
+                   for c in loop.sample(num_timesteps=40 * num_envs, explore=explore)]
+
+    assert len(lean_chunks) == len(loop_chunks) > 3 * num_envs
+    for a, b in zip(lean_chunks, loop_chunks, strict=True):
+        fa, fb = episode_fields(a), episode_fields(b)
+        assert fa.keys() == fb.keys()
+        for key in fa:
+            tree.map_structure(np.testing.assert_array_equal, fa[key], fb[key])
+        assert a.get_actions().dtype == b.get_actions().dtype
+    continued = [i for i, c in enumerate(lean_chunks) if c.t_started]
+    assert continued
+    for i in continued:  # a chunk that goes on from an earlier one carries its id
+        assert lean_chunks[i].id_ in {c.id_ for c in lean_chunks[:i]}
+    ma, mb = lean.get_metrics(), loop.get_metrics()
+    for key in ("episode_return_mean", "episode_len_mean", "episode_return_min",
+                "episode_return_max", "num_episodes", "num_env_steps_sampled"):
+        assert float(ma[key]) == pytest.approx(float(mb[key]), abs=1e-9), key
+
+
+def test_lean_path_and_rllibs_loop_take_turns():
+    """``sample(num_episodes=...)`` runs RLlib's loop, which starts every row afresh; the
+    lean path then starts afresh too, and every whole episode of either is its battle."""
+    runner = runner_for("duel", 4)
+    chunks = list(runner.sample(num_timesteps=80))
+    whole = runner.sample(num_episodes=3)
+    assert len(whole) >= 3 and all(e.is_done and not e.t_started for e in whole)
+    after = runner.sample(num_timesteps=80)
+    assert all(not c.t_started for c in after)  # no chunk goes on from before the loop
+    for episode in [c for c in chunks + after if c.is_done and not c.t_started] + whole:
+        total, decisions = replay("duel", episode)
+        assert decisions == len(episode)
+        assert episode.get_return() == pytest.approx(total, abs=1e-5)
 
 def test_train_rllib_core_path(tmp_path):
     """`traveller train rllib --scenario squad` runs on the core by default (against the

@@ -3,7 +3,7 @@ a single-agent vector env, and masking RLModules.
 
 ``TravellerMultiAgentEnv({"scenario": "duel"})`` (``traveller_env.integrations.rllib.env``) is
 the turn-based environment; ``traveller_env.integrations.rllib.core`` runs single-agent RLlib on
-the compiled core (``make_core_env``, ``CoreEnvRunner``); ``MaskedPPOTorchRLModule`` and
+the compiled core (``make_core_env``; ``core_runner.CoreEnvRunner``); ``MaskedPPOTorchRLModule`` and
 ``ScriptedRLModule`` (``traveller_env.integrations.rllib.modules``, loaded on first use since
 they need torch) are the modules for PPO on RLlib's new API stack. ``traveller train rllib``
 (``traveller_rl.rllib``) puts them together. Needs the project's ``rllib`` extra

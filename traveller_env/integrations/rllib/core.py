@@ -13,17 +13,8 @@ deciding learner seat of each battle) and a ``gymnasium.vector.VectorEnv``:
 * ``infos``: ``{"battle_seed": uint64 [N]}`` of the battle now running in each row.
 
 **Autoreset.** The core resets a row in the step that ends its battle (Gymnasium's
-``SAME_STEP``) and cannot hold a row back for a call, while RLlib 2.60's
-``SingleAgentEnvRunner`` expects ``NEXT_STEP`` (the call after a battle's end ignores that
-row's action and returns the first observation of the next battle). ``CoreEnvRunner`` is the
-runner for this mode: the step that ends a battle hands RLlib the next battle's first
-observation as the ended episode's last one (RLlib computes the next action from it), and
-the runner starts the new episode with that same observation at once, so the next call's
-action is recorded as the first step of the new battle. No decision and no reward is dropped
-or moved between battles (``tests/integrations/test_rllib_core.py`` replays the episodes on
-the AEC env). A terminated battle's last observation is never used for bootstrapping; one cut
-by ``max_rounds`` is bootstrapped from the next battle's first observation (the core keeps no
-final observations).
+``SAME_STEP``); ``traveller_env.integrations.rllib.core_runner.CoreEnvRunner`` is RLlib's env
+runner for this mode (and steps the batch without RLlib's per-row work where it can).
 
 ``make_core_env(config)`` is the env creator (RLlib's env config: ``scenario``, ``opponents``,
 ``num_envs``, ``relative_actions``, ``threads`` and the environment options).
@@ -39,16 +30,9 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 
-try:
-    from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
-except ImportError as exc:  # pragma: no cover - depends on the installation
-    raise ImportError("traveller_env.integrations.rllib needs Ray RLlib: install the project's "
-                      "'rllib' extra (pip install -e '.[rllib]', which pins ray[rllib]==2.60.0)"
-                      ) from exc
-
 from traveller_env.integrations.gymnasium_vector import TravellerVectorEnv
 
-__all__ = ["CORE_CONFIG_KEYS", "CoreEnvRunner", "TravellerCoreVectorEnv", "make_core_env"]
+__all__ = ["CORE_CONFIG_KEYS", "TravellerCoreVectorEnv", "make_core_env"]
 
 #: Keys of ``make_core_env``'s config besides the environment options.
 CORE_CONFIG_KEYS = ("scenario", "opponents", "num_envs", "relative_actions", "threads")
@@ -56,7 +40,7 @@ CORE_CONFIG_KEYS = ("scenario", "opponents", "num_envs", "relative_actions", "th
 
 class TravellerCoreVectorEnv(gym.vector.VectorEnv):
     """``num_envs`` battles in the compiled core as the vector env of RLlib's single-agent env
-    runner (see the module docstring; run it with ``CoreEnvRunner``).
+    runner (see the module docstring; run it with ``core_runner.CoreEnvRunner``).
 
     Args:
         num_envs: battles stepped per call.
@@ -126,32 +110,3 @@ def make_core_env(config: Mapping[str, Any] | None = None) -> TravellerCoreVecto
         raise ValueError(f"make_core_env config: unknown key(s) {unknown}; allowed: "
                          f"{', '.join(CORE_CONFIG_KEYS + _ENV_OPTIONS)}")
     return TravellerCoreVectorEnv(**cfg)
-
-
-class CoreEnvRunner(SingleAgentEnvRunner):
-    """RLlib's ``SingleAgentEnvRunner`` for a vector env that resets a battle in the step that
-    ends it (``SAME_STEP``; see the module docstring): the episode that replaces an ended one
-    starts at once with the ended one's last observation, the next battle's first. Set it
-    with ``config.env_runners(env_runner_cls=CoreEnvRunner,
-    gym_env_vectorize_mode="vector_entry_point")``."""
-
-    _resetting_all = False
-
-    def _reset_envs(self, episodes: Any, shared_data: Any, explore: bool) -> Any:
-        """RLlib's reset of every row (its episodes get the reset observations there)."""
-        self._resetting_all = True
-        try:
-            return super()._reset_envs(episodes, shared_data, explore)
-        finally:
-            self._resetting_all = False
-
-    def _new_episode(self, env_index: int, episodes: Any = None) -> None:
-        """A fresh episode for row ``env_index``; after a battle ended inside ``sample``, it
-        starts with the next battle's first observation (the ended episode's last)."""
-        episodes = episodes if episodes is not None else self._ongoing_episodes
-        ended = episodes[env_index] if env_index < len(episodes) else None
-        super()._new_episode(env_index, episodes)
-        if self._resetting_all or ended is None or not ended.is_done:
-            return
-        episodes[env_index].add_env_reset(observation=ended.get_observations(-1),
-                                          infos=ended.get_infos(-1))
