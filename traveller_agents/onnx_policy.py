@@ -44,7 +44,7 @@ import numpy as np
 
 from traveller_agents.views import VIEWS, complete_observation, view_sizes, views_of
 from traveller_env.env import ScenarioSource, TravellerEnv
-from traveller_env.layout import Layout, LayoutError, resolve_layout
+from traveller_env.layout import Layout, LayoutError, read_layout, resolve_layout
 from traveller_env.policy import legal_indices
 
 __all__ = ["ACTION", "ACTION_MASK", "FORMAT", "FORMAT_VERSION", "MASKED_LOGIT",
@@ -133,15 +133,11 @@ def read_metadata(path: str | Path, session: Any = None) -> dict[str, Any]:
         if not isinstance(meta[view], bool):
             raise ValueError(f"{path}: metadata {view}={raw[view]!r}; allowed: true, false")
     meta.setdefault("layout", None)
-    if meta["layout"] is not None:
-        try:
-            resolve_layout(meta["layout"])
-        except LayoutError as exc:
-            raise ValueError(f"{path}: metadata layout: {exc}") from None
-        if meta["action_targets"] != "relative":
-            raise ValueError(f"{path}: metadata layout needs action_targets='relative' (a "
-                             f"layout's actions are slot-relative), got "
-                             f"{meta['action_targets']!r}")
+    layout = read_layout(meta["layout"], f"{path}: metadata layout")
+    if layout is not None and meta["action_targets"] != "relative":
+        raise ValueError(f"{path}: metadata layout needs action_targets='relative' (a "
+                         f"layout's actions are slot-relative), got "
+                         f"{meta['action_targets']!r}")
     meta.setdefault("focus", [])
     meta.setdefault("assist", "")
     if meta["focus"] and (not meta["assist"] or labels[-1] != DELEGATE):

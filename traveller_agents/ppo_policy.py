@@ -29,7 +29,7 @@ from traveller_agents.nets import (
 )
 from traveller_agents.views import complete_observation, view_sizes, views_of
 from traveller_env.env import ScenarioSource, TravellerEnv
-from traveller_env.layout import Layout, LayoutError, resolve_layout
+from traveller_env.layout import Layout, LayoutError, read_layout
 from traveller_env.policy import legal_indices
 
 __all__ = ["PPOPolicy", "load_ppo_policy"]
@@ -165,15 +165,11 @@ def load_ppo_policy(path: str | Path, scenario: ScenarioSource, deterministic: b
     path = Path(path)
     data = read_checkpoint(path)
     views = views_of(data)
-    layout = None
-    if data.get("layout") is not None:
-        try:
-            layout = resolve_layout(dict(data["layout"]))
-            env = TravellerEnv(scenario, layout=layout, **views)
-        except LayoutError as exc:
-            raise ValueError(f"{path}: trained on a fixed layout; {exc}") from None
-    else:
-        env = TravellerEnv(scenario, **views)
+    layout = read_layout(data.get("layout"), f"{path}: its layout")
+    try:
+        env = TravellerEnv(scenario, layout=layout, **views)
+    except LayoutError as exc:
+        raise ValueError(f"{path}: trained on a fixed layout; {exc}") from None
     label = env.scenario.name
     trained_on = f" (trained on {data['scenario']!r})" if data.get("scenario") else ""
     want_labels = list(env.relative_actions.labels)

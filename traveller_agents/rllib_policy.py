@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from traveller_env.env import ScenarioSource, TravellerEnv
-from traveller_env.layout import Layout, LayoutError, resolve_layout
+from traveller_env.layout import Layout, LayoutError, read_layout
 from traveller_env.policy import legal_indices
 
 __all__ = ["META_FILE", "RLlibPolicy", "checkpoint_layout", "is_rllib_checkpoint",
@@ -219,10 +219,4 @@ def read_rllib_module(path: str | Path, module: str | None = None
 
 def checkpoint_layout(folder: Path, meta: dict) -> Layout | None:
     """The layout a checkpoint trained on (its ``traveller.json``'s ``layout``), or ``None``."""
-    if meta.get("layout") is None:
-        return None
-    try:
-        return resolve_layout(dict(meta["layout"]))
-    except (LayoutError, TypeError, ValueError) as exc:
-        raise ValueError(f"{folder}: the layout of its {META_FILE} cannot be read: {exc}"
-                         ) from None
+    return read_layout(meta.get("layout"), f"{folder}: the layout of its {META_FILE}")

@@ -34,7 +34,7 @@ from typing import Any
 from .rules.grid import DIRECTIONS
 from .rules.kinds import KINDS
 
-__all__ = ["LAYOUTS", "Layout", "LayoutError", "resolve_layout"]
+__all__ = ["LAYOUTS", "Layout", "LayoutError", "read_layout", "resolve_layout"]
 
 
 class LayoutError(ValueError):
@@ -152,3 +152,15 @@ def resolve_layout(layout: str | Mapping[str, Any] | Layout | None) -> Layout | 
         return Layout(**{f: layout[f] for f in fields})
     raise LayoutError(f"layout must be a name ({', '.join(LAYOUTS)}), a dict or a Layout, got "
                       f"{type(layout).__name__}")
+
+
+def read_layout(value: Any, where: str) -> Layout | None:
+    """The layout a file stores (a name or a dict of its fields; ``None`` for none), or a
+    ``ValueError`` beginning with ``where`` (the file and its field) saying why it cannot be
+    read."""
+    if value is None:
+        return None
+    try:
+        return resolve_layout(value if isinstance(value, str) else dict(value))
+    except (LayoutError, TypeError, ValueError) as exc:
+        raise ValueError(f"{where} cannot be read: {exc}") from None

@@ -53,7 +53,7 @@ from traveller_agents.onnx_policy import (
     OBSERVATION,
 )
 from traveller_env.env import ScenarioSource, TravellerEnv
-from traveller_env.layout import LayoutError, resolve_layout
+from traveller_env.layout import Layout, LayoutError, read_layout, resolve_layout
 from traveller_env.scenario_set import is_set_source, set_sources
 from traveller_rl.onnx_trace import TracedActor, traced_actor, traced_onnx_bytes
 
@@ -124,6 +124,11 @@ class ExportedNetwork:
         return x
 
 
+
+def _layout_dict(layout: Layout | None) -> dict | None:
+    """What ``ExportedNetwork.layout`` keeps of a layout."""
+    return None if layout is None else layout.to_dict()
+
 def _check_chain(path: Path, layers: list[tuple[np.ndarray, np.ndarray]]) -> None:
     """``ValueError`` unless each layer's input width is the previous one's output width."""
     for i, (w, b) in enumerate(layers):
@@ -156,18 +161,13 @@ def read_ppo_checkpoint(path: str | Path) -> ExportedNetwork:
                    actor[f"{k}.bias"].numpy().astype(np.float32)) for k in keys]
         _check_chain(path, layers)
     training = {k: data[k] for k in ("decisions", "update", "seed") if k in data}
-    layout = None
-    if data.get("layout") is not None:
-        try:
-            layout = resolve_layout(dict(data["layout"])).to_dict()
-        except (LayoutError, TypeError, ValueError) as exc:
-            raise ValueError(f"{path}: its layout cannot be read: {exc}") from None
+    layout = read_layout(data.get("layout"), f"{path}: its layout")
     return ExportedNetwork(layers, list(data["action_labels"]), "relative",
                            str(data.get("scenario", "")), "traveller-ppo", training=training,
                            move_view=bool(data.get("move_view", False)),
                            aim_view=bool(data.get("aim_view", False)),
-                           attack_view=bool(data.get("attack_view", False)), layout=layout,
-                           traced=traced)
+                           attack_view=bool(data.get("attack_view", False)),
+                           layout=_layout_dict(layout), traced=traced)
 
 
 def _zip_entry(path: Path, archive: zipfile.ZipFile, name: str) -> bytes:
@@ -226,18 +226,13 @@ def read_maskable_ppo(path: str | Path) -> ExportedNetwork:
     _check_chain(path, layers)
     meta = read_meta(path)
     assisted = bool(meta.get("focus"))
-    layout = None
-    if meta.get("layout") is not None:  # trained on a distribution's fixed layout
-        try:
-            layout = resolve_layout(meta["layout"]).to_dict()
-        except (LayoutError, TypeError, ValueError) as exc:
-            raise ValueError(f"{path}: the layout of its .meta.json cannot be read: {exc}"
-                             ) from None
+    # trained on a distribution's fixed layout
+    layout = read_layout(meta.get("layout"), f"{path}: the layout of its .meta.json")
     return ExportedNetwork(
         layers, [], "relative" if meta.get("action_targets") == "relative" else "absolute",
         str(meta.get("scenario", "")), "maskable-ppo",
         focus=list(meta.get("focus") or []), assist=str(meta.get("assist", "")) if assisted else "",
-        training={"num_timesteps": int(data.get("num_timesteps", 0))}, layout=layout)
+        training={"num_timesteps": int(data.get("num_timesteps", 0))}, layout=_layout_dict(layout))
 
 
 def onnx_bytes(net: ExportedNetwork, metadata: dict[str, str]) -> bytes:

@@ -149,7 +149,8 @@ def test_malformed_layout_metadata_is_named(exported, tmp_path):
             prop.value = json.dumps({**LAYOUTS["6v6"].to_dict(), "map_size": 0})
     bad = tmp_path / "bad.onnx"
     bad.write_bytes(model.SerializeToString())
-    with pytest.raises(ValueError, match=r"bad\.onnx: metadata layout: .*map_size must be"):
+    with pytest.raises(ValueError,
+                       match=r"bad\.onnx: metadata layout cannot be read: .*map_size must be"):
         OnnxPolicy(bad, "squad")
 
 

@@ -100,10 +100,21 @@ def test_bench_trees_compares_a_checkout_with_itself(tmp_path):
     assert "duel" in json.loads(out.read_text())
 
 
-def test_bench_rllib_help_names_its_measures():
-    """Ray's start-up is too slow for a run here: the smoke test stops at the parser."""
-    pytest.importorskip("ray")
-    assert "--runners" in _run("bench_rllib", "--help").stdout
+def test_bench_rllib_measures_both_paths(tmp_path):
+    """Both RLlib paths with the local env runner, one round each (about 15 s, most of it
+    Ray's start): sampling and training rates, and the core's ratio to the AEC path."""
+    pytest.importorskip("ray.rllib")
+    out = tmp_path / "rllib.json"
+    _run("bench_rllib", "--runners", "0", "--rounds", "1", "--sample-steps", "256",
+         "--train-batch-size", "256", "--reference-seconds", "0.2", "--json", str(out))
+    figures = json.loads(out.read_text())
+    rows = {row["env"]: row for row in figures["rows"]}
+    assert set(rows) == {"aec", "core"} and figures["reference_steps_per_s"] > 0
+    for row in rows.values():
+        assert row["sample_steps_per_s"] > 0 and row["train_steps_per_s"] > 0
+    core = rows["core"]
+    assert core["sample_x_aec"] == pytest.approx(
+        core["sample_steps_per_s"] / rows["aec"]["sample_steps_per_s"])
 
 
 def test_generalisation_writes_every_battle_and_the_cells(tmp_path):
