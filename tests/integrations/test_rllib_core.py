@@ -32,7 +32,7 @@ def skirmish() -> dict:
     return sc
 
 
-def runner_for(sc, num_envs: int):
+def runner_for(sc, num_envs: int, horizon: int = 1):
     """RLlib's PPO config on the core path and a local ``CoreEnvRunner`` built from it."""
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
@@ -47,7 +47,8 @@ def runner_for(sc, num_envs: int):
               .environment(make_core_env, env_config=env_config, disable_env_checking=True)
               .env_runners(num_env_runners=0, num_envs_per_env_runner=num_envs,
                            env_runner_cls=CoreEnvRunner,
-                           gym_env_vectorize_mode="vector_entry_point")
+                           gym_env_vectorize_mode="vector_entry_point",
+                           episode_lookback_horizon=horizon)
               .rl_module(rl_module_spec=RLModuleSpec(
                   module_class=MaskedPPOTorchRLModule,
                   observation_space=probe.single_observation_space,
@@ -116,9 +117,9 @@ def test_rllib_episodes_are_the_battles_with_the_same_rewards(sc, num_envs):
 
 
 
-def rllib_loop_runner(sc, num_envs: int):
+def rllib_loop_runner(sc, num_envs: int, horizon: int = 1):
     """The same runner made to run RLlib's own sampling loop (an episode callback does it)."""
-    runner = runner_for(sc, num_envs)
+    runner = runner_for(sc, num_envs, horizon)
     runner.config._is_frozen = False
     runner.config.callbacks_on_episode_step = lambda **kwargs: None
     return runner
@@ -132,25 +133,28 @@ def episode_fields(episode) -> dict:
     return state
 
 
-@pytest.mark.parametrize(("sc", "num_envs", "explore"),
-                         [("duel", 8, True), (skirmish(), 4, True), ("duel", 8, False)])
-def test_lean_path_builds_rllibs_episodes(sc, num_envs, explore):
+@pytest.mark.parametrize(("sc", "num_envs", "explore", "horizon", "steps"), [
+    ("duel", 8, True, 1, 40), (skirmish(), 4, True, 1, 40), ("duel", 8, False, 1, 40),
+    ("duel", 3, True, 3, 5), ("duel", 1, True, 2, 1)])
+def test_lean_path_builds_rllibs_episodes(sc, num_envs, explore, horizon, steps):
     """``CoreEnvRunner``'s lean path returns, chunk for chunk, what RLlib's own loop returns
     on the same seeds: observations and lookbacks, actions and their dtype, rewards, log-probs,
-    logits, ``t_started``, ends; and logs the same episode metrics. An episode goes on across
-    calls under one id in both. ``explore=False`` (evaluation): the greedy action, in both."""
+    logits (to the last bit, whatever the batch's size), ``t_started``, ends; and logs the same
+    episode metrics. An episode goes on across calls under one id in both; calls shorter than
+    the lookback horizon too. ``explore=False`` (evaluation): the greedy action, in both."""
     import tree
 
-    lean, loop = runner_for(sc, num_envs), None
+    calls = 3 if steps > 5 else 60 // steps
+    lean = runner_for(sc, num_envs, horizon)
     assert lean._lean_path_applies()
-    lean_chunks = [c for _ in range(3)
-                   for c in lean.sample(num_timesteps=40 * num_envs, explore=explore)]
-    loop = rllib_loop_runner(sc, num_envs)  # re-seeds torch as the first runner did
+    lean_chunks = [c for _ in range(calls)
+                   for c in lean.sample(num_timesteps=steps * num_envs, explore=explore)]
+    loop = rllib_loop_runner(sc, num_envs, horizon)  # re-seeds torch as the first one did
     assert not loop._lean_path_applies()
-    loop_chunks = [c for _ in range(3)
-                   for c in loop.sample(num_timesteps=40 * num_envs, explore=explore)]
+    loop_chunks = [c for _ in range(calls)
+                   for c in loop.sample(num_timesteps=steps * num_envs, explore=explore)]
 
-    assert len(lean_chunks) == len(loop_chunks) > 3 * num_envs
+    assert len(lean_chunks) == len(loop_chunks) > calls * num_envs // 2
     for a, b in zip(lean_chunks, loop_chunks, strict=True):
         fa, fb = episode_fields(a), episode_fields(b)
         assert fa.keys() == fb.keys()

@@ -40,6 +40,7 @@ try:
     from ray.rllib.env.env_runner import ENV_STEP_TIMER
     from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
     from ray.rllib.env.single_agent_episode import SingleAgentEpisode
+    from ray.rllib.env.utils.infinite_lookback_buffer import InfiniteLookbackBuffer
     from ray.rllib.utils.metrics import RLMODULE_INFERENCE_TIMER, WEIGHTS_SEQ_NO
 except ImportError as exc:  # pragma: no cover - depends on the installation
     raise ImportError("traveller_env.integrations.rllib.core_runner needs Ray RLlib and torch: "
@@ -89,18 +90,23 @@ class _Steps:
         return len(self.actions)
 
 
+#: ``_Steps`` fields with one entry per step and row (observations: the one the step saw).
+_PER_STEP = ("obs", "mask", "seed", "actions", "rewards", "logp", "logits")
+
+
 @dataclass
 class _Rows:
     """What each row carries from one lean ``sample`` call to the next: the ongoing episode's
-    id, start and running totals, and the call whose last steps are its lookback."""
+    id, start and running totals, its last steps (at most the lookback horizon: the next
+    chunk's lookback, as RLlib's ``cut`` keeps it), and the previous call (its last state)."""
 
     ids: list[str]
     t_started: np.ndarray
     returns: np.ndarray
     lengths: np.ndarray
     started: np.ndarray
-    previous: _Steps | None
-    lookback_from: np.ndarray
+    lookback: list[dict[str, np.ndarray] | None]
+    previous: _Steps | None = None
 
 
 class CoreEnvRunner(SingleAgentEnvRunner):
@@ -187,7 +193,7 @@ class CoreEnvRunner(SingleAgentEnvRunner):
         self._rows = _Rows(ids=[uuid.uuid4().hex for _ in range(n)],
                            t_started=np.zeros(n, np.int64), returns=np.zeros(n),
                            lengths=np.zeros(n, np.int64), started=np.full(n, steps.times[0]),
-                           previous=None, lookback_from=np.zeros(n, np.int64))
+                           lookback=[None] * n)
 
     def _lean_step(self, env: TravellerCoreVectorEnv, steps: _Steps, explore: bool) -> None:
         """Step every row ``steps.length`` times: the module's forward pass and RLlib's
@@ -200,10 +206,17 @@ class CoreEnvRunner(SingleAgentEnvRunner):
         runners = self.config.num_env_runners or 1
         lifetime = self.num_env_steps_sampled_lifetime // runners
         inference = stepping = 0.0
+        # The module reads each step's batch from these (torch allocates them aligned): a
+        # slice of ``steps`` may start at any 4-byte boundary, and the matrix products'
+        # last bits depend on their input's alignment.
+        obs_in = torch.empty(steps.obs.shape[1:])
+        mask_in = torch.empty(steps.mask.shape[1:])
+        batch = {Columns.OBS: {OBS: obs_in, MASK: mask_in}}
+        obs_view, mask_view = obs_in.numpy(), mask_in.numpy()
         for t in range(steps.length):
             start = time.perf_counter()
-            batch = {Columns.OBS: {OBS: torch.from_numpy(steps.obs[t]),
-                                   MASK: torch.from_numpy(steps.mask[t])}}
+            np.copyto(obs_view, steps.obs[t])
+            np.copyto(mask_view, steps.mask[t])
             kwargs = {"t": (lifetime + t * self.num_envs) * runners} if explore else {}
             logits = forward(batch, **kwargs)[Columns.ACTION_DIST_INPUTS]
             dist = dist_cls.from_logits(logits)
@@ -232,7 +245,7 @@ class CoreEnvRunner(SingleAgentEnvRunner):
         """Cut the call's steps into episode chunks as RLlib's loop does: the episodes that
         ended, in the order they ended, then each row's ongoing chunk; log the metrics."""
         rows = self._rows
-        horizon = self.config.episode_lookback_horizon
+        horizon = int(self.config.episode_lookback_horizon)
         done = steps.terminated | steps.truncated
         ended: list[tuple[int, int, SingleAgentEpisode]] = []
         ongoing: list[SingleAgentEpisode] = []
@@ -250,13 +263,13 @@ class CoreEnvRunner(SingleAgentEnvRunner):
                 rows.returns[r], rows.lengths[r] = 0.0, 0
                 rows.started[r] = steps.times[end + 1]
                 start = int(end) + 1
-            if start < length:
-                episode = self._lean_chunk(steps, r, start, length, env)
-                ongoing.append(episode)
-                rows.t_started[r] += length - start
-                rows.lengths[r] += length - start
-                rows.returns[r] += steps.rewards[start:, r].sum()
-            rows.lookback_from[r] = max(start, length - horizon)
+            if start == length:  # a battle ended at the call's last step
+                rows.lookback[r] = None
+                continue
+            ongoing.append(self._lean_chunk(steps, r, start, length, env, horizon))
+            rows.t_started[r] += length - start
+            rows.lengths[r] += length - start
+            rows.returns[r] += steps.rewards[start:, r].sum()
         rows.previous = steps
         ended.sort(key=lambda item: item[:2])
         done_episodes = [episode for _, _, episode in ended]
@@ -266,30 +279,37 @@ class CoreEnvRunner(SingleAgentEnvRunner):
         return done_episodes + ongoing
 
     def _lean_chunk(self, steps: _Steps, r: int, start: int, stop: int,
-                    env: TravellerCoreVectorEnv) -> SingleAgentEpisode:
-        """Row ``r``'s chunk over steps ``[start, stop)`` of this call, with the lookback
-        that RLlib's ``cut`` keeps when the chunk continues one of the previous call."""
+                    env: TravellerCoreVectorEnv, horizon: int = 0) -> SingleAgentEpisode:
+        """Row ``r``'s chunk over steps ``[start, stop)`` of this call, after the lookback
+        that RLlib's ``cut`` keeps when it continues an earlier chunk (the episode's last
+        steps before it, at most the lookback horizon); with ``horizon``, keep this chunk's
+        last steps as the next one's lookback."""
         rows = self._rows
-        parts = [(steps, start, stop)]
-        if start == 0 and rows.previous is not None:
-            parts.insert(0, (rows.previous, int(rows.lookback_from[r]), rows.previous.length))
-        lookback = sum(b - a for _, a, b in parts[:-1])
+        fields = {k: getattr(steps, k)[start:stop, r] for k in _PER_STEP}
+        fields["weights_seq_no"] = steps.weights_seq_no[start:stop]
+        before = rows.lookback[r] if start == 0 else None
+        lookback = 0
+        if before is not None:
+            lookback = len(before["actions"])
+            fields = {k: np.concatenate([before[k], v]) for k, v in fields.items()}
+        if horizon:
+            rows.lookback[r] = {k: v[-horizon:] for k, v in fields.items()}
 
-        def cat(field: str, extra_obs: bool = False) -> np.ndarray:
-            arrays = [getattr(s, field)[a:b, r] for s, a, b in parts]
-            if extra_obs:
-                arrays.append(getattr(steps, field)[stop:stop + 1, r])
-            return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+        def with_last(field: str) -> np.ndarray:
+            return np.concatenate([fields[field], getattr(steps, field)[stop:stop + 1, r]])
 
-        seeds = cat("seed", True)
+        # The buffer takes a dict's length for its data's (the number of keys), so its
+        # lookback is set after it is made.
+        observations = InfiniteLookbackBuffer({OBS: with_last("obs"), MASK: with_last("mask")})
+        observations.lookback = lookback
         last = stop - 1
         return SingleAgentEpisode(
-            id_=rows.ids[r], observations={OBS: cat("obs", True), MASK: cat("mask", True)},
+            id_=rows.ids[r], observations=observations,
             observation_space=env.single_observation_space,
-            infos=[{"battle_seed": s} for s in seeds], actions=cat("actions"),
-            action_space=env.single_action_space, rewards=cat("rewards"),
+            infos=[{"battle_seed": s} for s in with_last("seed")], actions=fields["actions"],
+            action_space=env.single_action_space, rewards=fields["rewards"],
             terminated=steps.terminated[last, r], truncated=steps.truncated[last, r],
             extra_model_outputs={
-                Columns.ACTION_DIST_INPUTS: cat("logits"), Columns.ACTION_LOGP: cat("logp"),
-                WEIGHTS_SEQ_NO: np.concatenate([s.weights_seq_no[a:b] for s, a, b in parts])},
+                Columns.ACTION_DIST_INPUTS: fields["logits"],
+                Columns.ACTION_LOGP: fields["logp"], WEIGHTS_SEQ_NO: fields["weights_seq_no"]},
             t_started=int(rows.t_started[r]), len_lookback_buffer=lookback)
