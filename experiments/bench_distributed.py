@@ -30,10 +30,12 @@ from traveller_rl.common import write_json
 __all__ = ["build_parser", "main", "timed_run"]
 
 
-def timed_run(procs: int, decisions: int, num_envs: int, seed: int) -> dict[str, Any]:
+def timed_run(procs: int, decisions: int, num_envs: int, seed: int,
+              cores: int | None = None) -> dict[str, Any]:
     """One run on ``procs`` processes (0: the plain command, no torchrun) in a temporary
-    folder: its decisions per second and wall time."""
-    cores = os.cpu_count() or 1
+    folder, ``cores`` (default: every one) split between them: its decisions per second and
+    wall time."""
+    cores = cores or os.cpu_count() or 1
     per = max(1, cores // max(1, procs))
     flags = ["--scenario", "duel", "--opponents", "red=rush", "--backend", "core",
              "--total-timesteps", str(decisions), "--num-envs", str(num_envs // max(1, procs)),

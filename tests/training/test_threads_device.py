@@ -247,7 +247,7 @@ def test_bench_machine_smoke(tmp_path):
 
     out = tmp_path / "machine.json"
     assert bench_machine.main(["--small", "--max-threads", "2", "--devices", "cpu",
-                               "--json", str(out)]) == 0
+                               "--parts", "vector,train", "--json", str(out)]) == 0
     result = json.loads(out.read_text())
     assert result["thread_counts"] == [1, 2]
     assert set(result["vector"]) == {"duel", "squad"}
@@ -281,15 +281,40 @@ def test_bench_machine_records_a_failing_run_and_goes_on(tmp_path, monkeypatch):
     monkeypatch.setattr(bench_train, "train_ppo_figures", flaky)
     out = tmp_path / "machine.json"
     assert bench_machine.main(["--small", "--max-threads", "1", "--devices", "cpu",
-                               "--json", str(out)]) == 0
+                               "--parts", "vector,train", "--json", str(out)]) == 0
     result = json.loads(out.read_text())
     failed = [r for r in result["train"] if "error" in r]
     assert [r["overlap"] for r in failed] == [True]
     assert failed[0]["error"] == "RuntimeError: CUDA error: out of memory"
     assert len(result["train"]) == 2 and result["complete"] is True
-    with pytest.raises(SystemExit) as refused:
-        bench_machine.main(["--small", "--devices", "cpu,tpu", "--json", str(out)])
-    assert refused.value.code == 2
+    for bad in (["--devices", "cpu,tpu"], ["--parts", "vector,gpu"]):
+        with pytest.raises(SystemExit) as refused:
+            bench_machine.main(["--small", *bad, "--json", str(out)])
+        assert refused.value.code == 2
+
+
+@needs_core
+def test_bench_machine_times_torchrun_and_rllib_on_the_core(tmp_path):
+    """The data-parallel trainer (plain, then ``torchrun`` with 2 processes) and RLlib on the
+    core (the AEC path's one runner beside the core's 1) at tiny sizes: every figure taken."""
+    pytest.importorskip("ray.rllib")
+    from experiments import bench_machine
+
+    out = tmp_path / "machine.json"
+    assert bench_machine.main(["--small", "--max-threads", "2", "--devices", "cpu",
+                               "--parts", "distributed,rllib", "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["complete"] is True and result["train"] == [] and result["vector"] == {}
+    assert [(r["processes"], r["torchrun"]) for r in result["distributed"]] == [
+        (1, False), (2, True)]
+    assert all(r["decisions_per_second"] > 0 for r in result["distributed"])
+    assert [(r["env"], r["env_runners"]) for r in result["rllib"]] == [("aec", 1),
+                                                                       ("core", 1)]
+    assert all(r["sample_steps_per_s"] > 0 and r["train_steps_per_s"] > 0
+               for r in result["rllib"])
+    core = result["rllib"][1]
+    assert core["sample_x_aec_one_runner"] == pytest.approx(
+        core["sample_steps_per_s"] / result["rllib"][0]["sample_steps_per_s"])
 
 
 @needs_core

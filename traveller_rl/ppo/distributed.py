@@ -262,9 +262,15 @@ class Cluster:
             return RankState(*args, cluster=self, **kwargs)
         return make
 
-    def close(self) -> None:
-        """Leave the process group (nothing alone)."""
+    def close(self, finished: bool = True) -> None:
+        """Leave the process group (nothing alone; a second call does nothing).
+        ``finished`` (every rank got to the end of training): wait for the others first,
+        since a rank that tears its connections down while another is still joined can make
+        gloo abort that one's own teardown later (seen once, rank 0 ending a resumed run with
+        ``terminate called without an active exception``); after an error, leave at once."""
         if self.joined:
+            if finished:
+                self._torch.distributed.barrier(group=self.control)
             self._torch.distributed.destroy_process_group()
             self.control = self.grads_group = None
 

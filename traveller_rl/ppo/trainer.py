@@ -336,6 +336,7 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None,
         pipeline.close()
     writer.close()
     cluster.check_same_weights(net)
+    cluster.close()  # the ranks are done with each other: they leave together
     if not cluster.writer:
         return out
     results = run_results(run, scenario)
@@ -543,7 +544,7 @@ def run(parsed: argparse.Namespace) -> int:
     """Train with the parsed arguments (a ``UsageError`` naming the flag on a bad argument,
     before any battle)."""
     args = Args(**vars(parsed))
-    cluster = None
+    cluster, finished = None, False
     try:
         try:
             # under torchrun, one rank of a data-parallel run (traveller_rl.ppo.distributed)
@@ -554,9 +555,10 @@ def run(parsed: argparse.Namespace) -> int:
             raise UsageError(str(exc)) from None
         with quiet(cluster):
             train(args, prepared, cluster)
+        finished = True
     finally:
         if cluster is not None:
-            cluster.close()
+            cluster.close(finished)
     return 0
 
 
