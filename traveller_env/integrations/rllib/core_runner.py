@@ -21,7 +21,8 @@ action distribution's sample and log-probability, as RLlib's ``GetActions`` comp
 and cuts the arrays into ``SingleAgentEpisode`` chunks once per call: the same episodes,
 chunk ids, ``t_started``, lookback buffers and extra model outputs as RLlib's loop builds
 (``tests/integrations/test_rllib_core.py`` compares the two on the same seeds). Anything else
-(custom connectors or callbacks, ``num_episodes`` sampling, random actions) runs RLlib's loop.
+(custom connectors or callbacks, ``num_episodes`` sampling, random actions, a module on a GPU)
+runs RLlib's loop.
 """
 
 from __future__ import annotations
@@ -158,6 +159,7 @@ class CoreEnvRunner(SingleAgentEnvRunner):
         c = self.config
         return (isinstance(self.env.unwrapped, TravellerCoreVectorEnv)
                 and self.module is not None and not self.module.is_stateful()
+                and torch.device(self._device).type == "cpu"  # the batch is made on the CPU
                 and c._env_to_module_connector is None and c._module_to_env_connector is None
                 and c.add_default_connectors_to_env_to_module_pipeline
                 and c.add_default_connectors_to_module_to_env_pipeline
