@@ -32,7 +32,7 @@ def skirmish() -> dict:
     return sc
 
 
-def runner_for(sc, num_envs: int, horizon: int = 1):
+def runner_for(sc, num_envs: int, horizon: int = 1, module_class=None):
     """RLlib's PPO config on the core path and a local ``CoreEnvRunner`` built from it."""
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
@@ -50,7 +50,7 @@ def runner_for(sc, num_envs: int, horizon: int = 1):
                            gym_env_vectorize_mode="vector_entry_point",
                            episode_lookback_horizon=horizon)
               .rl_module(rl_module_spec=RLModuleSpec(
-                  module_class=MaskedPPOTorchRLModule,
+                  module_class=module_class or MaskedPPOTorchRLModule,
                   observation_space=probe.single_observation_space,
                   action_space=probe.single_action_space,
                   model_config={"fcnet_hiddens": [16], "vf_share_layers": False}))
@@ -184,6 +184,26 @@ def test_lean_path_and_rllibs_loop_take_turns():
         total, decisions = replay("duel", episode)
         assert decisions == len(episode)
         assert episode.get_return() == pytest.approx(total, abs=1e-5)
+
+
+def test_a_module_with_more_outputs_runs_rllibs_loop():
+    """A module whose forward pass returns more than the logits gets RLlib's loop, which
+    keeps every output in the episodes."""
+    from ray.rllib.core.columns import Columns
+
+    from traveller_env.integrations.rllib.modules import MaskedPPOTorchRLModule
+
+    class WithBest(MaskedPPOTorchRLModule):
+        def _forward(self, batch, **kwargs):
+            out = super()._forward(batch, **kwargs)
+            out["best_logit"] = out[Columns.ACTION_DIST_INPUTS].max(-1).values
+            return out
+
+    runner = runner_for("duel", 4, module_class=WithBest)
+    assert not runner._lean_path_applies()
+    chunks = runner.sample(num_timesteps=40)
+    assert all(len(c.get_extra_model_outputs("best_logit")) == len(c) for c in chunks)
+    assert runner_for("duel", 4)._lean_path_applies()
 
 def test_train_rllib_core_path(tmp_path):
     """`traveller train rllib --scenario squad` runs on the core by default (against the

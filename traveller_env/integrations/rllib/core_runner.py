@@ -21,8 +21,8 @@ action distribution's sample and log-probability, as RLlib's ``GetActions`` comp
 and cuts the arrays into ``SingleAgentEpisode`` chunks once per call: the same episodes,
 chunk ids, ``t_started``, lookback buffers and extra model outputs as RLlib's loop builds
 (``tests/integrations/test_rllib_core.py`` compares the two on the same seeds). Anything else
-(custom connectors or callbacks, ``num_episodes`` sampling, random actions, a module on a GPU)
-runs RLlib's loop.
+(custom connectors or callbacks, ``num_episodes`` sampling, random actions, a module on a GPU
+or one whose forward pass returns more than the action logits) runs RLlib's loop.
 """
 
 from __future__ import annotations
@@ -118,6 +118,7 @@ class CoreEnvRunner(SingleAgentEnvRunner):
 
     _resetting_all = False
     _rows: _Rows | None = None
+    _logits_only: bool | None = None
 
     # -- RLlib's loop ------------------------------------------------------------------------
 
@@ -166,7 +167,23 @@ class CoreEnvRunner(SingleAgentEnvRunner):
                 and c.callbacks_class is RLlibCallback
                 and all(getattr(c, f"callbacks_on_episode_{w}") is None
                         for w in _EPISODE_CALLBACKS)
-                and c.episodes_to_numpy and not c.restart_failed_sub_environments)
+                and c.episodes_to_numpy and not c.restart_failed_sub_environments
+                and self._module_gives_logits_only())
+
+    def _module_gives_logits_only(self) -> bool:
+        """Whether the module's forward passes return the action logits and nothing else
+        (RLlib's loop would keep any other output in the episodes; a module that samples
+        its own actions is not what the lean path samples for). Asked once, of an empty
+        batch."""
+        if self._logits_only is None:
+            space = self.env.unwrapped.single_observation_space
+            batch = {Columns.OBS: {OBS: torch.zeros((1, *space[OBS].shape)),
+                                   MASK: torch.ones((1, *space[MASK].shape))}}
+            outputs = (self.module.forward_exploration(batch, t=0),
+                       self.module.forward_inference(batch))
+            self._logits_only = all(set(out) == {Columns.ACTION_DIST_INPUTS}
+                                    for out in outputs)
+        return self._logits_only
 
     # -- the lean path -----------------------------------------------------------------------
 
@@ -213,12 +230,12 @@ class CoreEnvRunner(SingleAgentEnvRunner):
         # last bits depend on their input's alignment.
         obs_in = torch.empty(steps.obs.shape[1:])
         mask_in = torch.empty(steps.mask.shape[1:])
-        batch = {Columns.OBS: {OBS: obs_in, MASK: mask_in}}
         obs_view, mask_view = obs_in.numpy(), mask_in.numpy()
         for t in range(steps.length):
             start = time.perf_counter()
             np.copyto(obs_view, steps.obs[t])
             np.copyto(mask_view, steps.mask[t])
+            batch = {Columns.OBS: {OBS: obs_in, MASK: mask_in}}
             kwargs = {"t": (lifetime + t * self.num_envs) * runners} if explore else {}
             logits = forward(batch, **kwargs)[Columns.ACTION_DIST_INPUTS]
             dist = dist_cls.from_logits(logits)
