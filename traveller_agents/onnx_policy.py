@@ -42,7 +42,13 @@ from typing import Any
 
 import numpy as np
 
-from traveller_agents.views import VIEWS, complete_observation, view_sizes, views_of
+from traveller_agents.views import (
+    VIEWS,
+    complete_observation,
+    reads_layout,
+    view_sizes,
+    views_of,
+)
 from traveller_env.env import ScenarioSource, TravellerEnv
 from traveller_env.layout import Layout, LayoutError, read_layout, resolve_layout
 from traveller_env.policy import legal_indices
@@ -319,9 +325,7 @@ class OnnxPolicy:
     def _reads_layout(self, env: Any) -> bool:
         """Whether ``env``'s own observation and actions differ from the policy's layout's
         (then ``act`` asks the env for the layout's)."""
-        return self.layout is not None and not (
-            getattr(env, "layout", None) == self.layout
-            and all(bool(getattr(env, v, False)) == on for v, on in self.views.items()))
+        return reads_layout(env, self.layout, self.views)
 
     def _relative_actions(self, env: Any) -> Any:
         """The slot-relative translation of ``env`` for this policy: the layout's when it

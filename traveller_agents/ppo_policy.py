@@ -27,7 +27,7 @@ from traveller_agents.nets import (
     SideNet,
     actor_logits,
 )
-from traveller_agents.views import complete_observation, view_sizes, views_of
+from traveller_agents.views import complete_observation, reads_layout, view_sizes, views_of
 from traveller_env.env import ScenarioSource, TravellerEnv
 from traveller_env.layout import Layout, LayoutError, read_layout
 from traveller_env.policy import legal_indices
@@ -135,9 +135,7 @@ class PPOPolicy:
             raise ValueError(f"{self.name}: the environment {type(env).__name__} has no "
                              "relative_actions translation; play this policy in a TravellerEnv")
         obs_dim = self.obs_dim
-        if self.layout is not None and not (
-                getattr(env, "layout", None) == self.layout
-                and all(bool(getattr(env, v, False)) == on for v, on in self.views.items())):
+        if reads_layout(env, self.layout, self.views):
             # Trained on a layout: its vector and actions, whatever the env's own.
             observation = env.layout_observation(agent, self.layout, **self.views)
             rel = env.layout_actions(self.layout)

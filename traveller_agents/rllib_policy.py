@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from traveller_agents.views import VIEWS, reads_layout
 from traveller_env.env import ScenarioSource, TravellerEnv
 from traveller_env.layout import Layout, LayoutError, read_layout
 from traveller_env.policy import legal_indices
@@ -31,6 +32,8 @@ __all__ = ["META_FILE", "RLlibPolicy", "checkpoint_layout", "is_rllib_checkpoint
            "load_rllib_policy", "module_logits", "read_rllib_module"]
 
 META_FILE = "traveller.json"
+#: An RLlib module reads the observation without the optional views.
+NO_VIEWS = dict.fromkeys(VIEWS, False)
 MODULES_DIR = Path("learner_group") / "learner" / "rl_module"
 _ALGO_MARKER = "rllib_checkpoint.json"
 _MODULE_MARKER = "module_state.pkl"
@@ -90,7 +93,7 @@ class RLlibPolicy:
         env = getattr(env, "unwrapped", env)
         mask = np.asarray(action_mask)
         rel = env.relative_actions
-        if self.layout is not None and getattr(env, "layout", None) != self.layout:
+        if reads_layout(env, self.layout, NO_VIEWS):
             # trained on a layout: its vector and actions, whatever the env's own
             observation = env.layout_observation(agent, self.layout)
             rel = env.layout_actions(self.layout)

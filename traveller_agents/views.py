@@ -20,7 +20,7 @@ import numpy as np
 
 from traveller_env.observations import VIEWS as OBSERVATION_VIEWS
 
-__all__ = ["VIEWS", "complete_observation", "view_sizes", "views_of"]
+__all__ = ["VIEWS", "complete_observation", "reads_layout", "view_sizes", "views_of"]
 
 #: The views, in the order the observation vector appends them; each is an env keyword.
 VIEWS = OBSERVATION_VIEWS
@@ -31,6 +31,15 @@ def views_of(data: Mapping[str, Any]) -> dict[str, bool]:
     """``{view: bool}`` from a checkpoint dict or decoded ONNX metadata (absent: ``False``)."""
     return {v: bool(data.get(v, False)) for v in VIEWS}
 
+
+
+def reads_layout(env: Any, layout: Any, views: Mapping[str, bool]) -> bool:
+    """Whether a policy trained on ``layout`` (``None``: none) with ``views`` must read
+    ``env`` through that layout (``env.layout_observation``, ``env.layout_actions``): the env
+    is not of that layout with those views, so its own observation and actions differ."""
+    return layout is not None and not (
+        getattr(env, "layout", None) == layout
+        and all(bool(getattr(env, v, False)) == on for v, on in views.items()))
 
 def view_sizes(labels: Sequence[str]) -> dict[str, int]:
     """Entries of each view among observation ``labels`` (0 for a view they lack)."""

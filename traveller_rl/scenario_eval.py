@@ -99,8 +99,12 @@ def load_learned(path: str | Path, name: str | None = None) -> Learned:
 def _load_rllib(path: Path, name: str | None) -> Learned:
     """An RLlib checkpoint whose ``traveller.json`` records its observation size and
     slot-relative action labels (written on the core); ``ValueError`` otherwise."""
-    from traveller_agents.rllib_policy import checkpoint_layout, module_logits, read_rllib_module
-    from traveller_agents.views import VIEWS
+    from traveller_agents.rllib_policy import (
+        NO_VIEWS,
+        checkpoint_layout,
+        module_logits,
+        read_rllib_module,
+    )
 
     module, meta, folder, _ = read_rllib_module(path)
     if not meta.get("relative_actions", True) or "action_labels" not in meta:
@@ -113,7 +117,7 @@ def _load_rllib(path: Path, name: str | None) -> Learned:
 
     default = path.parent.name if path.name == "checkpoint" else path.name
     return Learned(name or default, int(meta["obs_dim"]), list(meta["action_labels"]),
-                   checkpoint_layout(folder, meta), dict.fromkeys(VIEWS, False), choose_rllib)
+                   checkpoint_layout(folder, meta), dict(NO_VIEWS), choose_rllib)
 
 
 #: A player of ``play_battles``: a learned policy, or the name of a policy that runs inside the
