@@ -124,10 +124,10 @@ class ExportedNetwork:
         return x
 
 
-
 def _layout_dict(layout: Layout | None) -> dict | None:
     """What ``ExportedNetwork.layout`` keeps of a layout."""
     return None if layout is None else layout.to_dict()
+
 
 def _check_chain(path: Path, layers: list[tuple[np.ndarray, np.ndarray]]) -> None:
     """``ValueError`` unless each layer's input width is the previous one's output width."""
