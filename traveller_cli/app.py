@@ -275,4 +275,4 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"{commandline.PROG} {words}: error: {problem}", file=sys.stderr)
         return 2
-    return commandline.dispatch(parser, argv)
+    return commandline.process_status(lambda: commandline.dispatch(parser, argv))

@@ -282,6 +282,26 @@ def dispatch(parser: argparse.ArgumentParser, argv: Sequence[str]) -> int:
         return 1
 
 
+def process_status(main: Callable[[], int]) -> int:
+    """``main()``'s exit status, for a process's entry point. In a process that joined a
+    data-parallel run (``traveller_rl.ppo.distributed.join``; a ``SystemExit`` of ``main``
+    included) the process ends here instead, through ``distributed.leave_process``."""
+    def joined() -> bool:  # the module is imported by the commands that may join, if any
+        return bool(getattr(sys.modules.get("traveller_rl.ppo.distributed"), "JOINED", False))
+
+    try:
+        status = main()
+    except SystemExit as exc:
+        if not joined():
+            raise
+        if isinstance(exc.code, str):
+            print(exc.code, file=sys.stderr)
+        status = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+    if joined():
+        sys.modules["traveller_rl.ppo.distributed"].leave_process(status)
+    return status
+
+
 def run_standalone(parser: argparse.ArgumentParser, run: Callable[[argparse.Namespace], int],
                    argv: Sequence[str] | None = None) -> int:
     """A module's own ``main`` (``python -m traveller_rl.clone ...``): parse ``argv`` with

@@ -38,11 +38,12 @@ import contextlib
 import copy
 import hashlib
 import os
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import numpy as np
 
@@ -51,7 +52,7 @@ from traveller_rl.ppo.resume import REQUIRED, read_checkpoint, write_checkpoint
 from traveller_rl.ppo.run_state import RunState
 
 __all__ = ["ENV_VARS", "Cluster", "RankState", "agreed", "check_world", "from_environment",
-           "join", "quiet", "rank_seed"]
+           "join", "leave_process", "quiet", "rank_seed"]
 
 T = TypeVar("T")
 
@@ -61,6 +62,9 @@ ENV_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
 RANK_STREAM = 0x52414E4B  # "RANK"
 #: How long a rank waits for the others at a collective before it gives up.
 TIMEOUT = timedelta(minutes=30)
+#: Whether this process joined a process group (``join``): its entry point then ends it with
+#: ``leave_process`` (``traveller_rl.commandline.process_status``).
+JOINED = False
 #: What a rank's part of the resume checkpoint leaves out: rank 0's, the same on every rank.
 SHARED = ("args", "update", "decisions", "net", "optimizer", "history", "training_curve",
           "lines")
@@ -264,10 +268,9 @@ class Cluster:
 
     def close(self, finished: bool = True) -> None:
         """Leave the process group (nothing alone; a second call does nothing).
-        ``finished`` (every rank got to the end of training): wait for the others first,
-        since a rank that tears its connections down while another is still joined can make
-        gloo abort that one's own teardown later (seen once, rank 0 ending a resumed run with
-        ``terminate called without an active exception``); after an error, leave at once."""
+        ``finished`` (every rank got to the end of training): wait for the others first, so
+        that the ranks leave together; after an error, leave at once. The process itself
+        ends through ``leave_process``."""
         if self.joined:
             if finished:
                 self._torch.distributed.barrier(group=self.control)
@@ -326,10 +329,36 @@ def join(rank: int, world: int, init_method: str, device: str = "cpu",
     cuda = resolve_device(device).type == "cuda"
     if cuda:
         torch.cuda.set_device(local % torch.cuda.device_count())
+    global JOINED
+    JOINED = True
     dist.init_process_group("nccl" if cuda else "gloo", init_method=init_method, rank=rank,
                             world_size=world, timeout=TIMEOUT)
     control = dist.new_group(backend="gloo", timeout=TIMEOUT) if cuda else dist.group.WORLD
     return Cluster(rank, world, local, dist.group.WORLD, control, torch)
+
+
+def leave_process(status: int) -> NoReturn:
+    """End a process that joined a run with ``status``, its output flushed, without the
+    interpreter's finalization (``os._exit``).
+
+    Why: gloo runs each collective on a worker thread of its own, and the thread drops its
+    reference to a finished collective after the caller has been told it is done. When that
+    reference is the last one to a tensor Python has already let go of (an
+    ``all_gather_object``'s can be), dropping it takes the GIL. A rank that ends right
+    after its last collective can be finalizing the interpreter by then; the worker thread
+    is then made to exit inside a C++ destructor and the process aborts
+    (``terminate called without an active exception``, SIGABRT) after a run that succeeded:
+    rare (about one of the tests' short launches in 30 on two cores), seen in a core file
+    as ``ProcessGroupGloo::runLoop`` -> ``~AsyncWork`` -> ``decref_pyobject`` ->
+    ``take_gil`` -> ``pthread_exit``. Nothing is left to finalize: the trainer has written
+    and closed its files and left the process group."""
+    import logging
+
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(status)
 
 
 def from_environment(device: str = "cpu") -> Cluster | None:

@@ -98,7 +98,7 @@ from typing import Any
 import numpy as np
 
 from traveller_env.scenario_set import is_set_source
-from traveller_rl.commandline import UsageError, examples_epilog, run_standalone
+from traveller_rl.commandline import UsageError, examples_epilog, process_status, run_standalone
 from traveller_rl.common import hidden_sizes, versions, write_json
 from traveller_rl.openmp import contention_note
 from traveller_rl.ppo.args import EXAMPLES, Args, add_flags, names_list
@@ -336,7 +336,7 @@ def train(args: Args, prepared: tuple[list[Group], dict] | None = None,
         pipeline.close()
     writer.close()
     cluster.check_same_weights(net)
-    cluster.close()  # the ranks are done with each other: they leave together
+    cluster.close()  # the ranks are done with each other
     if not cluster.writer:
         return out
     results = run_results(run, scenario)
@@ -565,7 +565,7 @@ def run(parsed: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Parse ``Args`` from the command line and train (status 2 on a bad argument, its
     message on stderr)."""
-    return run_standalone(build_parser(), run, argv)
+    return process_status(lambda: run_standalone(build_parser(), run, argv))
 
 
 if __name__ == "__main__":
