@@ -195,8 +195,6 @@ def rllib_runner_counts(cores: int) -> list[int]:
 def rllib_figures(cores: int, sizes: dict, out: Path, result: dict) -> list[dict]:
     """RLlib PPO on squad against ``rush``: the core path with several env-runner counts,
     the AEC path with one runner as the reference (``bench_rllib.measure``)."""
-    from argparse import Namespace
-
     from traveller_rl.common import write_json
 
     rows: list[dict] = result.setdefault("rllib", [])
@@ -219,9 +217,9 @@ def rllib_figures(cores: int, sizes: dict, out: Path, result: dict) -> list[dict
         return rows
     try:
         for env, runners in plan:
-            bench = Namespace(scenario="squad", num_envs_per_env_runner=0, seed=1, rounds=1,
-                              train_batch_size=sizes["rllib_batch"],
-                              sample_steps=sizes["rllib_sample_steps"] * runners)
+            bench = argparse.Namespace(scenario="squad", num_envs_per_env_runner=0, seed=1,
+                                       rounds=1, train_batch_size=sizes["rllib_batch"],
+                                       sample_steps=sizes["rllib_sample_steps"] * runners)
             try:
                 with contextlib.redirect_stdout(io.StringIO()):
                     row = measure(env, runners, bench)

@@ -322,16 +322,11 @@ class OnnxPolicy:
         p = np.where(legal, np.exp(z - z[legal].max()), 0.0)
         return int(self.rng.choice(self.n_actions, p=p / p.sum()))
 
-    def _reads_layout(self, env: Any) -> bool:
-        """Whether ``env``'s own observation and actions differ from the policy's layout's
-        (then ``act`` asks the env for the layout's)."""
-        return reads_layout(env, self.layout, self.views)
-
     def _relative_actions(self, env: Any) -> Any:
         """The slot-relative translation of ``env`` for this policy: the layout's when it
         reads one (``env.layout_actions``), else ``env.relative_actions``."""
         env = getattr(env, "unwrapped", env)
-        if self._reads_layout(env):
+        if reads_layout(env, self.layout, self.views):
             return env.layout_actions(self.layout)
         rel = getattr(env, "relative_actions", None)
         if rel is None:
@@ -357,7 +352,7 @@ class OnnxPolicy:
         """The policy's action for ``agent`` as an index of the environment's (absolute)
         actions."""
         env = getattr(env, "unwrapped", env)
-        if self._reads_layout(env):
+        if reads_layout(env, self.layout, self.views):
             # Trained on a layout: its vector (and actions), whatever the env's own.
             observation = env.layout_observation(agent, self.layout, **self.views)
         else:

@@ -28,7 +28,7 @@ from traveller_env.env import ScenarioSource, TravellerEnv
 from traveller_env.layout import Layout, LayoutError, read_layout
 from traveller_env.policy import legal_indices
 
-__all__ = ["META_FILE", "RLlibPolicy", "checkpoint_layout", "is_rllib_checkpoint",
+__all__ = ["META_FILE", "NO_VIEWS", "RLlibPolicy", "checkpoint_layout", "is_rllib_checkpoint",
            "load_rllib_policy", "module_logits", "read_rllib_module"]
 
 META_FILE = "traveller.json"

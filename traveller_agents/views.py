@@ -32,7 +32,6 @@ def views_of(data: Mapping[str, Any]) -> dict[str, bool]:
     return {v: bool(data.get(v, False)) for v in VIEWS}
 
 
-
 def reads_layout(env: Any, layout: Any, views: Mapping[str, bool]) -> bool:
     """Whether a policy trained on ``layout`` (``None``: none) with ``views`` must read
     ``env`` through that layout (``env.layout_observation``, ``env.layout_actions``): the env
@@ -40,6 +39,7 @@ def reads_layout(env: Any, layout: Any, views: Mapping[str, bool]) -> bool:
     return layout is not None and not (
         getattr(env, "layout", None) == layout
         and all(bool(getattr(env, v, False)) == on for v, on in views.items()))
+
 
 def view_sizes(labels: Sequence[str]) -> dict[str, int]:
     """Entries of each view among observation ``labels`` (0 for a view they lack)."""
